@@ -1,0 +1,1 @@
+"""The edges: CLI, settings loading and (later) the HTTP app."""

@@ -1,0 +1,72 @@
+"""Build the core objects (encoder, store, indexer, searcher) from settings; the only place that does."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+from api.settings import EncoderSettings, Settings
+from indexer.chunker import Chunker
+from indexer.encoder import Encoder
+from indexer.pipeline import Indexer
+from indexer.scanner import ScanRules
+from search.searcher import Searcher
+from store.errors import ConfigError
+from store.lance_store import Store
+from store.origin import make_origin
+
+
+def _transformers(cfg: EncoderSettings) -> Encoder:
+    from indexer.transformers_encoder import TransformersEncoder
+
+    return TransformersEncoder(
+        model_dir=cfg.model or None, pooling=cfg.pooling, normalize=cfg.normalize, max_length=cfg.max_length,
+        threads=cfg.threads, batch_tokens=cfg.batch_tokens, query_prefix=cfg.query_prefix, document_prefix=cfg.document_prefix,
+    )
+
+
+# Encoder backends by name (`encoder.backend`); tests register a deterministic fake here.
+ENCODER_BACKENDS: dict[str, Callable[[EncoderSettings], Encoder]] = {"transformers": _transformers}
+
+
+def build_encoder(settings: Settings) -> Encoder:
+    """The configured encoder, loaded."""
+    backend = ENCODER_BACKENDS.get(settings.encoder.backend)
+    if backend is None:
+        raise ConfigError(f"unknown encoder.backend {settings.encoder.backend!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}")
+    if settings.encoder.model:
+        settings.encoder.model = str(settings.path(settings.encoder.model))
+    return backend(settings.encoder)
+
+
+def chunk_tokens(settings: Settings, encoder: Encoder) -> int:
+    """Chunk length in content tokens: the configured length, capped by the model, less special tokens."""
+    return min(settings.chunking.max_tokens, encoder.max_length) - encoder.special_tokens
+
+
+def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
+    """The chunker for this encoder's tokenizer."""
+    size = chunk_tokens(settings, encoder)
+    if not 0 <= settings.chunking.overlap < size // 2:
+        raise ConfigError(f"chunking.overlap {settings.chunking.overlap} must be below half a chunk ({size // 2} tokens)", "lower chunking.overlap")
+    return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap)
+
+
+def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
+    """The store in data_dir, checked against this encoder and chunking (created when allowed)."""
+    origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap)
+    return Store.open(data_dir, origin, create=create)
+
+
+def scan_rules(settings: Settings) -> ScanRules:
+    """Which files the indexer takes."""
+    cfg = settings.index
+    return ScanRules(cfg.include, cfg.exclude, cfg.skip_hidden, int(cfg.max_file_mb * 1024 * 1024), cfg.follow_symlinks)
+
+
+def build_indexer(settings: Settings, encoder: Encoder, store: Store) -> Indexer:
+    """The indexing pipeline over this store."""
+    return Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), settings.index.flush_tokens)
+
+
+def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Searcher:
+    """The query side over this store."""
+    return Searcher(store, encoder, passages=settings.search.passages, candidates=settings.search.candidates)

@@ -1,0 +1,39 @@
+"""Terminal rendering of an indexing run: a live progress bar and the closing summary."""
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from indexer.pipeline import Progress as RunProgress
+from indexer.pipeline import RunSummary
+
+
+@contextmanager
+def progress_bar(console: Console) -> Iterator[Callable[[RunProgress], None]]:
+    """A callback that draws files done/total, chunks and tokens/s while a run goes on."""
+    bar = Progress(
+        TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+        TextColumn("{task.fields[chunks]:,} chunks"), TextColumn("{task.fields[rate]:,.0f} tokens/s"),
+        TimeElapsedColumn(), console=console, transient=True,
+    )
+    task = bar.add_task("index", total=None, chunks=0, rate=0.0)
+
+    def update(state: RunProgress) -> None:
+        bar.update(task, total=state.files_total, completed=state.files_done, chunks=state.chunks, rate=state.tokens_per_s)
+
+    with bar:
+        yield update
+
+
+def summary_lines(summary: RunSummary) -> list[str]:
+    """Human summary of a run, first line the totals, then one line per failed file."""
+    rate = summary.tokens / summary.seconds if summary.seconds else 0.0
+    lines = [
+        f"done in {summary.seconds:.1f} s: {summary.added} added, {summary.updated} updated, {summary.reused} re-used "
+        f"(moved/copied), {summary.unchanged} unchanged, {summary.deleted} deleted, {summary.failed} failed; "
+        f"{summary.chunks:,} chunks written, {summary.tokens:,} tokens encoded ({rate:,.0f} tokens/s)"
+    ]
+    lines += [f"  failed: {path}: {reason}" for path, reason in sorted(summary.failures.items())]
+    return lines

@@ -1,0 +1,129 @@
+"""Settings: config.toml → one typed object, overridden by LODEX_SECTION__KEY variables and CLI flags."""
+
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from store.errors import ConfigError
+
+_TOML_PATH: ContextVar[Path | None] = ContextVar("lodex_toml_path", default=None)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IndexSettings(_Section):
+    """[index]: what to index and where the index lives."""
+
+    root: str = ""
+    data_dir: str = ".lodex"
+    include: list[str] = ["*"]
+    exclude: list[str] = []
+    skip_hidden: bool = True
+    follow_symlinks: bool = False
+    max_file_mb: float = Field(50, gt=0)
+    flush_tokens: int = Field(32768, ge=256)
+
+
+class ChunkingSettings(_Section):
+    """[chunking]: chunk length and overlap in model tokens."""
+
+    max_tokens: int = Field(256, ge=16)
+    overlap: int = Field(32, ge=0)
+
+
+class EncoderSettings(_Section):
+    """[encoder]: the model and how it runs."""
+
+    backend: str = "transformers"
+    model: str = ""
+    pooling: Literal["auto", "mean", "cls", "last"] = "auto"
+    normalize: bool = True
+    max_length: int = Field(0, ge=0)
+    threads: int = Field(0, ge=0)
+    batch_tokens: int = Field(16384, ge=256)
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+
+class SearchSettings(_Section):
+    """[search]: result sizes."""
+
+    k: int = Field(10, ge=1, le=1000)
+    passages: int = Field(3, ge=0, le=50)
+    candidates: int = Field(100, ge=1)
+
+
+class Settings(BaseSettings):
+    """Every lodex setting; `base_dir` anchors relative paths (the config file's folder)."""
+
+    model_config = SettingsConfigDict(env_prefix="LODEX_", env_nested_delimiter="__", extra="ignore")
+
+    index: IndexSettings = IndexSettings()
+    chunking: ChunkingSettings = ChunkingSettings()
+    encoder: EncoderSettings = EncoderSettings()
+    search: SearchSettings = SearchSettings()
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    config_file: Path | None = Field(default=None, exclude=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = _TOML_PATH.get()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml))
+        return tuple(sources)
+
+    def path(self, value: str) -> Path:
+        """A configured path, resolved against the config file's folder."""
+        return (self.base_dir / Path(value).expanduser()).resolve()
+
+    @property
+    def data_dir(self) -> Path:
+        """The data directory, absolute."""
+        return self.path(self.index.data_dir)
+
+
+def find_config(explicit: Path | None) -> Path | None:
+    """The config file to read: --config/LODEX_CONFIG if given, else ./config.toml when present."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"config file {explicit} not found", "check --config or LODEX_CONFIG")
+        return explicit
+    default = Path.cwd() / "config.toml"
+    return default if default.is_file() else None
+
+
+def load_settings(config: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Read config.toml (if any) with environment overrides, then apply explicit `overrides`."""
+    path = find_config(config)
+    token = _TOML_PATH.set(path)
+    try:
+        settings = Settings(base_dir=path.parent.resolve() if path else Path.cwd(), config_file=path)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(
+            f"invalid setting {where}: {first['msg']}",
+            f"fix it in {path or 'the environment'} (or the LODEX_{where.upper().replace('.', '__')} variable)",
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}", "fix the TOML syntax") from None
+    finally:
+        _TOML_PATH.reset(token)
+    for dotted, value in (overrides or {}).items():
+        if value is not None:
+            section, key = dotted.split(".")
+            setattr(getattr(settings, section), key, value)
+    return settings

@@ -1,0 +1,1 @@
+"""Everything between a file and its vectors: scanning, reading, chunking, encoding, indexing."""

@@ -1,0 +1,122 @@
+"""Token-aware chunking: windows of model tokens cut at paragraph, sentence or word boundaries."""
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+# Tokenizes a list of texts; returns, per text, an (n, 2) int array of token (start, end) char spans.
+TokenSpans = Callable[[list[str]], list[np.ndarray]]
+
+_PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
+_SENTENCE = re.compile(r"(?:(?<=[.!?])[\"')\]]*\s+|(?<=[。！？]))")
+_SEGMENT_CHARS = 32_768
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One passage of a document: its place in the document's text and its length in tokens."""
+
+    ordinal: int
+    char_start: int
+    char_end: int
+    token_count: int
+    text: str
+
+
+def _segments(text: str) -> list[tuple[int, int]]:
+    """Split `text` into pieces of at most ~32k chars, cut at whitespace where there is some."""
+    bounds: list[tuple[int, int]] = []
+    start, n = 0, len(text)
+    while start < n:
+        end = min(start + _SEGMENT_CHARS, n)
+        if end < n:
+            cut = max(text.rfind(" ", end - 2048, end), text.rfind("\n", end - 2048, end))
+            end = cut + 1 if cut > start else end
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def token_spans_of(text: str, tokenize: TokenSpans) -> np.ndarray:
+    """Token spans of a whole text, tokenized in segments so a huge one-line file stays linear."""
+    bounds = _segments(text)
+    if not bounds:
+        return np.zeros((0, 2), dtype=np.int64)
+    spans = tokenize([text[a:b] for a, b in bounds])
+    parts = [s.astype(np.int64) + a for s, (a, _) in zip(spans, bounds) if len(s)]
+    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+
+
+def _marks(text: str, starts: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:
+    """Boolean per token: a `pattern` match ends right before this token."""
+    marks = np.zeros(len(starts), dtype=bool)
+    ends = np.fromiter((m.end() for m in pattern.finditer(text)), dtype=np.int64)
+    if len(ends):
+        idx = np.searchsorted(starts, ends)
+        idx = idx[idx < len(starts)]
+        marks[idx] = True
+    marks[0] = False
+    return marks
+
+
+def _last(flags: np.ndarray, lo: int, hi: int) -> int | None:
+    """Largest index i in [lo, hi] with flags[i], or None."""
+    if hi < lo:
+        return None
+    hits = np.flatnonzero(flags[lo : hi + 1])
+    return lo + int(hits[-1]) if len(hits) else None
+
+
+class Chunker:
+    """Cuts a document into chunks of at most `max_tokens` tokens with `overlap` tokens shared."""
+
+    def __init__(self, tokenize: TokenSpans, max_tokens: int = 254, overlap: int = 32) -> None:
+        if max_tokens < 8:
+            raise ValueError("max_tokens must be at least 8")
+        if not 0 <= overlap < max_tokens // 2:
+            raise ValueError("overlap must be between 0 and half of max_tokens")
+        self.tokenize = tokenize
+        self.max_tokens = max_tokens
+        self.overlap = overlap
+
+    def chunk(self, text: str) -> list[Chunk]:
+        """All chunks of `text`, in order, with exact character offsets."""
+        spans = token_spans_of(text, self.tokenize)
+        n = len(spans)
+        if n == 0:
+            return []
+        starts, ends = spans[:, 0], spans[:, 1]
+        word = np.ones(n, dtype=bool)
+        word[1:] = starts[1:] > ends[:-1]
+        paragraph = _marks(text, starts, _PARAGRAPH)
+        sentence = _marks(text, starts, _SENTENCE) | paragraph
+        chunks: list[Chunk] = []
+        s = 0
+        while True:
+            e = min(s + self.max_tokens, n)
+            cut = e if e == n else self._cut(s, e, paragraph, sentence, word)
+            a, b = int(starts[s]), int(ends[cut - 1])
+            chunks.append(Chunk(len(chunks), a, b, cut - s, text[a:b]))
+            if cut >= n:
+                return chunks
+            s = self._next_start(s, cut, word)
+
+    def _cut(self, s: int, e: int, paragraph: np.ndarray, sentence: np.ndarray, word: np.ndarray) -> int:
+        """Token index where the chunk [s, cut) ends: the latest good boundary inside the window."""
+        half = s + self.max_tokens // 2
+        for flags, lo in ((paragraph, half), (sentence, half), (word, s + self.overlap + 1)):
+            found = _last(flags, lo, e)
+            if found is not None:
+                return found
+        return e
+
+    def _next_start(self, s: int, cut: int, word: np.ndarray) -> int:
+        """First token of the next chunk: `overlap` tokens back from the cut, at a word start."""
+        if self.overlap == 0:
+            return cut
+        lo = cut - self.overlap
+        hits = np.flatnonzero(word[lo:cut])
+        start = lo + int(hits[0]) if len(hits) else lo
+        return max(start, s + 1)

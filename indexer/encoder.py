@@ -1,0 +1,94 @@
+"""The encoder contract: a batch of texts in, float32 L2-normalized vectors out; batching lives here."""
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+
+class Encoder(ABC):
+    """Base of every encoder: subclasses embed one prepared batch; sorting and token budgets live here."""
+
+    model_id: str = "unknown"
+    fingerprint: str = ""
+    dim: int = 0
+    max_length: int = 512  # tokens per input, special tokens included
+    special_tokens: int = 2  # tokens the model adds around each input
+    pooling: str = "mean"
+    normalize: bool = True
+    precision: str = "exact"
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+    def __init__(self, batch_tokens: int = 16_384, max_batch: int = 128) -> None:
+        self.batch_tokens = batch_tokens
+        self.max_batch = max_batch
+        self.texts_encoded = 0  # how many texts went through the model: tests count re-encoding with it
+
+    @abstractmethod
+    def token_spans(self, texts: list[str]) -> list[np.ndarray]:
+        """Per text, an (n, 2) array of the (start, end) char spans of its tokens, no special tokens."""
+
+    @abstractmethod
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed one batch (already sorted and budgeted) into an (n, dim) float32 array, pooled."""
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        """Model input length of each text, special tokens included, capped at max_length."""
+        return [min(len(s) + self.special_tokens, self.max_length) for s in self.token_spans(texts)]
+
+    @property
+    def max_content_tokens(self) -> int:
+        """The longest chunk, in tokens, that the model reads whole."""
+        return self.max_length - self.special_tokens - len(self.token_spans([self.document_prefix])[0])
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Indices grouped into batches, longest first, each within the token budget once padded."""
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:
+            width = lengths[current[0]] if current else lengths[i]
+            if current and ((len(current) + 1) * width > self.batch_tokens or len(current) >= self.max_batch):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
+
+    def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
+        """Embed texts (documents' chunks, or queries with kind='query') as normalized float32 rows."""
+        prefix = self.query_prefix if kind == "query" else self.document_prefix
+        if prefix:
+            texts = [prefix + t for t in texts]
+            lengths = None
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        lengths = lengths if lengths is not None else self.token_lengths(texts)
+        for batch in self._batches(lengths):
+            out[batch] = self._embed_batch([texts[i] for i in batch])
+            self.texts_encoded += len(batch)
+        if self.normalize:
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            np.divide(out, norms, out=out, where=norms > 0)
+        return out
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """One query's vector, shape (dim,)."""
+        return self.embed([query], kind="query")[0]
+
+    def origin(self) -> dict[str, Any]:
+        """What an index built with this encoder must record to be searched with it again."""
+        return {
+            "model_id": self.model_id,
+            "model_fingerprint": self.fingerprint,
+            "dim": self.dim,
+            "pooling": self.pooling,
+            "normalize": self.normalize,
+            "max_length": self.max_length,
+            "precision": self.precision,
+            "query_prefix": self.query_prefix,
+            "document_prefix": self.document_prefix,
+        }

@@ -1,0 +1,206 @@
+"""Format readers: turn a file's decoded text into plain text plus a title, by file extension."""
+
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from indexer.decoding import decode
+from store.errors import ReadError
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """The text lodex indexes for one file, its title and the format it was read as."""
+
+    text: str
+    title: str
+    format: str
+    encoding: str
+
+
+def _inline_text(token) -> str:  # markdown-it Token
+    parts: list[str] = []
+    for child in token.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content if child.type != "html_inline" else "")
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append("\n")
+        elif child.type == "image":
+            parts.append(_inline_text(child))
+    return "".join(parts)
+
+
+def read_markdown(text: str) -> tuple[str, str]:
+    """Markdown without markup; heading text is kept as its own paragraph."""
+    from markdown_it import MarkdownIt
+
+    blocks: list[str] = []
+    title = ""
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    for i, token in enumerate(tokens):
+        if token.type == "inline":
+            content = _inline_text(token).strip()
+            if content:
+                blocks.append(content)
+                if not title and i > 0 and tokens[i - 1].type == "heading_open":
+                    title = content
+        elif token.type in ("fence", "code_block"):
+            blocks.append(token.content.rstrip("\n"))
+        elif token.type == "html_block":
+            html_text = read_html(token.content)[0]
+            if html_text:
+                blocks.append(html_text)
+    return "\n\n".join(blocks), title
+
+
+_RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
+_RST_DIRECTIVE = re.compile(r"^\.\.\s+(\S+::.*|_[^:]+:.*|\|[^|]+\|.*|\[[^\]]+\].*)?$")
+_RST_ROLE = re.compile(r":[\w-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
+_RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_{1,2}")
+_RST_INLINE = re.compile(r"(\*\*|\*|``|`)(\S(?:.*?\S)?)\1_{0,2}")
+
+
+def read_rst(text: str) -> tuple[str, str]:
+    """reStructuredText without adornments, directives' markers and inline markup."""
+    lines: list[str] = []
+    title = ""
+    raw = text.split("\n")
+    for i, line in enumerate(raw):
+        if _RST_ADORNMENT.match(line):
+            if not title and i > 0 and raw[i - 1].strip() and not _RST_ADORNMENT.match(raw[i - 1]):
+                title = raw[i - 1].strip()
+            continue
+        if _RST_DIRECTIVE.match(line.strip()) and line.strip().startswith(".."):
+            continue
+        line = _RST_LINK.sub(r"\1", line)
+        line = _RST_ROLE.sub(r"\1", line)
+        line = _RST_INLINE.sub(r"\2", line)
+        lines.append(line.rstrip())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), title
+
+
+_HTML_BLOCKS = (
+    "p", "div", "section", "article", "header", "footer", "li", "tr", "table", "ul", "ol",
+    "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "br", "hr", "dd", "dt", "main",
+)
+
+
+def read_html(text: str) -> tuple[str, str]:
+    """Visible text of an HTML page, one paragraph per block element; title from <title> or <h1>."""
+    from selectolax.lexbor import LexborHTMLParser as HTMLParser
+
+    tree = HTMLParser(text)
+    title_node = tree.css_first("title") or tree.css_first("h1")
+    title = title_node.text(strip=True) if title_node else ""
+    tree.strip_tags(["script", "style", "noscript", "template", "head", "svg", "iframe", "object"])
+    for tag in _HTML_BLOCKS:
+        for node in tree.css(tag):
+            node.insert_before("\n\n")
+            node.insert_after("\n\n")
+    root = tree.body or tree.root
+    body = root.text(deep=True, separator="") if root else ""
+    body = re.sub(r"[ \t\xa0]+", " ", body)
+    body = re.sub(r" ?\n[ \n]*\n ?", "\n\n", body)
+    return body.strip(), title
+
+
+def _json_strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        if value.strip():
+            yield value.strip()
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _json_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_strings(item)
+
+
+def read_json(text: str) -> tuple[str, str]:
+    """The string values of a JSON document, one per paragraph."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReadError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    title = value.get("title", "") if isinstance(value, dict) else ""
+    return "\n\n".join(_json_strings(value)), title if isinstance(title, str) else ""
+
+
+def read_jsonl(text: str) -> tuple[str, str]:
+    """The string values of each JSON line; one line's strings form one paragraph."""
+    paragraphs: list[str] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ReadError(f"invalid JSON on line {number}: {exc.msg}") from None
+        paragraphs.append("\n".join(_json_strings(value)))
+    return "\n\n".join(p for p in paragraphs if p), ""
+
+
+def _read_delimited(text: str, delimiter: str) -> tuple[str, str]:
+    rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    lines = [" | ".join(" ".join(cell.split()) for cell in row) for row in rows if any(row)]
+    return "\n".join(lines), ""
+
+
+def read_csv(text: str) -> tuple[str, str]:
+    """CSV rows as lines of text, cells joined by ' | '; quoted multi-line cells become one line."""
+    return _read_delimited(text, ",")
+
+
+def read_tsv(text: str) -> tuple[str, str]:
+    """TSV rows as lines of text, cells joined by ' | '."""
+    return _read_delimited(text, "\t")
+
+
+def read_plain(text: str) -> tuple[str, str]:
+    """Plain text as it is."""
+    return text, ""
+
+
+Reader = Callable[[str], tuple[str, str]]
+READERS: dict[str, tuple[str, Reader]] = {
+    ".txt": ("text", read_plain),
+    ".text": ("text", read_plain),
+    ".md": ("markdown", read_markdown),
+    ".markdown": ("markdown", read_markdown),
+    ".rst": ("rst", read_rst),
+    ".html": ("html", read_html),
+    ".htm": ("html", read_html),
+    ".json": ("json", read_json),
+    ".jsonl": ("jsonl", read_jsonl),
+    ".csv": ("csv", read_csv),
+    ".tsv": ("tsv", read_tsv),
+}
+
+
+def format_of(path: str) -> str | None:
+    """The format name lodex reads `path` as, or None when no reader handles its extension."""
+    entry = READERS.get(PurePath(path).suffix.lower())
+    return entry[0] if entry else None
+
+
+def _fallback_title(text: str, path: str) -> str:
+    for line in text.split("\n", 20)[:20]:
+        line = line.strip()
+        if line:
+            return line if len(line) <= 120 else line[:117].rsplit(" ", 1)[0] + "…"
+    return PurePath(path).stem
+
+
+def extract(path: str, data: bytes) -> Extracted:
+    """Decode and read one file's bytes; `path` chooses the reader by its extension."""
+    entry = READERS.get(PurePath(path).suffix.lower())
+    if entry is None:
+        raise ReadError(f"no reader for '{PurePath(path).suffix}' files", "add a reader or exclude it")
+    fmt, reader = entry
+    decoded, encoding = decode(data)
+    text, title = reader(decoded)
+    return Extracted(text=text, title=title.strip() or _fallback_title(text, path), format=fmt, encoding=encoding)

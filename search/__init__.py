@@ -1,0 +1,1 @@
+"""Query-time logic: query encoding, retrieval, grouping chunks into ranked documents."""

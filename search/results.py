@@ -1,0 +1,62 @@
+"""Search result types and their stable JSON shape (shared by the CLI and the API)."""
+
+from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatch
+from pathlib import PurePosixPath
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A chunk of a result document: its text, exact offsets into the document's text, and similarity."""
+
+    text: str
+    char_start: int
+    char_end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """One ranked document with its best passages."""
+
+    doc_id: str
+    path: str
+    title: str
+    score: float
+    passages: list[Passage]
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    """What a search returns: {"query", "took_ms", "results": [...]}."""
+
+    query: str
+    took_ms: float
+    results: list[DocumentHit]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The documented JSON shape."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Restrict results by a glob on the root-relative path and/or by file extensions."""
+
+    path_glob: str | None = None
+    extensions: tuple[str, ...] = field(default_factory=tuple)
+
+    def allows(self, path: str) -> bool:
+        """True when a document at `path` passes every filter."""
+        if self.path_glob and not fnmatch(path, self.path_glob):
+            return False
+        if self.extensions:
+            suffix = PurePosixPath(path).suffix.lower().lstrip(".")
+            return suffix in {e.lower().lstrip(".") for e in self.extensions}
+        return True
+
+    @property
+    def active(self) -> bool:
+        """True when any filter is set."""
+        return bool(self.path_glob or self.extensions)

@@ -1,0 +1,1 @@
+"""Persistence: Lance tables, the FAISS index, their origin record and consistency."""

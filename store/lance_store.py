@@ -1,0 +1,180 @@
+"""The durable record: Lance tables `documents` and `chunks`, with the FAISS index kept in step."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from store.errors import StoreError
+from store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
+from store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
+from store.vector_index import VectorIndex
+
+_IN_BATCH = 2_000  # ids per `IN (...)` predicate
+
+
+@dataclass(frozen=True)
+class DocRecord:
+    """What the store knows of one indexed file (no vectors)."""
+
+    id: str
+    path: str
+    content_hash: str
+    size: int
+    mtime: float
+    format: str
+    title: str
+    chunk_count: int
+    token_count: int
+    indexed_at: float
+
+
+def _sql_list(values: list) -> str:
+    return ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in values)
+
+
+def _open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
+    if name in db.list_tables().tables:
+        return db.open_table(name)
+    return db.create_table(name, schema=schema)
+
+
+class Store:
+    """Lance tables plus the FAISS index over chunk vectors, under one data directory."""
+
+    def __init__(self, data_dir: Path, dim: int) -> None:
+        import lancedb
+
+        self.data_dir = data_dir
+        self.dim = dim
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            self.db = lancedb.connect(str(data_dir / "lance"))
+            self.documents = _open_or_create(self.db, "documents", documents_schema(dim))
+            self.chunks = _open_or_create(self.db, "chunks", chunks_schema(dim))
+        except OSError as exc:
+            raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from None
+        self._index: VectorIndex | None = None
+        self._index_version = -1
+
+    @classmethod
+    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True) -> "Store":
+        """Open the index in data_dir for an encoder with `origin`; create it when allowed and absent."""
+        stored = read_origin(data_dir)
+        if stored is None:
+            if not create:
+                raise StoreError(f"no index in {data_dir}", "build one first with `lodex index DIR`")
+            data_dir.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(data_dir / ORIGIN_FILE, origin)
+        else:
+            check_origin(stored, origin, data_dir)
+        return cls(data_dir, int(origin["dim"]))
+
+    # ---- reading -------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """See the latest committed versions of both tables (written by this or another process)."""
+        for table in (self.documents, self.chunks):
+            table.checkout_latest()
+
+    def document_table(self) -> pa.Table:
+        """Every document's metadata, without vectors."""
+        return self.documents.search().select(DOCUMENT_COLUMNS).limit(None).to_arrow()
+
+    def document_records(self) -> dict[str, DocRecord]:
+        """Every document, keyed by its path."""
+        return {row["path"]: DocRecord(**row) for row in self.document_table().to_pylist()}
+
+    def counts(self) -> dict[str, int]:
+        """Number of documents and of current chunks."""
+        docs = self.document_table()
+        return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
+
+    def chunks_where(self, predicate: str, columns: list[str]) -> pa.Table:
+        """Chunk rows matching a Lance SQL predicate."""
+        return self.chunks.search().where(predicate).select(columns).limit(None).to_arrow()
+
+    def chunks_by_id(self, ids: list[int], columns: list[str]) -> pa.Table:
+        """Chunk rows for the given ids (any order)."""
+        parts = [self.chunks_where(f"id IN ({_sql_list(ids[i:i + _IN_BATCH])})", columns) for i in range(0, len(ids), _IN_BATCH)]
+        return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
+
+    def chunks_of_documents(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
+        """Chunk rows (current and not yet collected) of the given documents."""
+        parts = [self.chunks_where(f"document_id IN ({_sql_list(doc_ids[i:i + _IN_BATCH])})", columns) for i in range(0, len(doc_ids), _IN_BATCH)]
+        return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
+
+    # ---- writing (one writer at a time) --------------------------------------------------
+    def commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
+        """Add chunk rows, then upsert document rows (the commit point), then drop deleted documents."""
+        if chunks is not None and chunks.num_rows:
+            self.chunks.add(chunks)
+            if self._index is not None:
+                self._index.add(chunks["id"].to_numpy(), vectors_of(chunks))
+                self._index_version = self.chunks.version
+        if documents:
+            rows = pa.Table.from_pylist(documents, schema=documents_schema(self.dim))
+            self.documents.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+        for i in range(0, len(deleted_ids), _IN_BATCH):
+            self.documents.delete(f"id IN ({_sql_list(deleted_ids[i:i + _IN_BATCH])})")
+
+    def collect_garbage(self) -> int:
+        """Delete chunks that belong to no current document version (replaced, deleted, or left by a crash)."""
+        docs = self.documents.search().select(["id", "content_hash"]).limit(None).to_arrow()
+        chunks = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
+        current = docs.rename_columns(["document_id", "content_hash"])
+        orphans = chunks.join(current, keys=["document_id", "content_hash"], join_type="left anti")["id"].to_pylist()
+        for i in range(0, len(orphans), _IN_BATCH):
+            self.chunks.delete(f"id IN ({_sql_list(orphans[i:i + _IN_BATCH])})")
+        if self._index is not None:
+            self._index.remove(orphans)
+            self._index_version = self.chunks.version
+        return len(orphans)
+
+    def optimize(self) -> None:
+        """Compact both tables, keep scalar indexes on the lookup columns, and drop old versions."""
+        for table, columns in ((self.chunks, ("id", "document_id")), (self.documents, ("id",))):
+            if table.count_rows() == 0:
+                continue
+            existing = {tuple(ix.columns) for ix in table.list_indices()}
+            for column in columns:
+                if (column,) not in existing:
+                    table.create_scalar_index(column)
+            table.optimize(cleanup_older_than=timedelta(minutes=10))
+        if self._index is not None:
+            self._index_version = self.chunks.version
+
+    # ---- the FAISS index -----------------------------------------------------------------
+    def vector_index(self) -> VectorIndex:
+        """The FAISS index for the current chunks version: loaded if persisted for it, else rebuilt."""
+        version = self.chunks.version
+        if self._index is not None and self._index_version == version:
+            return self._index
+        index = VectorIndex.load(self.data_dir, version, self.dim)
+        if index is None:
+            index = VectorIndex(self.dim)
+            table = self.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
+            index.add(table["id"].to_numpy(), vectors_of(table))
+        self._index, self._index_version = index, version
+        return index
+
+    def persist_index(self) -> None:
+        """Save the FAISS index as the reflection of the current chunks version."""
+        index = self.vector_index() if self._index is None else self._index
+        index.save(self.data_dir, self.chunks.version)
+        self._index_version = self.chunks.version
+
+    def track_index(self) -> None:
+        """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""
+        self.vector_index()
+
+
+def vectors_of(table: pa.Table) -> np.ndarray:
+    """The `vector` column of a table as an (n, dim) float32 array."""
+    column = table["vector"].combine_chunks()
+    if len(column) == 0:
+        return np.zeros((0, column.type.list_size), dtype=np.float32)
+    return column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32, copy=False)

@@ -1,0 +1,43 @@
+"""Arrow schemas of the two Lance tables: documents and their chunks."""
+
+import pyarrow as pa
+
+
+def vector_type(dim: int) -> pa.DataType:
+    """Fixed-size float32 list: how vectors are stored."""
+    return pa.list_(pa.float32(), dim)
+
+
+def documents_schema(dim: int) -> pa.Schema:
+    """One row per indexed file: where it is, what it held, and its aggregated vector."""
+    return pa.schema([
+        ("id", pa.string()),
+        ("path", pa.string()),
+        ("content_hash", pa.string()),
+        ("size", pa.int64()),
+        ("mtime", pa.float64()),
+        ("format", pa.string()),
+        ("title", pa.string()),
+        ("chunk_count", pa.int32()),
+        ("token_count", pa.int64()),
+        ("vector", vector_type(dim)),
+        ("indexed_at", pa.float64()),
+    ])
+
+
+def chunks_schema(dim: int) -> pa.Schema:
+    """One row per chunk; (document_id, content_hash) ties it to the document version it belongs to."""
+    return pa.schema([
+        ("id", pa.int64()),
+        ("document_id", pa.string()),
+        ("content_hash", pa.string()),
+        ("ordinal", pa.int32()),
+        ("char_start", pa.int64()),
+        ("char_end", pa.int64()),
+        ("token_count", pa.int32()),
+        ("text", pa.string()),
+        ("vector", vector_type(dim)),
+    ])
+
+
+DOCUMENT_COLUMNS = [name for name in documents_schema(1).names if name != "vector"]

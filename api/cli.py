@@ -14,7 +14,7 @@ from rich.console import Console
 from store.errors import ConfigError, LodexError, StoreError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="LODEX_CONFIG", help="config.toml to read (default ./config.toml).")]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", envvar="LODEX_DATA_DIR", help="Index directory (default: index.data_dir).")]

@@ -12,6 +12,7 @@ TokenSpans = Callable[[list[str]], list[np.ndarray]]
 _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE = re.compile(r"(?:(?<=[.!?])[\"')\]]*\s+|(?<=[。！？]))")
 _SEGMENT_CHARS = 32_768
+_SEGMENTS_PER_CALL = 8  # tokenizer calls stay small, so a huge file does not hold all encodings at once
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,11 @@ def token_spans_of(text: str, tokenize: TokenSpans) -> np.ndarray:
     bounds = _segments(text)
     if not bounds:
         return np.zeros((0, 2), dtype=np.int64)
-    spans = tokenize([text[a:b] for a, b in bounds])
-    parts = [s.astype(np.int64) + a for s, (a, _) in zip(spans, bounds) if len(s)]
+    parts: list[np.ndarray] = []
+    for i in range(0, len(bounds), _SEGMENTS_PER_CALL):
+        group = bounds[i : i + _SEGMENTS_PER_CALL]
+        spans = tokenize([text[a:b] for a, b in group])
+        parts += [s.astype(np.int64) + a for s, (a, _) in zip(spans, group) if len(s)]
     return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
 
 

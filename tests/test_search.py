@@ -1,0 +1,89 @@
+"""Search end to end on the real model: planted passages, document ranking, passages, filters."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from search.results import SearchFilters
+from tests.conftest import EVALDATA, make_pipeline
+from tests.fakes import FakeEncoder
+
+PLANTED = ("Arctic terns make the longest migration of any animal, flying from their Arctic breeding "
+           "grounds to the Antarctic and back every year, about seventy thousand kilometres.")
+
+
+def _abstracts(n: int) -> list[str]:
+    with (EVALDATA / "cranfield" / "corpus.jsonl").open() as fh:
+        docs = [json.loads(line)["text"] for line in fh]
+    return [d for d in docs if d.strip()][:n]
+
+
+@pytest.mark.slow
+def test_planted_passage_is_found_at_rank_one_with_exact_offsets(tmp_path: Path, real_encoder) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    abstracts = _abstracts(150)
+    texts = {}
+    for i in range(6):
+        parts = abstracts[i * 25 : (i + 1) * 25]
+        if i == 3:
+            parts.insert(17, PLANTED)
+        texts[f"report-{i}.txt"] = "\n\n".join(parts)
+        (root / f"report-{i}.txt").write_text(texts[f"report-{i}.txt"])
+    store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder, overlap=32)
+    summary = indexer.run(root)
+    assert summary.added == 6 and summary.chunks > 30  # long documents: many chunks each
+    response = searcher.search("how far do arctic terns migrate every year", k=3)
+    top = response.results[0]
+    assert top.path == "report-3.txt"
+    assert top.score > response.results[1].score + 0.1
+    best = top.passages[0]
+    assert best.score == top.score
+    assert texts["report-3.txt"][best.char_start : best.char_end] == best.text
+    start = texts["report-3.txt"].index(PLANTED)
+    assert best.char_start <= start and start + len(PLANTED) <= best.char_end
+    assert 1 <= len(top.passages) <= 3
+    assert [p.score for p in top.passages] == sorted((p.score for p in top.passages), reverse=True)
+
+
+@pytest.mark.slow
+def test_response_shape_is_the_documented_one(tmp_path: Path, real_encoder) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# Shock waves\n\nShock waves form ahead of blunt bodies in supersonic flow.")
+    store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)
+    indexer.run(root)
+    body = searcher.search("shock wave", k=5).to_dict()
+    assert set(body) == {"query", "took_ms", "results"}
+    assert isinstance(body["took_ms"], float)
+    hit = body["results"][0]
+    assert set(hit) == {"doc_id", "path", "title", "score", "passages"}
+    assert hit["path"] == "a.md" and hit["title"] == "Shock waves"
+    assert set(hit["passages"][0]) == {"text", "char_start", "char_end", "score"}
+
+
+def test_filters_by_glob_and_extension(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    for rel in ("notes/a.md", "notes/b.txt", "other/c.md"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("wing lift drag " * 20)
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    paths = lambda f: sorted(r.path for r in searcher.search("wing lift", k=10, filters=f).results)  # noqa: E731
+    assert paths(SearchFilters()) == ["notes/a.md", "notes/b.txt", "other/c.md"]
+    assert paths(SearchFilters(path_glob="notes/*")) == ["notes/a.md", "notes/b.txt"]
+    assert paths(SearchFilters(extensions=("md",))) == ["notes/a.md", "other/c.md"]
+    assert paths(SearchFilters(path_glob="notes/*", extensions=(".MD",))) == ["notes/a.md"]
+
+
+def test_k_limits_and_empty_index(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    assert searcher.search("anything", k=5).results == []
+    for i in range(12):
+        (root / f"{i}.txt").write_text(f"text number {i} about flow")
+    indexer.run(root)
+    assert len(searcher.search("flow", k=5).results) == 5

@@ -1,0 +1,66 @@
+"""The store: origin checks on open, FAISS persisted per Lance version and rebuilt when missing or stale."""
+
+from pathlib import Path
+
+import pytest
+
+from store.errors import OriginMismatchError, StoreError
+from store.lance_store import Store
+from store.origin import make_origin
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+
+def _index_folder(tmp_path: Path, encoder: FakeEncoder) -> tuple[Store, Path]:
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(4):
+        (root / f"d{i}.txt").write_text(f"document {i} about wings{i} and flow{i}. " * 40)
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    return store, root
+
+
+def test_origin_mismatch_is_a_clear_error(tmp_path: Path) -> None:
+    encoder = FakeEncoder()
+    _index_folder(tmp_path, encoder)
+    other = FakeEncoder(dim=128)
+    other.model_id = "another-model"
+    with pytest.raises(OriginMismatchError) as caught:
+        Store.open(tmp_path / "data", make_origin(other.origin(), 64, 4))
+    message = caught.value.one_line()
+    assert "another-model" in message and "dim" in message and "--rebuild" in message
+
+
+def test_chunk_settings_are_part_of_the_origin(tmp_path: Path) -> None:
+    encoder = FakeEncoder()
+    _index_folder(tmp_path, encoder)
+    with pytest.raises(OriginMismatchError, match="chunk_tokens"):
+        Store.open(tmp_path / "data", make_origin(encoder.origin(), 32, 4))
+
+
+def test_missing_index_is_reported_when_not_creating(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no index"):
+        Store.open(tmp_path / "nothing", make_origin(FakeEncoder().origin(), 64, 4), create=False)
+
+
+def test_faiss_index_is_persisted_for_the_lance_version(tmp_path: Path) -> None:
+    encoder = FakeEncoder()
+    store, _ = _index_folder(tmp_path, encoder)
+    files = list((tmp_path / "data").glob("chunks.v*.faiss"))
+    assert [f.name for f in files] == [f"chunks.v{store.chunks.version}.faiss"]
+    reopened = Store(tmp_path / "data", encoder.dim)
+    assert len(reopened.vector_index()) == store.counts()["chunks"]
+
+
+def test_faiss_index_is_rebuilt_when_missing_or_stale(tmp_path: Path) -> None:
+    encoder = FakeEncoder()
+    store, _ = _index_folder(tmp_path, encoder)
+    chunks = store.counts()["chunks"]
+    for f in (tmp_path / "data").glob("chunks.v*.faiss"):
+        f.unlink()
+    assert len(Store(tmp_path / "data", encoder.dim).vector_index()) == chunks
+    store.persist_index()
+    store.chunks.delete("ordinal = 0")  # Lance moves on without the FAISS file: it is stale now
+    rebuilt = Store(tmp_path / "data", encoder.dim).vector_index()
+    assert len(rebuilt) == chunks - 4

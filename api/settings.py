@@ -32,7 +32,7 @@ class IndexSettings(_Section):
 class ChunkingSettings(_Section):
     """[chunking]: chunk length and overlap in model tokens."""
 
-    max_tokens: int = Field(256, ge=16)
+    max_tokens: int = Field(128, ge=16)
     overlap: int = Field(32, ge=0)
 
 

@@ -18,9 +18,8 @@ from store.lance_store import Store  # noqa: E402
 from store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
 
-EVALDATA = Path(__file__).resolve().parents[2] / "shared" / "evaldata"
-if not EVALDATA.exists():  # CI lays shared/ beside the clone
-    EVALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "evaldata"
+# The evaluation collections lie in shared/ beside the checkout (as CI lays them out too).
+EVALDATA = Path(os.environ.get("LODEX_EVALDATA", Path(__file__).resolve().parents[2] / "shared" / "evaldata"))
 
 ENCODER_BACKENDS["fake"] = lambda cfg: FakeEncoder()
 
@@ -54,7 +53,7 @@ def fake_encoder() -> FakeEncoder:
 def make_pipeline(data_dir: Path, encoder, max_tokens: int | None = None, overlap: int = 4,
                   rules: ScanRules | None = None) -> tuple[Store, Indexer, Searcher]:
     """A store, indexer and searcher wired as the CLI wires them."""
-    size = max_tokens or encoder.max_length - encoder.special_tokens
+    size = max_tokens or min(Settings().chunking.max_tokens, encoder.max_length) - encoder.special_tokens
     store = Store.open(data_dir, make_origin(encoder.origin(), size, overlap))
     indexer = Indexer(store, encoder, Chunker(encoder.token_spans, size, overlap), rules or ScanRules(), flush_tokens=2048)
     return store, indexer, Searcher(store, encoder)

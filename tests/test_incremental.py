@@ -4,8 +4,10 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from indexer.scanner import ScanRules
+from store.schema import chunks_schema
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -19,6 +21,17 @@ def _write(root: Path, rel: str, text: str) -> Path:
 
 def _doc_text(topic: str, n: int = 30) -> str:
     return "\n\n".join(f"Paragraph {i} about {topic}: " + " ".join(f"{topic}{j}" for j in range(20)) + "." for i in range(n))
+
+
+def _indexed(tmp_path: Path, files: dict[str, str], rules: ScanRules | None = None):
+    """Write `files` under tmp_path/docs, index them with the fake encoder; return root, encoder, store, indexer, searcher."""
+    root, encoder = tmp_path / "docs", FakeEncoder()
+    root.mkdir(exist_ok=True)
+    for rel, text in files.items():
+        _write(root, rel, text)
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder, rules=rules)
+    first = indexer.run(root)
+    return root, encoder, store, indexer, searcher, first
 
 
 def _state(store) -> dict[str, str]:
@@ -43,11 +56,7 @@ def faiss_id_list(store) -> list[int]:
 
 
 def test_unchanged_files_are_never_encoded_again(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    for i in range(5):
-        _write(root, f"d{i}.txt", _doc_text(f"topic{i}"))
-    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
-    first = indexer.run(root)
+    root, encoder, store, indexer, _, first = _indexed(tmp_path, {f"d{i}.txt": _doc_text(f"topic{i}") for i in range(5)})
     assert first.added == 5 and encoder.texts_encoded > 0
     encoded = encoder.texts_encoded
     second = indexer.run(root)
@@ -60,11 +69,7 @@ def test_unchanged_files_are_never_encoded_again(tmp_path: Path) -> None:
 
 
 def test_changed_file_replaces_its_chunks(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "a.txt", _doc_text("alpha"))
-    _write(root, "b.txt", _doc_text("beta"))
-    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
+    root, encoder, store, indexer, searcher, _ = _indexed(tmp_path, {"a.txt": _doc_text("alpha"), "b.txt": _doc_text("beta")})
     before = encoder.texts_encoded
     _write(root, "a.txt", _doc_text("gamma", 10))
     summary = indexer.run(root)
@@ -77,11 +82,7 @@ def test_changed_file_replaces_its_chunks(tmp_path: Path) -> None:
 
 
 def test_deleted_file_disappears_from_results(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "keep.txt", _doc_text("keep"))
-    _write(root, "gone.txt", _doc_text("gone"))
-    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
+    root, _, store, indexer, searcher, _ = _indexed(tmp_path, {"keep.txt": _doc_text("keep"), "gone.txt": _doc_text("gone")})
     (root / "gone.txt").unlink()
     summary = indexer.run(root)
     assert summary.deleted == 1
@@ -90,11 +91,8 @@ def test_deleted_file_disappears_from_results(tmp_path: Path) -> None:
 
 
 def test_rename_and_move_reuse_vectors(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "a.txt", _doc_text("alpha"))
-    _write(root, "sub/b.md", "# Beta\n\n" + _doc_text("beta"))
-    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
+    files = {"a.txt": _doc_text("alpha"), "sub/b.md": "# Beta\n\n" + _doc_text("beta")}
+    root, encoder, store, indexer, searcher, _ = _indexed(tmp_path, files)
     old = store.document_records()
     encoded = encoder.texts_encoded
     (root / "a.txt").rename(root / "renamed.txt")
@@ -111,10 +109,7 @@ def test_rename_and_move_reuse_vectors(tmp_path: Path) -> None:
 
 
 def test_identical_content_under_two_paths_is_two_documents(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "one.txt", _doc_text("same"))
-    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
+    root, encoder, store, indexer, searcher, _ = _indexed(tmp_path, {"one.txt": _doc_text("same")})
     encoded = encoder.texts_encoded
     _write(root, "two.txt", _doc_text("same"))
     indexer.run(root)
@@ -128,11 +123,7 @@ def test_identical_content_under_two_paths_is_two_documents(tmp_path: Path) -> N
 
 
 def test_swapped_contents_follow_their_paths(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "a.txt", _doc_text("alpha"))
-    _write(root, "b.txt", _doc_text("beta"))
-    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
+    root, encoder, store, indexer, searcher, _ = _indexed(tmp_path, {"a.txt": _doc_text("alpha"), "b.txt": _doc_text("beta")})
     encoded = encoder.texts_encoded
     _write(root, "a.txt", _doc_text("beta"))
     _write(root, "b.txt", _doc_text("alpha"))
@@ -145,14 +136,12 @@ def test_swapped_contents_follow_their_paths(tmp_path: Path) -> None:
 
 
 def test_bad_files_are_recorded_and_the_rest_indexes(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "good.txt", _doc_text("good"))
+    root = tmp_path / "docs"
+    root.mkdir()
     (root / "image.txt").write_bytes(b"\x89PNG\x00\x00\x00" + os.urandom(2000))
     (root / "big.txt").write_text("x " * 60_000)
     (root / "broken.json").write_text('{"a": ')
-    rules = ScanRules(max_file_bytes=100_000)
-    store, indexer, _ = make_pipeline(tmp_path / "data", encoder, rules=rules)
-    summary = indexer.run(root)
+    _, _, store, _, _, summary = _indexed(tmp_path, {"good.txt": _doc_text("good")}, ScanRules(max_file_bytes=100_000))
     assert summary.added == 1
     assert set(summary.failures) == {"image.txt", "big.txt", "broken.json"}
     assert "binary" in summary.failures["image.txt"]
@@ -162,10 +151,7 @@ def test_bad_files_are_recorded_and_the_rest_indexes(tmp_path: Path) -> None:
 
 
 def test_file_that_turns_bad_leaves_the_index(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "doc.txt", _doc_text("fine"))
-    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
+    root, _, store, indexer, _, _ = _indexed(tmp_path, {"doc.txt": _doc_text("fine")})
     (root / "doc.txt").write_bytes(b"\x00\x01binary now" * 100)
     summary = indexer.run(root)
     assert "doc.txt" in summary.failures
@@ -173,27 +159,14 @@ def test_file_that_turns_bad_leaves_the_index(tmp_path: Path) -> None:
 
 
 def test_hidden_and_git_files_are_skipped(tmp_path: Path) -> None:
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "seen.md", "visible text")
-    _write(root, ".hidden.md", "hidden text")
-    _write(root, ".git/notes.txt", "git internals")
-    _write(root, ".cache/x.txt", "cached")
-    _write(root, "skip/me.txt", "excluded")
-    store, indexer, _ = make_pipeline(tmp_path / "data", encoder, rules=ScanRules(exclude=["skip/*"]))
-    indexer.run(root)
+    files = {"seen.md": "visible text", ".hidden.md": "hidden", ".git/notes.txt": "git", ".cache/x.txt": "cached", "skip/me.txt": "excluded"}
+    _, _, store, _, _, _ = _indexed(tmp_path, files, ScanRules(exclude=["skip/*"]))
     assert set(_state(store)) == {"seen.md"}
 
 
 def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
     """Chunks written without their document row (a crash before the commit point) never show up."""
-    root, encoder = tmp_path / "docs", FakeEncoder()
-    _write(root, "a.txt", _doc_text("alpha"))
-    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
-    import pyarrow as pa
-
-    from store.schema import chunks_schema
-
+    root, encoder, store, indexer, searcher, _ = _indexed(tmp_path, {"a.txt": _doc_text("alpha")})
     ghost = pa.Table.from_pylist([{"id": 42, "document_id": "nope", "content_hash": "x", "ordinal": 0, "char_start": 0,
                                    "char_end": 5, "token_count": 1, "text": "alpha1 alpha2 alpha3",
                                    "vector": np.ones(encoder.dim, np.float32) / 8}], schema=chunks_schema(encoder.dim))

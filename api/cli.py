@@ -4,6 +4,8 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, Callable
@@ -78,9 +80,47 @@ def _wipe(data_dir: Path) -> None:
     """Remove an index (only a folder that holds one, or an empty one)."""
     if not data_dir.exists():
         return
-    if not (data_dir / "origin.json").exists() and any(data_dir.iterdir()):
+    if not (data_dir / "origin.json").exists() and any(p.name != "writer.lock" for p in data_dir.iterdir()):
         raise StoreError(f"{data_dir} does not look like a lodex index; not deleting it", "pass the right --data-dir")
-    shutil.rmtree(data_dir)
+    for child in data_dir.iterdir():
+        if child.name != "writer.lock":
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+@contextmanager
+def _writing(settings, root: Path, rebuild: bool = False) -> Iterator[tuple[Any, Any]]:
+    """Hold the index's write lock; yield (indexer, job log) for `root`, refusing an index of another folder."""
+    from api.factory import build_encoder, build_indexer, open_store
+    from store.job_log import JobLog
+    from store.write_lock import WriteLock
+
+    with WriteLock(settings.data_dir):
+        if rebuild:
+            _wipe(settings.data_dir)
+        jobs = JobLog(settings.data_dir)
+        try:
+            if jobs.root and Path(jobs.root) != root:
+                raise ConfigError(
+                    f"the index in {settings.data_dir} mirrors {jobs.root}, not {root}",
+                    "use another --data-dir for this folder, or --rebuild to replace the index",
+                )
+            err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
+            encoder = build_encoder(settings)
+            store = open_store(settings, encoder, settings.data_dir, create=True)
+            jobs.set_root(str(root))
+            yield build_indexer(settings, encoder, store, jobs), jobs
+        finally:
+            jobs.close()
+
+
+def _print_summary(summary, as_json: bool) -> None:
+    from api.progress import summary_lines
+
+    if as_json:
+        print(json.dumps(summary.to_dict()))
+    else:
+        for line in summary_lines(summary):
+            err.print(line, highlight=False, markup=False)
 
 
 @app.command()
@@ -94,31 +134,72 @@ def index(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
-    from api.factory import build_encoder, build_indexer, open_store
-    from api.progress import progress_bar, summary_lines
-    from store.run_records import RunRecords
+    from api.progress import progress_bar
 
     settings = _settings(ctx, config, data_dir)
     root = _root(settings, directory)
-    if rebuild:
-        _wipe(settings.data_dir)
-    records = RunRecords(settings.data_dir)
-    if records.root and Path(records.root) != root:
-        raise ConfigError(
-            f"the index in {settings.data_dir} mirrors {records.root}, not {root}",
-            "use another --data-dir for this folder, or --rebuild to replace the index",
-        )
-    err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
-    encoder = build_encoder(settings)
-    store = open_store(settings, encoder, settings.data_dir, create=True)
-    with progress_bar(err) as update:
-        summary = build_indexer(settings, encoder, store).run(root, progress=update)
-    records.save_run(str(root), {k: v for k, v in summary.to_dict().items() if k != "failures"}, summary.failures)
-    if as_json:
-        print(json.dumps(summary.to_dict()))
-    else:
-        for line in summary_lines(summary):
-            err.print(line, highlight=False, soft_wrap=True)
+    with _writing(settings, root, rebuild) as (indexer, _), progress_bar(err) as update:
+        summary = indexer.run(root, progress=update)
+    _print_summary(summary, as_json)
+
+
+@app.command()
+@_friendly
+def retry(
+    ctx: typer.Context,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Try the files that failed again (after fixing them), and index those that now work."""
+    settings = _settings(ctx, config, data_dir)
+    if not (settings.data_dir / "origin.json").exists():
+        raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
+    from store.job_log import JobLog
+
+    jobs = JobLog(settings.data_dir)
+    root, failed = jobs.root, list(jobs.failed())
+    jobs.close()
+    if not failed:
+        err.print("no failed files to retry")
+        if as_json:
+            print(json.dumps({"retried": 0}))
+        return
+    with _writing(settings, Path(root)) as (indexer, _):
+        summary = indexer.run(Path(root), only=failed, kind="retry")
+    _print_summary(summary, as_json)
+
+
+@app.command()
+@_friendly
+def watch(
+    ctx: typer.Context,
+    directory: Annotated[Path | None, typer.Argument(help="Folder to watch (default: index.root).", show_default=False)] = None,
+    polling: Annotated[bool | None, typer.Option("--polling/--native", help="Poll the folder (network filesystems) instead of native events.")] = None,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Keep the index in step with DIR: catch up with changes made meanwhile, then follow every change."""
+    import signal
+    import threading
+
+    from api.factory import build_watch
+    from api.logs import file_logger, scan_logger
+
+    settings = _settings(ctx, config, data_dir)
+    if polling is not None:
+        settings.watch.polling = polling
+    root = _root(settings, directory)
+    with _writing(settings, root) as (indexer, _):
+        service = build_watch(settings, indexer, root, on_file=file_logger(err), progress=scan_logger(err))
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        service.start()
+        err.print(f"watching {root} ({'polling' if settings.watch.polling else 'native events'}); Ctrl-C to stop", highlight=False)
+        stop.wait()
+        err.print("stopping: finishing queued changes…")
+        service.stop()
 
 
 @app.command()
@@ -164,37 +245,43 @@ def search(
 @_friendly
 def status(
     ctx: typer.Context,
+    failed: Annotated[bool, typer.Option("--failed", help="List the files that failed, with their reasons.")] = False,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Show what the index holds: counts, model, folder, data dir and the last run."""
+    """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
+    from store.job_log import JobLog
     from store.lance_store import Store
     from store.origin import read_origin
-    from store.run_records import RunRecords
 
     settings = _settings(ctx, config, data_dir)
     origin = read_origin(settings.data_dir)
     if origin is None:
         raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
     counts = Store(settings.data_dir, int(origin["dim"])).counts()
-    records = RunRecords(settings.data_dir)
+    jobs = JobLog(settings.data_dir)
+    failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
+    jobs.close()
     info = {
-        **counts, "failed": len(records.failed), "data_dir": str(settings.data_dir), "root": records.root,
-        "model": origin.get("model_id"), "dim": origin.get("dim"), "last_run": records.last_run,
-        "failures": records.failed, "origin": origin,
+        **counts, "failed": len(failures), "data_dir": str(settings.data_dir), "root": root,
+        "model": origin.get("model_id"), "dim": origin.get("dim"), "last_run": last_run,
+        "failures": failures, "origin": origin,
     }
     if as_json:
         print(json.dumps(info))
         return
     out = Console()
-    out.print(f"index     {settings.data_dir}\nfolder    {records.root}\nmodel     {info['model']} ({info['dim']} dims, {origin.get('pooling')} pooling)", highlight=False)
-    out.print(f"documents {counts['documents']:,}\nchunks    {counts['chunks']:,}\nfailed    {info['failed']}", highlight=False)
-    if records.last_run:
-        run = records.last_run
-        out.print(f"last run  {run['added']} added, {run['updated']} updated, {run['unchanged']} unchanged, {run['deleted']} deleted, {run['failed']} failed in {run['seconds']:.1f} s", highlight=False)
-    for path, failure in sorted(records.failed.items()):
-        out.print(f"  failed: {path}: {failure['reason']}", highlight=False, markup=False)
+    if failed:
+        for path, failure in failures.items():
+            out.print(f"{path}: {failure['reason']} (attempts: {failure['attempts']})", highlight=False, markup=False)
+        out.print(f"{len(failures)} failed; fix them and run `lodex retry`" if failures else "no failed files", style="dim")
+        return
+    out.print(f"index     {settings.data_dir}\nfolder    {root}\nmodel     {info['model']} ({info['dim']} dims, {origin.get('pooling')} pooling)", highlight=False)
+    out.print(f"documents {counts['documents']:,}\nchunks    {counts['chunks']:,}\nfailed    {len(failures)}" + (" (lodex status --failed)" if failures else ""), highlight=False)
+    if last_run:
+        out.print(f"last run  {last_run['kind']}: {last_run['added']} added, {last_run['updated']} updated, {last_run['reused']} re-used, "
+                  f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)
 
 
 def main() -> None:

@@ -2,14 +2,19 @@
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from api.settings import EncoderSettings, Settings
 from indexer.chunker import Chunker
 from indexer.encoder import Encoder
 from indexer.pipeline import Indexer
 from indexer.scanner import ScanRules
+from indexer.watch_service import WatchService
+from indexer.watcher import ChangeCollector, FolderWatcher
+from indexer.writer import IndexWriter
 from search.searcher import Searcher
 from store.errors import ConfigError
+from store.job_log import JobLog
 from store.lance_store import Store
 from store.origin import make_origin
 
@@ -62,9 +67,19 @@ def scan_rules(settings: Settings) -> ScanRules:
     return ScanRules(cfg.include, cfg.exclude, cfg.skip_hidden, int(cfg.max_file_mb * 1024 * 1024), cfg.follow_symlinks)
 
 
-def build_indexer(settings: Settings, encoder: Encoder, store: Store) -> Indexer:
-    """The indexing pipeline over this store."""
-    return Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), settings.index.flush_tokens)
+def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None) -> Indexer:
+    """The indexing pipeline over this store, recording its runs in `jobs`."""
+    cfg = settings.index
+    return Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), cfg.flush_tokens,
+                   jobs=jobs, retries=cfg.retries, retry_backoff_s=cfg.retry_backoff_s)
+
+
+def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> WatchService:
+    """Watcher, change collector and the one writer, for `root`."""
+    collector = ChangeCollector(root, settings.watch.quiet_s)
+    watcher = FolderWatcher(root, scan_rules(settings), collector, settings.watch.polling, settings.watch.ignore,
+                            settings.watch.poll_interval_s)
+    return WatchService(IndexWriter(indexer, root, **run_options), watcher, collector)
 
 
 def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Searcher:

@@ -27,6 +27,17 @@ class IndexSettings(_Section):
     follow_symlinks: bool = False
     max_file_mb: float = Field(50, gt=0)
     flush_tokens: int = Field(32768, ge=256)
+    retries: int = Field(3, ge=0, le=20)
+    retry_backoff_s: float = Field(0.5, ge=0)
+
+
+class WatchSettings(_Section):
+    """[watch]: how folder changes are picked up."""
+
+    quiet_s: float = Field(1.0, ge=0)
+    polling: bool = False
+    poll_interval_s: float = Field(1.0, gt=0)
+    ignore: list[str] = ["*.swp", "*.swx", "*.swo", "*~", "*.tmp", "*.temp", ".#*", "#*#", "4913", "*.part", "*.crdownload", "~$*"]
 
 
 class ChunkingSettings(_Section):
@@ -65,6 +76,7 @@ class Settings(BaseSettings):
 
     index: IndexSettings = IndexSettings()
     chunking: ChunkingSettings = ChunkingSettings()
+    watch: WatchSettings = WatchSettings()
     encoder: EncoderSettings = EncoderSettings()
     search: SearchSettings = SearchSettings()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)

@@ -1,5 +1,6 @@
-"""The indexing run: reconcile a folder with the store, encode what is new or changed, commit in order."""
+"""The indexing run: reconcile a folder (or some of its paths) with the store, encode what changed, commit in order."""
 
+import errno
 import hashlib
 import os
 import queue
@@ -7,7 +8,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,17 +16,20 @@ import pyarrow as pa
 from indexer.chunker import Chunker
 from indexer.encoder import Encoder
 from indexer.readers import extract, format_of
-from indexer.scanner import FileEntry, ScanRules, scan
+from indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from store.errors import LodexError, ReadError
+from store.job_log import FileRecord, JobLog
 from store.lance_store import DocRecord, Store
 from store.schema import chunks_schema
 
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
+# OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
+_TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
 
 
 @dataclass
 class Progress:
-    """Where a run stands; handed to the progress callback after every commit."""
+    """Where a run stands; handed to the progress callback as files are processed."""
 
     files_total: int
     files_done: int = 0
@@ -43,7 +46,7 @@ class Progress:
 
 @dataclass
 class RunSummary:
-    """What one run did, file by file counted by outcome."""
+    """What one run did, files counted by outcome."""
 
     added: int = 0
     updated: int = 0
@@ -74,6 +77,17 @@ class _Prepared:
     rows: dict[str, list]  # chunk columns except id/document_id/content_hash/vector
     vectors: np.ndarray | None  # known when re-used from the store
     outcome: str  # "added" | "updated" | "reused"
+    started: float
+    attempts: int = 1
+
+
+@dataclass
+class _Skipped:
+    """A file that needs no encoding: unchanged content (maybe touched), or a failure."""
+
+    entry: FileEntry
+    error: str = ""
+    attempts: int = 1
 
 
 def document_id(path: str) -> str:
@@ -90,70 +104,102 @@ def _new_ids(n: int) -> np.ndarray:
     return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).astype(np.int64) & np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
+def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
+    return record is not None and record.size == entry.size and record.mtime == entry.mtime
+
+
 class Indexer:
     """Brings the store in line with a folder; the only writer of the store while it runs."""
 
-    def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, flush_tokens: int = 32_768) -> None:
+    def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, flush_tokens: int = 32_768,
+                 jobs: JobLog | None = None, retries: int = 3, retry_backoff_s: float = 0.5) -> None:
         self.store = store
         self.encoder = encoder
         self.chunker = chunker
         self.rules = rules
         self.flush_tokens = flush_tokens
+        self.jobs = jobs
+        self.retries = retries
+        self.retry_backoff_s = retry_backoff_s
 
-    def run(self, root: Path, progress: Callable[[Progress], None] | None = None) -> RunSummary:
-        """Index new and changed files under `root`, drop deleted ones, and re-use vectors of moved ones."""
+    def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
+            on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
+        """Index new and changed files under `root` (or only under the `only` paths), drop deleted ones,
+        re-use vectors of moved or copied content; every file processed gets a record."""
         started = time.monotonic()
-        summary = RunSummary()
+        summary, records = RunSummary(), []
+        run_id = self.jobs.start_run(kind) if self.jobs else 0
+
+        def note(record: FileRecord) -> None:
+            records.append(record)
+            if on_file:
+                on_file(record)
+
         self.store.collect_garbage()  # leftovers of an interrupted run
         self.store.track_index()
-        entries, refused = scan(root, self.rules)
+        entries, refused = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
         known = self.store.document_records()
-        summary.failures.update(refused)
-        todo = [e for e in entries if not _unchanged(known.get(e.path), e)]
-        summary.unchanged = len(entries) - len(todo)
-        state = Progress(files_total=len(todo))
+        in_scope = known if only is None else {p: r for p, r in known.items() if under(p, only)}
+        for path, reason in refused.items():
+            summary.failures[path] = reason
+            note(FileRecord(path, "failed", error=reason))
+        todo = []
+        for entry in entries:
+            if _unchanged(known.get(entry.path), entry):
+                summary.unchanged += 1
+                note(FileRecord(entry.path, "unchanged"))
+            else:
+                todo.append(entry)
         by_content = {(r.content_hash, r.format): r for r in known.values()}
-        self._process(todo, known, by_content, summary, state, progress)
+        self._process(todo, known, by_content, summary, Progress(files_total=len(todo)), progress, note, run_id)
         scanned = {e.path for e in entries}
-        gone = [r.id for p, r in known.items() if p not in scanned or p in summary.failures]
-        summary.deleted = sum(1 for p in known if p not in scanned and p not in summary.failures)
-        self.store.commit(None, [], gone)
+        gone = [p for p in in_scope if p not in scanned or p in summary.failures]
+        self.store.commit(None, [], [in_scope[p].id for p in gone])
+        for path in gone:
+            if path not in summary.failures:
+                summary.deleted += 1
+                note(FileRecord(path, "deleted"))
         self.store.collect_garbage()
-        self.store.optimize()
+        self.store.maybe_optimize(force=only is None)
         self.store.persist_index()
         summary.failed = len(summary.failures)
         summary.seconds = round(time.monotonic() - started, 3)
+        if self.jobs:
+            self.jobs.record(run_id, [r for r in records if r.status in ("unchanged", "failed", "deleted")])
+            self.jobs.finish_run(run_id, {k: v for k, v in summary.to_dict().items() if k != "failures"})
         return summary
 
     def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
-                 state: Progress, progress: Callable[[Progress], None] | None) -> None:
+                 state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
         pending: list[_Prepared] = []
         pending_tokens = 0
         touched: list[FileEntry] = []
-        for entry, item in self._prepared(todo, known, by_content):
+        for item in self._prepared(todo, known, by_content):
             state.files_done += 1
-            state.path = entry.path
-            if isinstance(item, str):
-                summary.failures[entry.path] = item
-            elif item is None:
+            state.path = item.entry.path
+            if isinstance(item, _Skipped) and item.error:
+                summary.failures[item.entry.path] = item.error
+                note(FileRecord(item.entry.path, "failed", error=item.error, attempts=item.attempts))
+            elif isinstance(item, _Skipped):
                 summary.unchanged += 1
-                touched.append(entry)
+                touched.append(item.entry)
+                note(FileRecord(item.entry.path, "unchanged"))
             else:
                 pending.append(item)
                 pending_tokens += sum(item.rows["token_count"]) if item.vectors is None else 0
             if pending and pending_tokens >= self.flush_tokens:
-                self._flush(pending, summary, state)
+                self._flush(pending, summary, state, note, run_id)
                 pending, pending_tokens = [], 0
             if progress:
                 progress(state)
         if pending:
-            self._flush(pending, summary, state)
+            self._flush(pending, summary, state, note, run_id)
             if progress:
                 progress(state)
         for entry in touched:
             self.store.documents.update(where=f"id = '{document_id(entry.path)}'", values={"size": entry.size, "mtime": entry.mtime})
 
-    def _prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[tuple[FileEntry, Any]]:
+    def _prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator["_Prepared | _Skipped"]:
         """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
         out: queue.Queue = queue.Queue(maxsize=16)
         stop = threading.Event()
@@ -162,17 +208,7 @@ class Indexer:
             for entry in todo:
                 if stop.is_set():
                     return
-                try:
-                    item: Any = self._prepare(entry, known.get(entry.path), by_content)
-                except ReadError as exc:
-                    item = exc.message
-                except OSError as exc:
-                    item = f"cannot read: {exc.strerror or exc}"
-                except LodexError as exc:
-                    item = exc.one_line()
-                except Exception as exc:  # a reader bug must not stop the run: record it with the file
-                    item = f"{type(exc).__name__}: {exc}"
-                out.put((entry, item))
+                out.put(self._prepare_with_retries(entry, known.get(entry.path), by_content))
             out.put(None)
 
         worker = threading.Thread(target=work, name="lodex-reader", daemon=True)
@@ -188,18 +224,40 @@ class Indexer:
                 except queue.Empty:
                     pass
 
-    def _prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict) -> "_Prepared | None":
+    def _prepare_with_retries(self, entry: FileEntry, record: DocRecord | None, by_content: dict) -> "_Prepared | _Skipped":
+        """Prepare one file; retry transient OS errors with backoff; turn any failure into a recorded reason."""
+        started = time.monotonic()
+        for attempt in range(1, self.retries + 2):
+            try:
+                item = self._prepare(entry, record, by_content, started)
+                if isinstance(item, _Prepared):
+                    item.attempts = attempt
+                return item
+            except ReadError as exc:
+                return _Skipped(entry, exc.message, attempt)
+            except OSError as exc:
+                if exc.errno not in _TRANSIENT or attempt > self.retries:
+                    reason = "vanished while being read" if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}"
+                    return _Skipped(entry, reason, attempt)
+                time.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+            except LodexError as exc:
+                return _Skipped(entry, exc.one_line(), attempt)
+            except Exception as exc:  # a reader bug must not stop the run: record it with the file
+                return _Skipped(entry, f"{type(exc).__name__}: {exc}", attempt)
+        raise AssertionError("unreachable")
+
+    def _prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict, started: float) -> "_Prepared | _Skipped":
         data = entry.abspath.read_bytes()
         if len(data) > self.rules.max_file_bytes:
             raise ReadError(f"too large ({len(data) / 1e6:.1f} MB)")
         digest = content_hash(data)
         fmt = format_of(entry.path) or "text"
         if record is not None and record.content_hash == digest:
-            return None  # touched, not changed: the caller records the new size and mtime
+            return _Skipped(entry)  # touched, not changed: the caller records the new size and mtime
         outcome = "updated" if record is not None else "added"
         source = by_content.get((digest, fmt))
         if source is not None:
-            return self._reuse(entry, digest, source, outcome)
+            return self._reuse(entry, digest, source, outcome, started)
         doc = extract(entry.path, data)
         chunks = self.chunker.chunk(doc.text)
         rows = {
@@ -209,19 +267,20 @@ class Indexer:
             "token_count": [c.token_count for c in chunks],
             "text": [c.text for c in chunks],
         }
-        return _Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome)
+        return _Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
 
-    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str) -> _Prepared:
+    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> _Prepared:
         """Copy the chunks and vectors of stored identical content (a rename, move or copy)."""
         table = self.store.chunks_where(
             f"document_id = '{source.id}' AND content_hash = '{source.content_hash}'", _CHUNK_COPY_COLUMNS
         ).sort_by("ordinal")
         rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
         vectors = np.stack(table["vector"].to_numpy(zero_copy_only=False)).astype(np.float32) if table.num_rows else np.zeros((0, self.store.dim), np.float32)
-        return _Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors, "reused" if outcome == "added" else outcome)
+        return _Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors,
+                         "reused" if outcome == "added" else outcome, started)
 
-    def _flush(self, pending: list[_Prepared], summary: RunSummary, state: Progress) -> None:
-        """Encode the pending files' chunks in one call, then commit chunks and documents."""
+    def _flush(self, pending: list[_Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int) -> None:
+        """Encode the pending files' chunks in one call, then commit chunks and documents, then record them."""
         fresh = [p for p in pending if p.vectors is None]
         texts = [t for p in fresh for t in p.texts]
         lengths = [min(n + self.encoder.special_tokens, self.encoder.max_length) for p in fresh for n in p.rows["token_count"]]
@@ -240,20 +299,25 @@ class Indexer:
             }, schema=chunks_schema(self.store.dim)))
             mean = p.vectors.mean(axis=0) if n else np.zeros(self.store.dim, np.float32)
             norm = float(np.linalg.norm(mean))
-            tokens = int(sum(p.rows["token_count"]))
             documents.append({
                 "id": p.doc_id, "path": p.entry.path, "content_hash": p.content_hash, "size": p.entry.size,
-                "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": n, "token_count": tokens,
+                "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": n,
+                "token_count": int(sum(p.rows["token_count"])),
                 "vector": (mean / norm if norm > 0 else mean).astype(np.float32).tolist(), "indexed_at": stamp,
             })
-            setattr(summary, p.outcome, getattr(summary, p.outcome) + 1)
-            summary.chunks += n
-            if p in fresh:
-                summary.tokens += tokens
-                state.tokens += tokens
-            state.chunks += n
         self.store.commit(pa.concat_tables(chunk_tables), documents, [])
-
-
-def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
-    return record is not None and record.size == entry.size and record.mtime == entry.mtime
+        done = time.monotonic()
+        records = []
+        for p, doc in zip(pending, documents):
+            setattr(summary, p.outcome, getattr(summary, p.outcome) + 1)
+            summary.chunks += doc["chunk_count"]
+            state.chunks += doc["chunk_count"]
+            encoded_tokens = doc["token_count"] if p in fresh else 0
+            summary.tokens += encoded_tokens
+            state.tokens += encoded_tokens
+            status = "reused" if p.outcome == "reused" or p not in fresh else "indexed"
+            record = FileRecord(p.entry.path, status, round(done - p.started, 3), doc["chunk_count"], encoded_tokens, attempts=p.attempts)
+            records.append(record)
+            note(record)
+        if self.jobs:
+            self.jobs.record(run_id, records)

@@ -48,23 +48,55 @@ def scan(root: Path, rules: ScanRules) -> tuple[list[FileEntry], dict[str, str]]
     refused: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root, followlinks=rules.follow_symlinks):
         dirnames[:] = sorted(d for d in dirnames if not rules.skips_dir(d))
-        base = Path(dirpath)
         for name in filenames:
-            if rules.skip_hidden and name.startswith("."):
-                continue
-            full = base / name
-            rel = full.relative_to(root).as_posix()
-            if not rules.wants(rel):
-                continue
-            try:
-                if full.is_symlink() and not rules.follow_symlinks:
-                    continue
-                stat = full.stat()
-            except OSError:
-                continue  # vanished or dangling link: nothing to index
-            if stat.st_size > rules.max_file_bytes:
-                refused[rel] = f"too large ({stat.st_size / 1e6:.1f} MB > index.max_file_mb {rules.max_file_bytes / 1e6:.1f} MB)"
-                continue
-            files.append(FileEntry(rel, full, stat.st_size, stat.st_mtime))
+            got = _entry(root, Path(dirpath) / name, rules)
+            if isinstance(got, FileEntry):
+                files.append(got)
+            elif isinstance(got, str):
+                refused[(Path(dirpath) / name).relative_to(root).as_posix()] = got
     files.sort(key=lambda f: f.path)
     return files, refused
+
+
+def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | str | None:
+    """One file as an entry, a refusal reason, or None when it is not to be indexed or absent."""
+    rel = full.relative_to(root).as_posix()
+    parts = rel.split("/")
+    if any(rules.skips_dir(p) for p in parts[:-1]) or (rules.skip_hidden and parts[-1].startswith(".")) or not rules.wants(rel):
+        return None
+    try:
+        if full.is_symlink() and not rules.follow_symlinks:
+            return None
+        stat = full.stat()
+    except OSError:
+        return None
+    if stat.st_size > rules.max_file_bytes:
+        return f"too large ({stat.st_size / 1e6:.1f} MB > index.max_file_mb {rules.max_file_bytes / 1e6:.1f} MB)"
+    return FileEntry(rel, full, stat.st_size, stat.st_mtime)
+
+
+def scan_paths(root: Path, paths: list[str], rules: ScanRules) -> tuple[list[FileEntry], dict[str, str]]:
+    """Like scan(), restricted to root-relative paths: files, and folders (their whole subtree)."""
+    files: dict[str, FileEntry] = {}
+    refused: dict[str, str] = {}
+    for rel in paths:
+        full = root / rel
+        if full.is_dir() and (rules.follow_symlinks or not full.is_symlink()):
+            if any(rules.skips_dir(p) for p in Path(rel).parts):
+                continue
+            found, bad = scan(full, rules)
+            prefix = rel.rstrip("/") + "/"
+            files.update({prefix + f.path: FileEntry(prefix + f.path, f.abspath, f.size, f.mtime) for f in found})
+            refused.update({prefix + p: r for p, r in bad.items()})
+            continue
+        got = _entry(root, full, rules)
+        if isinstance(got, FileEntry):
+            files[got.path] = got
+        elif isinstance(got, str):
+            refused[rel] = got
+    return sorted(files.values(), key=lambda f: f.path), refused
+
+
+def under(path: str, scopes: list[str]) -> bool:
+    """True when `path` is one of `scopes` or lies inside one of them (as a folder)."""
+    return any(path == s or path.startswith(s.rstrip("/") + "/") for s in scopes)

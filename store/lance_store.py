@@ -60,6 +60,7 @@ class Store:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from None
         self._index: VectorIndex | None = None
         self._index_version = -1
+        self._optimized_at = self.chunks.version
 
     @classmethod
     def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True) -> "Store":
@@ -134,6 +135,12 @@ class Store:
             self._index_version = self.chunks.version
         return len(orphans)
 
+    def maybe_optimize(self, force: bool = False, every: int = 50) -> None:
+        """Optimize after a full run, or once `every` commits have piled up since the last time."""
+        if force or self.chunks.version - self._optimized_at >= every:
+            self.optimize()
+            self._optimized_at = self.chunks.version
+
     def optimize(self) -> None:
         """Compact both tables, keep scalar indexes on the lookup columns, and drop old versions."""
         for table, columns in ((self.chunks, ("id", "document_id")), (self.documents, ("id",))):
@@ -149,17 +156,32 @@ class Store:
 
     # ---- the FAISS index -----------------------------------------------------------------
     def vector_index(self) -> VectorIndex:
-        """The FAISS index for the current chunks version: loaded if persisted for it, else rebuilt."""
+        """The FAISS index for the current chunks version: loaded if persisted for it, else caught up
+        from the newest persisted one (or the one in memory) by diffing chunk ids with Lance."""
         version = self.chunks.version
         if self._index is not None and self._index_version == version:
             return self._index
         index = VectorIndex.load(self.data_dir, version, self.dim)
         if index is None:
-            index = VectorIndex(self.dim)
-            table = self.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
-            index.add(table["id"].to_numpy(), vectors_of(table))
+            index = self._index or VectorIndex.load_latest(self.data_dir, self.dim) or VectorIndex(self.dim)
+            self._catch_up(index)
         self._index, self._index_version = index, version
         return index
+
+    def _catch_up(self, index: VectorIndex) -> None:
+        """Make `index` hold exactly the chunk ids of this Lance version."""
+        lance_ids = self.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_numpy()
+        have = index.ids()
+        index.remove(np.setdiff1d(have, lance_ids, assume_unique=True))
+        missing = np.setdiff1d(lance_ids, have, assume_unique=True)
+        if len(missing) > len(lance_ids) // 2:
+            table = self.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
+            keep = np.isin(table["id"].to_numpy(), missing)
+            table = table.filter(pa.array(keep))
+        else:
+            table = self.chunks_by_id(missing.tolist(), ["id", "vector"])
+        if table.num_rows:
+            index.add(table["id"].to_numpy(), vectors_of(table))
 
     def persist_index(self) -> None:
         """Save the FAISS index as the reflection of the current chunks version."""

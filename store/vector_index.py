@@ -41,6 +41,10 @@ class VectorIndex:
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep]
 
+    def ids(self) -> np.ndarray:
+        """Every chunk id in the index."""
+        return self._faiss.vector_to_array(self.index.id_map).astype(np.int64)
+
     def save(self, directory: Path, version: int) -> None:
         """Persist as chunks.v{version}.faiss (atomically) and drop files of older versions."""
         target = directory / f"chunks.v{version}.faiss"
@@ -63,3 +67,13 @@ class VectorIndex:
         except RuntimeError:
             return None
         return loaded if loaded.index.d == dim else None
+
+    @classmethod
+    def load_latest(cls, directory: Path, dim: int) -> "VectorIndex | None":
+        """The most recent persisted index, whatever Lance version it reflects (to catch up from)."""
+        versions = sorted((int(m.group(1)) for p in directory.glob("chunks.v*.faiss") if (m := _FILE.match(p.name))), reverse=True)
+        for version in versions:
+            loaded = cls.load(directory, version, dim)
+            if loaded is not None:
+                return loaded
+        return None

@@ -1,0 +1,47 @@
+"""Watch a folder and keep its index current: reconcile at start, then apply debounced changes."""
+
+import threading
+from pathlib import Path
+
+from indexer.watcher import ChangeCollector, FolderWatcher
+from indexer.writer import IndexWriter
+
+
+class WatchService:
+    """Watcher + collector + writer: starts watching before the startup reconciliation, so nothing is missed."""
+
+    def __init__(self, writer: IndexWriter, watcher: FolderWatcher, collector: ChangeCollector, tick_s: float = 0.1) -> None:
+        self.writer = writer
+        self.watcher = watcher
+        self.collector = collector
+        self.tick_s = tick_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="lodex-watch", daemon=True)
+
+    @property
+    def root(self) -> Path:
+        """The watched folder."""
+        return self.writer.root
+
+    def start(self) -> "WatchService":
+        """Watch, queue the startup reconciliation, and begin feeding changes to the writer."""
+        self.watcher.start()
+        self.startup = self.writer.reconcile(kind="startup")
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            batch = self.collector.ready()
+            if batch:
+                self.writer.paths(batch)
+
+    def stop(self) -> None:
+        """Stop watching; changes already collected are applied before the writer stops."""
+        self.watcher.stop()
+        self._stop.set()
+        self._thread.join(timeout=5)
+        batch = self.collector.ready()
+        if batch:
+            self.writer.paths(batch)
+        self.writer.stop()

@@ -1,0 +1,66 @@
+"""The one write path: every change request (watcher, CLI, API) runs in order on one writer thread."""
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from indexer.pipeline import Indexer, RunSummary
+
+T = TypeVar("T")
+
+
+class IndexWriter:
+    """A bounded queue of write requests served by one thread; submitters get a Future of the result."""
+
+    def __init__(self, indexer: Indexer, root: Path, maxsize: int = 256,
+                 on_error: Callable[[BaseException], None] | None = None, **run_options: Any) -> None:
+        self.indexer = indexer
+        self.root = root
+        self.on_error = on_error
+        self.run_options = run_options
+        self._queue: queue.Queue = queue.Queue(maxsize=maxsize)
+        self._thread = threading.Thread(target=self._serve, name="lodex-writer", daemon=True)
+
+    @property
+    def depth(self) -> int:
+        """Requests waiting."""
+        return self._queue.qsize()
+
+    def start(self) -> "IndexWriter":
+        """Start the writer thread."""
+        self._thread.start()
+        return self
+
+    def submit(self, job: Callable[[Indexer], T]) -> "Future[T]":
+        """Queue a job (blocks while the queue is full, which slows producers down)."""
+        future: Future = Future()
+        self._queue.put((job, future))
+        return future
+
+    def reconcile(self, kind: str = "reconcile") -> "Future[RunSummary]":
+        """Queue a full comparison of the folder with the index."""
+        return self.submit(lambda ix: ix.run(self.root, kind=kind, **self.run_options))
+
+    def paths(self, paths: list[str], kind: str = "watch") -> "Future[RunSummary]":
+        """Queue an update of these root-relative paths (files or folders, present or gone)."""
+        return self.submit(lambda ix: ix.run(self.root, only=paths, kind=kind, **self.run_options))
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Finish the queued requests, then stop the thread."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _serve(self) -> None:
+        while (item := self._queue.get()) is not None:
+            job, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job(self.indexer))
+            except BaseException as exc:  # noqa: BLE001 — handed to the submitter, the writer goes on
+                future.set_exception(exc)
+                if self.on_error:
+                    self.on_error(exc)

@@ -1,0 +1,123 @@
+"""Job records in SQLite beside the index: runs, one record per file processed, the latest status per path."""
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+JOBS_FILE = "jobs.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, kind TEXT NOT NULL, started REAL NOT NULL, finished REAL, summary TEXT);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, path TEXT NOT NULL, status TEXT NOT NULL,
+    seconds REAL NOT NULL, chunks INTEGER NOT NULL, tokens INTEGER NOT NULL, error TEXT,
+    attempts INTEGER NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS latest (
+    path TEXT PRIMARY KEY, status TEXT NOT NULL, error TEXT, attempts INTEGER NOT NULL, at REAL NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What happened to one file in one run: indexed, reused, unchanged, failed or deleted."""
+
+    path: str
+    status: str
+    seconds: float = 0.0
+    chunks: int = 0
+    tokens: int = 0
+    error: str = ""
+    attempts: int = 1
+
+
+class JobLog:
+    """Run and per-file records; safe to share between threads, and between processes through SQLite."""
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(data_dir / JOBS_FILE, timeout=30, isolation_level=None, check_same_thread=False)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock:
+            self._db.close()
+
+    # ---- the folder this index mirrors ---------------------------------------------------
+    @property
+    def root(self) -> str | None:
+        """Absolute path of the folder this index mirrors (None before the first run)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'root'").fetchone()
+        return row[0] if row else None
+
+    def set_root(self, root: str) -> None:
+        """Remember the folder this index mirrors."""
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('root', ?)", (root,))
+
+    # ---- runs and file records -----------------------------------------------------------
+    def start_run(self, kind: str) -> int:
+        """Open a run record (kind: index, watch, retry, …) and return its id."""
+        with self._lock:
+            return int(self._db.execute("INSERT INTO runs (kind, started) VALUES (?, ?)", (kind, time.time())).lastrowid)
+
+    def record(self, run_id: int, records: list[FileRecord]) -> None:
+        """Append file records and update each path's latest status, in one transaction."""
+        if not records:
+            return
+        stamp = time.time()
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT INTO files (run_id, path, status, seconds, chunks, tokens, error, attempts, at) VALUES (?,?,?,?,?,?,?,?,?)",
+                [(run_id, r.path, r.status, r.seconds, r.chunks, r.tokens, r.error, r.attempts, stamp) for r in records],
+            )
+            self._db.executemany(
+                "INSERT OR REPLACE INTO latest (path, status, error, attempts, at) VALUES (?,?,?,?,?)",
+                [(r.path, r.status, r.error, r.attempts, stamp) for r in records if r.status != "unchanged"],
+            )
+            self._db.execute("COMMIT")
+
+    def forget(self, paths: list[str]) -> None:
+        """Drop paths from the latest-status table (their files are gone and never indexed)."""
+        with self._lock:
+            self._db.executemany("DELETE FROM latest WHERE path = ?", [(p,) for p in paths])
+
+    def finish_run(self, run_id: int, summary: dict[str, Any]) -> None:
+        """Close a run record with its summary."""
+        with self._lock:
+            self._db.execute("UPDATE runs SET finished = ?, summary = ? WHERE id = ?", (time.time(), json.dumps(summary), run_id))
+
+    # ---- reading -------------------------------------------------------------------------
+    def failed(self) -> dict[str, dict[str, Any]]:
+        """{path: {"reason", "attempts", "at"}} for files whose latest attempt failed."""
+        with self._lock:
+            rows = self._db.execute("SELECT path, error, attempts, at FROM latest WHERE status = 'failed' ORDER BY path").fetchall()
+        return {p: {"reason": e, "attempts": a, "at": t} for p, e, a, t in rows}
+
+    def last_run(self) -> dict[str, Any] | None:
+        """The last finished run: kind, start, end and summary."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT id, kind, started, finished, summary FROM runs WHERE finished IS NOT NULL ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "kind": row[1], "started": row[2], "finished": row[3], **json.loads(row[4] or "{}")}
+
+    def files_of_run(self, run_id: int) -> list[FileRecord]:
+        """Every file record of one run, in order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, status, seconds, chunks, tokens, error, attempts FROM files WHERE run_id = ? ORDER BY id", (run_id,)
+            ).fetchall()
+        return [FileRecord(*row) for row in rows]

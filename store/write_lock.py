@@ -1,0 +1,48 @@
+"""One writer per index: an exclusive advisory lock on the data dir, held while a process writes."""
+
+import fcntl
+import os
+from pathlib import Path
+
+from store.errors import StoreError
+
+LOCK_FILE = "writer.lock"
+
+
+class WriteLock:
+    """Exclusive, non-blocking flock on data_dir/writer.lock; released on close or process death."""
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = data_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> "WriteLock":
+        """Take the lock or raise StoreError naming the process that holds it."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise StoreError(
+                f"another lodex process (pid {holder}) is writing to the index in {self.path.parent}",
+                "wait for it to finish, stop it, or send changes through it (lodex watch/serve pick up folder changes)",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        """Give the lock back."""
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "WriteLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

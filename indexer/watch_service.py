@@ -25,6 +25,7 @@ class WatchService:
 
     def start(self) -> "WatchService":
         """Watch, queue the startup reconciliation, and begin feeding changes to the writer."""
+        self.writer.start()
         self.watcher.start()
         self.startup = self.writer.reconcile(kind="startup")
         self._thread.start()

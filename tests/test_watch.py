@@ -1,0 +1,198 @@
+"""A real watcher on tmp_path: creates, edits, deletes, renames, folder moves, atomic saves, slow writes, bursts."""
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from api.settings import Settings
+from api.factory import build_watch
+from indexer.watch_service import WatchService
+from store.job_log import FileRecord
+from store.lance_store import Store
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+
+def _text(topic: str) -> str:
+    return "\n\n".join(f"{topic} paragraph {i}: " + " ".join(f"{topic}{j}" for j in range(15)) for i in range(6))
+
+
+class Harness:
+    """A running WatchService over tmp_path/docs with the fake encoder, and helpers to wait on its effects."""
+
+    def __init__(self, tmp_path: Path, quiet_s: float = 0.3, polling: bool = False) -> None:
+        self.root = tmp_path / "docs"
+        self.root.mkdir(exist_ok=True)
+        self.data = tmp_path / "data"
+        self.encoder = FakeEncoder()
+        self.records: list[FileRecord] = []
+        store, indexer, _ = make_pipeline(self.data, self.encoder)
+        settings = Settings(base_dir=tmp_path)
+        settings.watch.quiet_s = quiet_s
+        settings.watch.polling = polling
+        settings.watch.poll_interval_s = 0.2
+        self.service: WatchService = build_watch(settings, indexer, self.root, on_file=self.records.append)
+        self.reader = Store(self.data, self.encoder.dim)
+
+    def start(self) -> "Harness":
+        self.service.start()
+        self.service.startup.result(timeout=60)
+        time.sleep(0.3)  # inotify watches are in place well before this
+        return self
+
+    def docs(self) -> dict[str, str]:
+        self.reader.refresh()
+        return {p: r.content_hash for p, r in self.reader.document_records().items()}
+
+    def wait(self, condition: Callable[[dict[str, str]], bool], timeout: float = 20.0) -> dict[str, str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            docs = self.docs()
+            if condition(docs):
+                return docs
+            time.sleep(0.1)
+        raise AssertionError(f"condition not reached; index holds {sorted(self.docs())}")
+
+    def settle(self, seconds: float = 1.5) -> None:
+        time.sleep(seconds)
+        self.service.writer.submit(lambda ix: None).result(timeout=30)
+
+    def indexed(self, path: str, since: int = 0) -> int:
+        return sum(1 for r in self.records[since:] if r.path == path and r.status in ("indexed", "reused"))
+
+
+@pytest.fixture
+def harness(tmp_path: Path):
+    h = Harness(tmp_path)
+    yield h
+    h.service.stop()
+
+
+def test_create_modify_delete(harness: Harness) -> None:
+    harness.start()
+    (harness.root / "a.md").write_text(_text("alpha"))
+    first = harness.wait(lambda d: "a.md" in d)["a.md"]
+    (harness.root / "a.md").write_text(_text("beta"))
+    harness.wait(lambda d: d.get("a.md") not in (None, first))
+    (harness.root / "a.md").unlink()
+    harness.wait(lambda d: "a.md" not in d)
+
+
+def test_rename_reuses_vectors(harness: Harness) -> None:
+    harness.start()
+    (harness.root / "old.txt").write_text(_text("gamma"))
+    harness.wait(lambda d: "old.txt" in d)
+    harness.settle()
+    encoded = harness.encoder.texts_encoded
+    (harness.root / "old.txt").rename(harness.root / "new.txt")
+    harness.wait(lambda d: set(d) == {"new.txt"})
+    assert harness.encoder.texts_encoded == encoded
+
+
+def test_folders_moved_in_out_and_deleted(harness: Harness, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    for i in range(3):
+        (outside / f"f{i}.txt").write_text(_text(f"out{i}"))
+    (outside / "deep" / "g.md").write_text(_text("deep"))
+    harness.start()
+    shutil.move(str(outside), str(harness.root / "moved"))
+    wanted = {"moved/f0.txt", "moved/f1.txt", "moved/f2.txt", "moved/deep/g.md"}
+    harness.wait(lambda d: set(d) == wanted)
+    (harness.root / "moved").rename(harness.root / "renamed")
+    harness.wait(lambda d: set(d) == {p.replace("moved/", "renamed/") for p in wanted})
+    shutil.move(str(harness.root / "renamed"), str(tmp_path / "away"))
+    harness.wait(lambda d: d == {})
+    shutil.move(str(tmp_path / "away"), str(harness.root / "back"))
+    harness.wait(lambda d: len(d) == 4)
+    shutil.rmtree(harness.root / "back")
+    harness.wait(lambda d: d == {})
+
+
+def test_editor_atomic_save_is_one_update(harness: Harness) -> None:
+    (harness.root / "note.md").write_text(_text("before"))
+    harness.start()
+    before, since = harness.docs()["note.md"], len(harness.records)
+    for name in (".note.md.swp", "note.md.tmp"):
+        tmp = harness.root / name
+        tmp.write_text(_text("after"))
+        os.replace(tmp, harness.root / "note.md")
+    docs = harness.wait(lambda d: d.get("note.md") not in (None, before))
+    harness.settle()
+    assert set(docs) == {"note.md"}
+    assert harness.indexed("note.md", since) == 1
+    assert not any(r.path.endswith((".swp", ".tmp")) for r in harness.records)
+
+
+def test_file_written_slowly_is_indexed_once_complete(harness: Harness) -> None:
+    harness.start()
+    path = harness.root / "slow.txt"
+    pieces = [f"piece {i}: " + " ".join(f"slow{i}x{j}" for j in range(30)) + "\n\n" for i in range(8)]
+    with path.open("w") as fh:
+        for piece in pieces:
+            fh.write(piece)
+            fh.flush()
+            time.sleep(0.15)
+    harness.wait(lambda d: "slow.txt" in d)
+    harness.settle()
+    assert harness.indexed("slow.txt") == 1
+    harness.reader.refresh()
+    texts = harness.reader.chunks.search().select(["text"]).limit(None).to_arrow()["text"].to_pylist()
+    assert "slow7x29" in " ".join(texts)
+
+
+def test_burst_of_200_files(harness: Harness) -> None:
+    harness.start()
+    for i in range(200):
+        (harness.root / f"burst-{i:03d}.txt").write_text(f"file {i} " + _text(f"b{i}"))
+    harness.wait(lambda d: len(d) == 200, timeout=60)
+    harness.settle()
+    assert all(harness.indexed(f"burst-{i:03d}.txt") == 1 for i in range(200))
+
+
+def test_temporary_and_hidden_files_are_ignored(harness: Harness) -> None:
+    harness.start()
+    for name in ("x.txt.swp", "draft.md~", "scratch.tmp", ".hidden.md", "#autosave.md#"):
+        (harness.root / name).write_text(_text("ignored"))
+    (harness.root / ".git").mkdir()
+    (harness.root / ".git" / "HEAD.txt").write_text("ref")
+    (harness.root / "real.md").write_text(_text("real"))
+    harness.wait(lambda d: "real.md" in d)
+    harness.settle()
+    assert set(harness.docs()) == {"real.md"}
+
+
+def test_changes_while_stopped_are_applied_at_start(tmp_path: Path) -> None:
+    first = Harness(tmp_path).start()
+    (first.root / "kept.txt").write_text(_text("kept"))
+    (first.root / "edited.txt").write_text(_text("v1"))
+    (first.root / "removed.txt").write_text(_text("removed"))
+    (first.root / "moved.txt").write_text(_text("moving"))
+    first.wait(lambda d: len(d) == 4)
+    first.settle()
+    first.service.stop()
+    (first.root / "edited.txt").write_text(_text("v2"))
+    (first.root / "removed.txt").unlink()
+    (first.root / "moved.txt").rename(first.root / "arrived.txt")
+    (first.root / "new.txt").write_text(_text("new"))
+    second = Harness(tmp_path)
+    second.start()
+    try:
+        docs = second.docs()
+        assert set(docs) == {"kept.txt", "edited.txt", "arrived.txt", "new.txt"}
+        assert second.indexed("arrived.txt") == 1 and second.indexed("kept.txt") == 0
+    finally:
+        second.service.stop()
+
+
+def test_polling_observer(tmp_path: Path) -> None:
+    h = Harness(tmp_path, polling=True).start()
+    try:
+        (h.root / "polled.md").write_text(_text("poll"))
+        h.wait(lambda d: "polled.md" in d)
+    finally:
+        h.service.stop()

@@ -1,5 +1,6 @@
 """Build the core objects (encoder, store, indexer, searcher) from settings; the only place that does."""
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,22 @@ def _transformers(cfg: EncoderSettings) -> Encoder:
 ENCODER_BACKENDS: dict[str, Callable[[EncoderSettings], Encoder]] = {"transformers": _transformers}
 
 
+def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
+    """A registered backend, or `module:callable` for a plug-in encoder (called with the [encoder] settings)."""
+    if name in ENCODER_BACKENDS:
+        return ENCODER_BACKENDS[name]
+    module, _, attr = name.partition(":")
+    if attr:
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"cannot load encoder.backend {name!r}: {exc}", "check the module:callable path") from None
+    raise ConfigError(f"unknown encoder.backend {name!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}, or module:callable")
+
+
 def build_encoder(settings: Settings) -> Encoder:
     """The configured encoder, loaded."""
-    backend = ENCODER_BACKENDS.get(settings.encoder.backend)
-    if backend is None:
-        raise ConfigError(f"unknown encoder.backend {settings.encoder.backend!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}")
+    backend = _backend(settings.encoder.backend)
     if settings.encoder.model:
         settings.encoder.model = str(settings.path(settings.encoder.model))
     return backend(settings.encoder)

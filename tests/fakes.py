@@ -1,7 +1,10 @@
 """A deterministic fake encoder for fast plumbing tests: hashed bag of words, same contract as the real one."""
 
 import hashlib
+import os
 import re
+import signal
+import threading
 
 import numpy as np
 
@@ -40,3 +43,30 @@ class FakeEncoder(Encoder):
             for match in list(_WORD.finditer(text))[: self.max_length - 2]:
                 out[i] += self._word(match.group())
         return out
+
+
+class CrashingEncoder(FakeEncoder):
+    """For crash tests in a subprocess: logs every text it encodes to $LODEX_TEST_ENCODE_LOG, and when
+    $LODEX_TEST_KILL_AFTER is set, SIGKILLs its own process that many embed calls in, after
+    $LODEX_TEST_KILL_DELAY_MS (so the kill lands in the store commit that follows the encode)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log = open(os.environ["LODEX_TEST_ENCODE_LOG"], "a", encoding="utf-8")  # noqa: SIM115
+        self.kill_after = int(os.environ.get("LODEX_TEST_KILL_AFTER", "0"))
+        self.delay = float(os.environ.get("LODEX_TEST_KILL_DELAY_MS", "0")) / 1000
+        self.calls = 0
+
+    def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
+        out = super().embed(texts, kind, lengths)
+        self.log.write("".join(" ".join(t.split()) + "\n" for t in texts))
+        self.log.flush()
+        self.calls += 1
+        if self.kill_after and self.calls == self.kill_after:
+            threading.Timer(self.delay, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        return out
+
+
+def crashing_encoder(cfg: object) -> CrashingEncoder:
+    """encoder.backend = "tests.fakes:crashing_encoder"."""
+    return CrashingEncoder()

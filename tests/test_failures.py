@@ -1,0 +1,99 @@
+"""Failing files never stop a run: they are recorded with their reason, listed by status --failed, and retried."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from store.job_log import JobLog
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cli(args: list[str], data: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """Run the CLI without the power to bypass file permissions (root keeps it unless we drop it)."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: cannot make a file unreadable")
+        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data),
+           "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder", "LODEX_TEST_ENCODE_LOG": str(cwd / "encode.log"),
+           "LODEX_INDEX__RETRY_BACKOFF_S": "0.01"}
+    return subprocess.run([*prefix, sys.executable, "-m", "api.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_failed_files_are_listed_and_retried_once_fixed(tmp_path: Path) -> None:
+    root, data = tmp_path / "docs", tmp_path / "data"
+    root.mkdir()
+    for i in range(5):
+        (root / f"good-{i}.txt").write_text(f"good document {i} about wings and flow " * 20)
+    (root / "blob.txt").write_bytes(b"\x00\x01\x02\x03 binary " * 100)
+    locked = root / "locked.md"
+    locked.write_text("# Locked\n\nThis file cannot be read yet.")
+    locked.chmod(0)
+    try:
+        first = _cli(["index", str(root), "--json"], data, tmp_path)
+        assert first.returncode == 0, first.stderr
+        summary = json.loads(first.stdout)
+        assert summary["added"] == 5 and summary["failed"] == 2
+        listed = _cli(["status", "--failed"], data, tmp_path)
+        assert listed.returncode == 0
+        assert "blob.txt: binary file" in listed.stdout
+        assert "locked.md: cannot read: Permission denied (attempts: 4)" in listed.stdout
+        status = json.loads(_cli(["status", "--json"], data, tmp_path).stdout)
+        assert status["failed"] == 2 and status["documents"] == 5
+        locked.chmod(0o644)
+        (root / "blob.txt").write_text("now a readable text file about propellers")
+        retried = _cli(["retry", "--json"], data, tmp_path)
+        assert retried.returncode == 0, retried.stderr
+        assert json.loads(retried.stdout)["added"] == 2
+        status = json.loads(_cli(["status", "--json"], data, tmp_path).stdout)
+        assert (status["failed"], status["documents"]) == (0, 7)
+        assert _cli(["status", "--failed"], data, tmp_path).stdout.strip().endswith("no failed files")
+    finally:
+        locked.chmod(0o644)
+
+
+class VanishingEncoder(FakeEncoder):
+    """Deletes a file of the folder on its first call: that file vanishes while the run goes on."""
+
+    def __init__(self, victim: Path) -> None:
+        super().__init__()
+        self.victim = victim
+
+    def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
+        if self.victim.exists():
+            self.victim.unlink()
+        return super().embed(texts, kind, lengths)
+
+
+def test_file_vanishing_mid_run_is_recorded_and_retried(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(40):
+        (root / f"d{i:02d}.txt").write_text(f"document {i} " + " ".join(f"w{i}x{j}" for j in range(150)))
+    victim = root / "d39.txt"
+    content = victim.read_text()
+    jobs = JobLog(tmp_path / "data")
+    store, indexer, _ = make_pipeline(tmp_path / "data", VanishingEncoder(victim))
+    indexer.jobs, indexer.retry_backoff_s, indexer.flush_tokens = jobs, 0.01, 100
+    summary = indexer.run(root)
+    assert summary.added == 39
+    assert summary.failures == {"d39.txt": "vanished while being read"}
+    assert jobs.failed()["d39.txt"]["attempts"] == 4  # 1 try + 3 retries
+    victim.write_text(content)
+    retried = indexer.run(root, only=list(jobs.failed()), kind="retry")
+    assert retried.added == 1 and jobs.failed() == {}
+    records = jobs.files_of_run(jobs.last_run()["id"])
+    assert [(r.path, r.status) for r in records] == [("d39.txt", "indexed")]
+    assert records[0].chunks > 0 and records[0].tokens > 0 and records[0].seconds >= 0

@@ -19,7 +19,7 @@ from indexer.readers import extract, format_of
 from indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from store.errors import LodexError, ReadError
 from store.job_log import FileRecord, JobLog
-from store.lance_store import DocRecord, Store
+from store.lance_store import DocRecord, Store, vectors_of
 from store.schema import chunks_schema
 
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
@@ -79,6 +79,11 @@ class _Prepared:
     outcome: str  # "added" | "updated" | "reused"
     started: float
     attempts: int = 1
+    known: dict[int, np.ndarray] = field(default_factory=dict)  # chunk index → vector kept from the previous version
+
+    def to_encode(self) -> list[int]:
+        """Indexes of the chunks that need the encoder."""
+        return [] if self.vectors is not None else [i for i in range(len(self.texts)) if i not in self.known]
 
 
 @dataclass
@@ -186,7 +191,7 @@ class Indexer:
                 note(FileRecord(item.entry.path, "unchanged"))
             else:
                 pending.append(item)
-                pending_tokens += sum(item.rows["token_count"]) if item.vectors is None else 0
+                pending_tokens += sum(item.rows["token_count"][i] for i in item.to_encode())
             if pending and pending_tokens >= self.flush_tokens:
                 self._flush(pending, summary, state, note, run_id)
                 pending, pending_tokens = [], 0
@@ -267,7 +272,18 @@ class Indexer:
             "token_count": [c.token_count for c in chunks],
             "text": [c.text for c in chunks],
         }
-        return _Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
+        prepared = _Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
+        if record is not None:
+            prepared.known = self._unchanged_chunks(record, rows["text"])
+        return prepared
+
+    def _unchanged_chunks(self, record: DocRecord, texts: list[str]) -> dict[int, np.ndarray]:
+        """Vectors of the previous version's chunks whose text an edited file still holds, by new chunk index."""
+        old = self.store.chunks_where(f"document_id = '{record.id}' AND content_hash = '{record.content_hash}'", ["text", "vector"])
+        if old.num_rows == 0:
+            return {}
+        by_text = dict(zip(old["text"].to_pylist(), vectors_of(old)))
+        return {i: by_text[t] for i, t in enumerate(texts) if t in by_text}
 
     def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> _Prepared:
         """Copy the chunks and vectors of stored identical content (a rename, move or copy)."""
@@ -282,13 +298,18 @@ class Indexer:
     def _flush(self, pending: list[_Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int) -> None:
         """Encode the pending files' chunks in one call, then commit chunks and documents, then record them."""
         fresh = [p for p in pending if p.vectors is None]
-        texts = [t for p in fresh for t in p.texts]
-        lengths = [min(n + self.encoder.special_tokens, self.encoder.max_length) for p in fresh for n in p.rows["token_count"]]
-        encoded = self.encoder.embed(texts, lengths=lengths)
-        offset = 0
+        fresh_ids = {id(p) for p in fresh}
+        wanted = [(p, i) for p in fresh for i in p.to_encode()]
+        lengths = [min(p.rows["token_count"][i] + self.encoder.special_tokens, self.encoder.max_length) for p, i in wanted]
+        encoded = self.encoder.embed([p.texts[i] for p, i in wanted], lengths=lengths)
+        encoded_tokens: dict[int, int] = {}
         for p in fresh:
-            p.vectors = encoded[offset : offset + len(p.texts)]
-            offset += len(p.texts)
+            p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)
+            for i, vector in p.known.items():
+                p.vectors[i] = vector
+        for (p, i), vector in zip(wanted, encoded):
+            p.vectors[i] = vector
+            encoded_tokens[id(p)] = encoded_tokens.get(id(p), 0) + p.rows["token_count"][i]
         chunk_tables, documents = [], []
         stamp = time.time()
         for p in pending:
@@ -312,11 +333,11 @@ class Indexer:
             setattr(summary, p.outcome, getattr(summary, p.outcome) + 1)
             summary.chunks += doc["chunk_count"]
             state.chunks += doc["chunk_count"]
-            encoded_tokens = doc["token_count"] if p in fresh else 0
-            summary.tokens += encoded_tokens
-            state.tokens += encoded_tokens
-            status = "reused" if p.outcome == "reused" or p not in fresh else "indexed"
-            record = FileRecord(p.entry.path, status, round(done - p.started, 3), doc["chunk_count"], encoded_tokens, attempts=p.attempts)
+            tokens = encoded_tokens.get(id(p), 0)
+            summary.tokens += tokens
+            state.tokens += tokens
+            status = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
+            record = FileRecord(p.entry.path, status, round(done - p.started, 3), doc["chunk_count"], tokens, attempts=p.attempts)
             records.append(record)
             note(record)
         if self.jobs:

@@ -1,9 +1,11 @@
 """Incremental indexing by content: what is (not) encoded again, renames, copies, swaps, deletes, bad files."""
 
 import os
+import random
 from pathlib import Path
 
 import numpy as np
+import pytest
 import pyarrow as pa
 
 from indexer.scanner import ScanRules
@@ -78,6 +80,34 @@ def test_changed_file_replaces_its_chunks(tmp_path: Path) -> None:
     hit = searcher.search("gamma3 gamma4", k=1).results[0]
     assert hit.path == "a.txt" and "gamma" in hit.passages[0].text
     assert all("alpha" not in p.text for r in searcher.search("alpha3 alpha4", k=2).results for p in r.passages)
+    _state(store)
+
+
+def _varied_paragraphs(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    return [f"Paragraph {i}: " + " ".join(f"w{i}x{j}" for j in range(rng.randint(8, 70))) + "." for i in range(n)]
+
+
+@pytest.mark.parametrize("edit", ["middle", "append"])
+def test_an_edit_re_encodes_only_the_chunks_it_touches(tmp_path: Path, edit: str) -> None:
+    paragraphs = _varied_paragraphs(60)
+    root, encoder, store, indexer, searcher, _ = _indexed(tmp_path, {"long.txt": "\n\n".join(paragraphs)})
+    chunks = store.document_records()["long.txt"].chunk_count
+    assert chunks >= 15
+    before = encoder.texts_encoded
+    new = "A brand new paragraph about zeppelins and airships floating over the sea."
+    if edit == "middle":
+        paragraphs[30] = new
+    else:
+        paragraphs.append(new)
+    _write(root, "long.txt", "\n\n".join(paragraphs))
+    summary = indexer.run(root)
+    assert summary.updated == 1
+    re_encoded = encoder.texts_encoded - before
+    assert 1 <= re_encoded <= (chunks // 2 if edit == "middle" else 2), re_encoded
+    texts = store.chunks_of_documents([store.document_records()["long.txt"].id], ["text", "content_hash"])
+    current = store.document_records()["long.txt"].content_hash
+    assert any("zeppelins" in t for t, h in zip(texts["text"].to_pylist(), texts["content_hash"].to_pylist()) if h == current)
     _state(store)
 
 

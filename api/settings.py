@@ -56,7 +56,7 @@ class EncoderSettings(_Section):
     normalize: bool = True
     max_length: int = Field(0, ge=0)
     threads: int = Field(0, ge=0)
-    batch_tokens: int = Field(16384, ge=256)
+    batch_tokens: int = Field(4096, ge=256)
     query_prefix: str = ""
     document_prefix: str = ""
 

@@ -20,7 +20,7 @@ class Encoder(ABC):
     query_prefix: str = ""
     document_prefix: str = ""
 
-    def __init__(self, batch_tokens: int = 16_384, max_batch: int = 128) -> None:
+    def __init__(self, batch_tokens: int = 4_096, max_batch: int = 128) -> None:
         self.batch_tokens = batch_tokens
         self.max_batch = max_batch
         self.texts_encoded = 0  # how many texts went through the model: tests count re-encoding with it

@@ -82,7 +82,7 @@ class TransformersEncoder(Encoder):
         normalize: bool = True,
         max_length: int = 0,
         threads: int = 0,
-        batch_tokens: int = 16_384,
+        batch_tokens: int = 4_096,
         query_prefix: str = "",
         document_prefix: str = "",
     ) -> None:

@@ -202,6 +202,61 @@ def watch(
         service.stop()
 
 
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+@_friendly
+def serve(
+    ctx: typer.Context,
+    directory: Annotated[Path | None, typer.Argument(help="Folder to watch and serve (default: index.root).", show_default=False)] = None,
+    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default: api.host, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="TCP port (default: api.port, 8765).")] = None,
+    no_watch: Annotated[bool, typer.Option("--no-watch", help="Serve the API only; do not watch the folder.")] = False,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Allow a non-loopback address without an API key.")] = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Watch DIR and serve the JSON API and search page over HTTP, in one process."""
+    import uvicorn
+
+    from api.app import create_app
+    from api.logs import file_logger
+    from api.service import LodexService
+
+    settings = _settings(ctx, config, data_dir)
+    host = host or settings.api.host
+    port = port or settings.api.port
+    if not _loopback(host) and not settings.api.api_key and not insecure:
+        raise ConfigError(f"refusing to serve on {host} without an API key: anyone on the network could read the index",
+                          "set api.api_key (or LODEX_API__API_KEY), bind 127.0.0.1, or pass --insecure")
+    root = _root(settings, directory)
+    err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
+    service = LodexService(settings, root, watch=not no_watch, on_file=file_logger(err))
+    try:
+        err.print(f"model {service.encoder.model_id} ({service.encoder.dim} dims); index {settings.data_dir}; "
+                  f"{'watching' if not no_watch else 'not watching'} {root}", highlight=False)
+        service.start()
+        err.print(f"lodex is serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", highlight=False)
+        def shutdown() -> None:
+            err.print("stopping: finishing queued changes…")
+            service.close()
+            err.print("stopped")
+
+        # uvicorn runs the app's shutdown (which closes the service) before it re-raises SIGINT/SIGTERM
+        uvicorn.run(create_app(service, on_shutdown=shutdown), host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        service.close()
+
+
 @app.command()
 @_friendly
 def search(

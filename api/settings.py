@@ -69,6 +69,20 @@ class SearchSettings(_Section):
     candidates: int = Field(100, ge=1)
 
 
+class ApiSettings(_Section):
+    """[api]: the HTTP service of `lodex serve`."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+    api_key: str = ""
+    cors_origins: list[str] = []
+    max_query_chars: int = Field(1000, ge=1)
+    max_k: int = Field(100, ge=1, le=1000)
+    max_body_kb: int = Field(2048, ge=1)
+    max_document_kb: int = Field(1024, ge=1)
+    query_threads: int = Field(2, ge=1, le=32)
+
+
 class Settings(BaseSettings):
     """Every lodex setting; `base_dir` anchors relative paths (the config file's folder)."""
 
@@ -77,6 +91,7 @@ class Settings(BaseSettings):
     index: IndexSettings = IndexSettings()
     chunking: ChunkingSettings = ChunkingSettings()
     watch: WatchSettings = WatchSettings()
+    api: ApiSettings = ApiSettings()
     encoder: EncoderSettings = EncoderSettings()
     search: SearchSettings = SearchSettings()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)

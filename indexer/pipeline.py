@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,8 @@ from store.lance_store import DocRecord, Store, vectors_of
 from store.schema import chunks_schema
 
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
+# Documents pushed through the API live under this path prefix; folder reconciliation leaves them alone.
+PUSHED_PREFIX = "@api/"
 # OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
 _TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
 
@@ -79,6 +82,7 @@ class _Prepared:
     outcome: str  # "added" | "updated" | "reused"
     started: float
     attempts: int = 1
+    metadata: str = "{}"
     known: dict[int, np.ndarray] = field(default_factory=dict)  # chunk index → vector kept from the previous version
 
     def to_encode(self) -> list[int]:
@@ -144,7 +148,7 @@ class Indexer:
         self.store.track_index()
         entries, refused = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
         known = self.store.document_records()
-        in_scope = known if only is None else {p: r for p, r in known.items() if under(p, only)}
+        in_scope = {p: r for p, r in known.items() if not p.startswith(PUSHED_PREFIX) and (only is None or under(p, only))}
         for path, reason in refused.items():
             summary.failures[path] = reason
             note(FileRecord(path, "failed", error=reason))
@@ -173,6 +177,45 @@ class Indexer:
             self.jobs.record(run_id, [r for r in records if r.status in ("unchanged", "failed", "deleted")])
             self.jobs.finish_run(run_id, {k: v for k, v in summary.to_dict().items() if k != "failures"})
         return summary
+
+    def index_text(self, name: str, text: str, title: str = "", metadata: str = "{}") -> FileRecord:
+        """Index a document pushed as text (not a file of the folder) under PUSHED_PREFIX + name."""
+        path = PUSHED_PREFIX + name
+        data = text.encode("utf-8")
+        digest = content_hash(data)
+        record = self.store.document_records().get(path)
+        started = time.monotonic()
+        if record is not None and record.content_hash == digest and record.metadata == metadata:
+            return FileRecord(path, "unchanged")
+        chunks = self.chunker.chunk(text)
+        rows = {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
+                "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
+                "text": [c.text for c in chunks]}
+        entry = FileEntry(path, Path(path), len(data), time.time())
+        prepared = _Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
+                             "updated" if record else "added", started, metadata=metadata)
+        if record is not None and record.content_hash == digest:
+            prepared.vectors = self._unchanged_vectors(record)
+        elif record is not None:
+            prepared.known = self._unchanged_chunks(record, rows["text"])
+        records: list[FileRecord] = []
+        self._flush([prepared], RunSummary(), Progress(1), records.append, self.jobs.start_run("api") if self.jobs else 0)
+        self.store.collect_garbage()
+        self.store.maybe_optimize()
+        self.store.persist_index()
+        return records[0]
+
+    def _unchanged_vectors(self, record: DocRecord) -> np.ndarray:
+        table = self.store.chunks_where(f"document_id = '{record.id}' AND content_hash = '{record.content_hash}'", ["ordinal", "vector"])
+        return vectors_of(table.sort_by("ordinal"))
+
+    def delete_documents(self, doc_ids: list[str]) -> int:
+        """Remove documents (and their chunks) by id; returns how many existed."""
+        existing = [r.id for r in self.store.document_records().values() if r.id in set(doc_ids)]
+        self.store.commit(None, [], existing)
+        self.store.collect_garbage()
+        self.store.persist_index()
+        return len(existing)
 
     def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
                  state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
@@ -325,6 +368,7 @@ class Indexer:
                 "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": n,
                 "token_count": int(sum(p.rows["token_count"])),
                 "vector": (mean / norm if norm > 0 else mean).astype(np.float32).tolist(), "indexed_at": stamp,
+                "metadata": p.metadata,
             })
         self.store.commit(pa.concat_tables(chunk_tables), documents, [])
         done = time.monotonic()

@@ -46,10 +46,13 @@ class SearchFilters:
 
     path_glob: str | None = None
     extensions: tuple[str, ...] = field(default_factory=tuple)
+    modified_after: float | None = None  # seconds since the epoch
 
-    def allows(self, path: str) -> bool:
-        """True when a document at `path` passes every filter."""
+    def allows(self, path: str, mtime: float = 0.0) -> bool:
+        """True when a document at `path`, modified at `mtime`, passes every filter."""
         if self.path_glob and not fnmatch(path, self.path_glob):
+            return False
+        if self.modified_after is not None and mtime <= self.modified_after:
             return False
         if self.extensions:
             suffix = PurePosixPath(path).suffix.lower().lstrip(".")
@@ -59,4 +62,4 @@ class SearchFilters:
     @property
     def active(self) -> bool:
         """True when any filter is set."""
-        return bool(self.path_glob or self.extensions)
+        return bool(self.path_glob or self.extensions or self.modified_after is not None)

@@ -25,7 +25,7 @@ class Searcher:
         """Current documents by id, cached per documents-table version."""
         version = self.store.documents.version
         if version != self._docs_version:
-            table = self.store.document_table().select(["id", "path", "title", "content_hash"])
+            table = self.store.document_table().select(["id", "path", "title", "content_hash", "mtime"])
             self._docs = {row["id"]: row for row in table.to_pylist()}
             self._docs_version = version
         return self._docs
@@ -35,6 +35,7 @@ class Searcher:
         started = time.perf_counter()
         filters = filters or SearchFilters()
         vector = self.encoder.embed_query(query)
+        self.store.refresh()  # the latest committed version, pinned for this search
         best = self._best_chunks(vector, k, filters)
         top = sorted(best.items(), key=lambda item: (-item[1], self._docs[item[0]]["path"]))[:k]
         passages = self._passages(vector, [doc_id for doc_id, _ in top])
@@ -57,7 +58,7 @@ class Searcher:
             for score, chunk_id in zip(scores.tolist(), ids.tolist()):
                 doc_id, digest = owner.get(chunk_id, (None, None))
                 doc = docs.get(doc_id)
-                if doc is None or doc["content_hash"] != digest or doc_id in best or not filters.allows(doc["path"]):
+                if doc is None or doc["content_hash"] != digest or doc_id in best or not filters.allows(doc["path"], doc["mtime"]):
                     continue
                 best[doc_id] = score
             if len(best) >= k or n >= len(index):

@@ -1,5 +1,6 @@
 """The durable record: Lance tables `documents` and `chunks`, with the FAISS index kept in step."""
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +32,7 @@ class DocRecord:
     chunk_count: int
     token_count: int
     indexed_at: float
+    metadata: str = "{}"
 
 
 def _sql_list(values: list) -> str:
@@ -84,6 +86,13 @@ class Store:
     def document_table(self) -> pa.Table:
         """Every document's metadata, without vectors."""
         return self.documents.search().select(DOCUMENT_COLUMNS).limit(None).to_arrow()
+
+    def document_row(self, doc_id: str) -> dict[str, Any] | None:
+        """One document's metadata by id (ids are hex), or None."""
+        if not re.fullmatch(r"[0-9a-f]{1,64}", doc_id):
+            return None
+        rows = self.documents.search().where(f"id = '{doc_id}'").select(DOCUMENT_COLUMNS).limit(None).to_arrow().to_pylist()
+        return rows[0] if rows else None
 
     def document_records(self) -> dict[str, DocRecord]:
         """Every document, keyed by its path."""

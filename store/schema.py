@@ -22,6 +22,7 @@ def documents_schema(dim: int) -> pa.Schema:
         ("token_count", pa.int64()),
         ("vector", vector_type(dim)),
         ("indexed_at", pa.float64()),
+        ("metadata", pa.string()),  # JSON object: what an API client sent with a pushed document
     ])
 
 

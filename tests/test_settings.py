@@ -9,7 +9,7 @@ from api.settings import Settings, load_settings
 from store.errors import ConfigError
 
 CONFIG = Path(__file__).resolve().parents[1] / "config.toml"
-SECTIONS = ("index", "chunking", "encoder", "search", "watch")
+SECTIONS = ("index", "chunking", "encoder", "search", "watch", "api")
 
 
 def test_every_key_is_documented_with_its_default() -> None:

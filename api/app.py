@@ -1,0 +1,207 @@
+"""The HTTP API and search page of `lodex serve`, built by a factory around a running LodexService."""
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from api.http_errors import LimitsAndAuth, install_error_handlers
+from api.metrics import Metrics
+from api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
+                        HitOut, PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut)
+from api.service import LodexService
+from indexer.pipeline import PUSHED_PREFIX
+from search.results import SearchFilters
+from store.schema import DOCUMENT_COLUMNS
+
+PAGE = Path(__file__).parent / "static" / "index.html"
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 422, 503)}
+
+
+def _version() -> str:
+    try:
+        return metadata.version("lodex")
+    except metadata.PackageNotFoundError:
+        return "dev"
+
+
+def _document(row: dict[str, Any]) -> DocumentOut:
+    source = "api" if row["path"].startswith(PUSHED_PREFIX) else "folder"
+    meta = json.loads(row.get("metadata") or "{}")
+    return DocumentOut(**{k: row[k] for k in DOCUMENT_COLUMNS if k not in ("content_hash", "metadata")},
+                       status="indexed", source=source, metadata=meta)
+
+
+def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None) -> FastAPI:
+    """A FastAPI app serving `service` (started by the caller); `on_shutdown` runs when the server stops."""
+    settings = service.settings
+    limits = settings.api
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if on_shutdown:
+            await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
+
+    app = FastAPI(title="lodex", version=_version(), docs_url=None, redoc_url=None, lifespan=lifespan,
+                  description="Local semantic search for folders of long documents. Errors: {\"error\": {\"code\", \"message\"}}.")
+    metrics = Metrics(lambda: {**service.counts(), "failed_files": len(service.jobs.failed()), "queue_depth": service.writer.depth,
+                               "encode_tokens_per_second": service.encode_tokens_per_s, "encoded_tokens": service.encoded_tokens})
+    install_error_handlers(app)
+    if limits.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=limits.cors_origins, allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(LimitsAndAuth, api_key=limits.api_key, max_body_bytes=limits.max_body_kb * 1024)
+
+    @app.middleware("http")
+    async def timing(request: Request, call_next):
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        metrics.observe(request.method, route, response.status_code, time.perf_counter() - started)
+        return response
+
+    async def on_query_thread(fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(service.queries, fn, *args)
+
+    async def run_search(q: str, k: int | None, path: str | None, ext: list[str] | None, modified_after: datetime | None) -> SearchOut:
+        if not q.strip():
+            raise HTTPException(400, "q is empty: pass some words to look for")
+        if len(q) > limits.max_query_chars:
+            raise HTTPException(400, f"q is longer than {limits.max_query_chars} characters (api.max_query_chars)")
+        k = min(settings.search.k, limits.max_k) if k is None else k
+        if not 1 <= k <= limits.max_k:
+            raise HTTPException(400, f"k must be between 1 and {limits.max_k} (api.max_k)")
+        after = modified_after.timestamp() if modified_after else None
+        filters = SearchFilters(path, tuple(ext or ()), after)
+        response = await on_query_thread(service.search, q, k, filters)
+        return SearchOut(**response.to_dict())
+
+    @app.get("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
+    async def search_get(
+        q: Annotated[str, Query(description="The query, in plain words.", max_length=100_000)],
+        k: Annotated[int | None, Query(description="Documents to return.")] = None,
+        path: Annotated[str | None, Query(description="Glob on the relative path.")] = None,
+        ext: Annotated[list[str] | None, Query(description="File extensions (repeatable).")] = None,
+        modified_after: Annotated[datetime | None, Query(description="ISO 8601 time or epoch seconds.")] = None,
+    ) -> SearchOut:
+        """Rank documents by their best passage; return each with its best passages."""
+        return await run_search(q, k, path, ext, modified_after)
+
+    @app.post("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
+    async def search_post(body: SearchIn) -> SearchOut:
+        """Same as GET /search, with a JSON body."""
+        return await run_search(body.q, body.k, body.path, body.ext, body.modified_after)
+
+    @app.get("/documents", response_model=DocumentListOut, responses=ERRORS, tags=["documents"])
+    async def list_documents(
+        offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+        status: Annotated[str, Query(pattern="^(indexed|failed|all)$", description="indexed, failed or all")] = "indexed",
+    ) -> DocumentListOut:
+        """Indexed documents, by path, paged; and (status=failed or all) the files that failed."""
+        def read() -> tuple[int, list[DocumentOut]]:
+            table = service.reader().document_table().sort_by("path")
+            rows = table.slice(offset, limit).to_pylist()
+            return table.num_rows, [_document(r) for r in rows]
+
+        total, docs = await on_query_thread(read) if status != "failed" else (0, [])
+        failed = [FailedOut(path=p, reason=f["reason"], attempts=f["attempts"]) for p, f in service.jobs.failed().items()] if status != "indexed" else []
+        return DocumentListOut(total=total, offset=offset, limit=limit, documents=docs, failed=failed)
+
+    def one_document(doc_id: str) -> dict[str, Any]:
+        store = service.reader()
+        row = store.document_row(doc_id)
+        if row is None:
+            raise HTTPException(404, f"no document with id {doc_id!r}")
+        return {"row": row, "store": store}
+
+    @app.get("/documents/{doc_id}", response_model=DocumentDetailOut, responses=ERRORS, tags=["documents"])
+    async def get_document(doc_id: str) -> DocumentDetailOut:
+        """A document's metadata and its chunks, in order."""
+        def read() -> DocumentDetailOut:
+            found = one_document(doc_id)
+            row, store = found["row"], found["store"]
+            chunks = store.chunks_where(f"document_id = '{doc_id}' AND content_hash = '{row['content_hash']}'",
+                                        ["ordinal", "char_start", "char_end", "token_count", "text"]).sort_by("ordinal").to_pylist()
+            return DocumentDetailOut(**_document(row).model_dump(), chunks=chunks)
+
+        return await on_query_thread(read)
+
+    @app.post("/documents", response_model=PushOut, status_code=201, responses=ERRORS, tags=["documents"])
+    async def push_document(body: PushIn) -> PushOut:
+        """Index a text document sent by a tool, through the same write path as files; same name replaces."""
+        if len(body.text.encode("utf-8")) > limits.max_document_kb * 1024:
+            raise HTTPException(413, f"document text over {limits.max_document_kb} KiB (api.max_document_kb)")
+        if not body.name.strip() or any(c in body.name for c in "\x00\n\r"):
+            raise HTTPException(400, "name must be a non-empty single line")
+        doc_id, record = await asyncio.get_running_loop().run_in_executor(None, service.push, body.name.strip(), body.text, body.title, body.metadata)
+        status = "unchanged" if record.status == "unchanged" else "indexed"
+        return PushOut(id=doc_id, path=PUSHED_PREFIX + body.name.strip(), status=status, chunks=record.chunks)
+
+    @app.delete("/documents/{doc_id}", response_model=DeletedOut, responses=ERRORS, tags=["documents"])
+    async def delete_document(doc_id: str) -> DeletedOut:
+        """Delete a pushed document (files of the folder are removed by deleting the file)."""
+        found = await on_query_thread(one_document, doc_id)
+        if not found["row"]["path"].startswith(PUSHED_PREFIX):
+            raise HTTPException(409, f"{found['row']['path']} is a file of the watched folder: delete the file instead")
+        await asyncio.get_running_loop().run_in_executor(None, service.delete, doc_id)
+        return DeletedOut(deleted=doc_id)
+
+    @app.post("/reindex", response_model=QueuedOut, status_code=202, responses=ERRORS, tags=["admin"])
+    async def reindex() -> QueuedOut:
+        """Queue a reconciliation of the index with the folder now."""
+        service.reindex()
+        return QueuedOut(queued=True, queue_depth=service.writer.depth)
+
+    @app.get("/health", response_model=HealthOut, tags=["admin"])
+    async def health() -> HealthOut:
+        """Liveness: the process answers (no auth needed)."""
+        return HealthOut(status="ok")
+
+    @app.get("/ready", response_model=ReadyOut, responses=ERRORS, tags=["admin"])
+    async def ready() -> ReadyOut:
+        """Readiness: the model is loaded and the index opens."""
+        counts = await on_query_thread(service.counts)
+        return ReadyOut(ready=True, model=service.encoder.model_id, documents=counts["documents"])
+
+    @app.get("/stats", response_model=StatsOut, responses=ERRORS, tags=["admin"])
+    async def stats() -> StatsOut:
+        """Counts, queue depth, last run, model and version."""
+        counts = await on_query_thread(service.counts)
+        return StatsOut(version=_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
+                        root=str(service.root), failed=len(service.jobs.failed()), queue_depth=service.writer.depth,
+                        encode_tokens_per_s=round(service.encode_tokens_per_s, 1), uptime_s=round(time.time() - service.started_at, 1),
+                        last_run=service.jobs.last_run(), **counts)
+
+    @app.get("/metrics", response_class=Response, responses=ERRORS, tags=["admin"])
+    async def prometheus() -> Response:
+        """Prometheus text: request latency histogram, documents, chunks, queue depth, encoder tokens/s."""
+        body = await on_query_thread(metrics.render)
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def page() -> HTMLResponse:
+        return HTMLResponse(PAGE.read_text(encoding="utf-8"))
+
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount("/static/swagger", StaticFiles(directory=swagger_ui_path), name="swagger")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="lodex API",
+                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js", swagger_css_url="/static/swagger/swagger-ui.css",
+                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
+
+    return app

@@ -1,0 +1,126 @@
+"""The running service behind `lodex serve`: one encoder, the one writer (with the watcher), query threads."""
+
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from api.factory import build_encoder, build_indexer, build_searcher, build_watch, open_store
+from api.settings import Settings
+from indexer.encoder import Encoder
+from indexer.pipeline import PUSHED_PREFIX, Progress, document_id
+from indexer.watch_service import WatchService
+from indexer.writer import IndexWriter
+from search.results import SearchFilters, SearchResponse
+from search.searcher import Searcher
+from store.errors import ConfigError
+from store.job_log import FileRecord, JobLog
+from store.lance_store import Store
+from store.write_lock import WriteLock
+
+
+class LodexService:
+    """Owns the write lock, the writer thread (fed by the watcher and the API) and the query executor."""
+
+    def __init__(self, settings: Settings, root: Path, watch: bool = True, encoder: Encoder | None = None,
+                 on_file: Any = None) -> None:
+        self.settings = settings
+        self.root = root
+        self.data_dir = settings.data_dir
+        self.started_at = time.time()
+        self.lock = WriteLock(self.data_dir).acquire()
+        try:
+            self.jobs = JobLog(self.data_dir)
+            if self.jobs.root and Path(self.jobs.root) != root:
+                raise ConfigError(f"the index in {self.data_dir} mirrors {self.jobs.root}, not {root}",
+                                  "serve that folder, or use another --data-dir")
+            self.jobs.set_root(str(root))
+            self.encoder = encoder or build_encoder(settings)
+            self.indexer = build_indexer(settings, self.encoder, open_store(settings, self.encoder, self.data_dir, True), self.jobs)
+        except BaseException:
+            self.lock.release()
+            raise
+        self.encoded_tokens = 0
+        self._rate = 0.0
+        self._on_file = on_file
+        options = {"on_file": self._file_done, "progress": self._progress}
+        self.watch: WatchService | None = build_watch(settings, self.indexer, root, **options) if watch else None
+        self.writer: IndexWriter = self.watch.writer if self.watch else IndexWriter(self.indexer, root, **options)
+        self._local = threading.local()
+        self._closed = False
+        self.queries = ThreadPoolExecutor(settings.api.query_threads, thread_name_prefix="lodex-query")
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def start(self) -> "LodexService":
+        """Start the writer (and the watcher, which queues the startup reconciliation)."""
+        if self.watch:
+            self.watch.start()
+        else:
+            self.writer.start()
+        return self
+
+    def close(self) -> None:
+        """Stop watching, apply what is queued, release the index (once; later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.watch:
+            self.watch.stop()
+        else:
+            self.writer.stop()
+        self.queries.shutdown(wait=True)
+        self.jobs.close()
+        self.lock.release()
+
+    # ---- writer-side callbacks -----------------------------------------------------------
+    def _file_done(self, record: FileRecord) -> None:
+        self.encoded_tokens += record.tokens
+        if self._on_file:
+            self._on_file(record)
+
+    def _progress(self, state: Progress) -> None:
+        self._rate = state.tokens_per_s
+
+    @property
+    def encode_tokens_per_s(self) -> float:
+        """Encoder throughput of the current or last indexing batch."""
+        return self._rate
+
+    # ---- reading -------------------------------------------------------------------------
+    def _searcher(self) -> Searcher:
+        """One searcher (own Lance handles and FAISS copy) per query thread: each search pins one version."""
+        searcher = getattr(self._local, "searcher", None)
+        if searcher is None:
+            searcher = self._local.searcher = build_searcher(self.settings, self.encoder, Store(self.data_dir, self.encoder.dim))
+        return searcher
+
+    def search(self, query: str, k: int, filters: SearchFilters) -> SearchResponse:
+        """Run on a query thread."""
+        return self._searcher().search(query, k, filters)
+
+    def reader(self) -> Store:
+        """This query thread's store handle, at the latest committed version."""
+        store = self._searcher().store
+        store.refresh()
+        return store
+
+    def counts(self) -> dict[str, int]:
+        """Documents and chunks in the index now."""
+        return self.reader().counts()
+
+    # ---- writing through the one writer --------------------------------------------------
+    def push(self, name: str, text: str, title: str, metadata: dict[str, Any]) -> tuple[str, FileRecord]:
+        """Index a pushed text document through the writer queue; returns its id and record."""
+        encoded = json.dumps(metadata, sort_keys=True)
+        record = self.writer.submit(lambda ix: ix.index_text(name, text, title, encoded)).result()
+        return document_id(PUSHED_PREFIX + name), record
+
+    def delete(self, doc_id: str) -> int:
+        """Delete a pushed document through the writer queue."""
+        return self.writer.submit(lambda ix: ix.delete_documents([doc_id])).result()
+
+    def reindex(self) -> None:
+        """Queue a reconciliation with the folder."""
+        self.writer.reconcile(kind="reindex")

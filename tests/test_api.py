@@ -1,0 +1,194 @@
+"""The HTTP API in-process (ASGI) on a real store: every endpoint, the one error shape, limits, auth."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.service import LodexService
+from api.settings import Settings
+from tests.fakes import FakeEncoder
+
+
+def _service(tmp_path: Path, api_key: str = "", watch: bool = False) -> LodexService:
+    root = tmp_path / "docs"
+    root.mkdir(exist_ok=True)
+    (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 8)
+    (root / "heat.txt").write_text("Heat transfer through a hypersonic boundary layer. " * 8)
+    (root / "notes").mkdir(exist_ok=True)
+    (root / "notes" / "fins.txt").write_text("Stabilizing fins of rockets and their drag. " * 8)
+    settings = Settings(base_dir=tmp_path)
+    settings.index.data_dir = str(tmp_path / "data")
+    settings.api.api_key = api_key
+    settings.api.max_k = 20
+    settings.api.max_query_chars = 200
+    settings.api.max_document_kb = 4
+    settings.api.max_body_kb = 16
+    service = LodexService(settings, root, watch=watch, encoder=FakeEncoder()).start()
+    service.writer.reconcile().result(timeout=60)
+    return service
+
+
+@pytest.fixture
+def client(tmp_path: Path):
+    service = _service(tmp_path)
+    with TestClient(create_app(service)) as c:
+        yield c
+    service.close()
+
+
+def _error(response, status: int, code: str) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}
+    assert body["error"]["code"] == code
+    return body["error"]["message"]
+
+
+def test_search_get_and_post(client: TestClient) -> None:
+    body = client.get("/search", params={"q": "swept wings lift", "k": 2}).json()
+    assert set(body) == {"query", "took_ms", "results"}
+    assert body["results"][0]["path"] == "wings.md"
+    assert set(body["results"][0]["passages"][0]) == {"text", "char_start", "char_end", "score"}
+    posted = client.post("/search", json={"q": "rocket fins drag", "k": 1, "path": "notes/*"}).json()
+    assert [r["path"] for r in posted["results"]] == ["notes/fins.txt"]
+    only_md = client.get("/search", params={"q": "drag", "ext": ["md"]}).json()
+    assert {r["path"] for r in only_md["results"]} == {"wings.md"}
+    future = client.post("/search", json={"q": "drag", "modified_after": "2999-01-01T00:00:00Z"}).json()
+    assert future["results"] == []
+
+
+def test_documents_list_detail_push_delete(client: TestClient) -> None:
+    listed = client.get("/documents", params={"limit": 2}).json()
+    assert listed["total"] == 3 and len(listed["documents"]) == 2 and listed["documents"][0]["path"] == "heat.txt"
+    doc = client.get(f"/documents/{listed['documents'][1]['id']}").json()
+    assert doc["path"] == "notes/fins.txt" and doc["chunks"][0]["ordinal"] == 0 and doc["source"] == "folder"
+    pushed = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
+                                             "title": "Memo", "metadata": {"team": "blue"}})
+    assert pushed.status_code == 201 and pushed.json()["status"] == "indexed"
+    doc_id = pushed.json()["id"]
+    hit = client.get("/search", params={"q": "zeppelins airships", "k": 1}).json()["results"][0]
+    assert hit["doc_id"] == doc_id and hit["path"] == "@api/memo-1" and hit["title"] == "Memo"
+    detail = client.get(f"/documents/{doc_id}").json()
+    assert detail["metadata"] == {"team": "blue"} and detail["source"] == "api"
+    again = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
+                                            "title": "Memo", "metadata": {"team": "blue"}})
+    assert again.json()["status"] == "unchanged"
+    assert client.post("/reindex").status_code == 202  # a reconciliation keeps pushed documents
+    time.sleep(0.5)
+    assert client.get(f"/documents/{doc_id}").status_code == 200
+    assert client.delete(f"/documents/{doc_id}").json() == {"deleted": doc_id}
+    _error(client.get(f"/documents/{doc_id}"), 404, "not_found")
+    folder_doc = listed["documents"][0]["id"]
+    assert "delete the file" in _error(client.delete(f"/documents/{folder_doc}"), 409, "conflict")
+
+
+def test_admin_endpoints(client: TestClient) -> None:
+    assert client.get("/health").json() == {"status": "ok"}
+    ready = client.get("/ready").json()
+    assert ready["ready"] is True and ready["documents"] == 3
+    stats = client.get("/stats").json()
+    assert (stats["documents"], stats["failed"], stats["queue_depth"]) == (3, 0, 0)
+    assert stats["model"] == "fake-bag-of-words" and stats["last_run"]["kind"] == "reconcile"
+    client.get("/search", params={"q": "wings"})
+    text = client.get("/metrics").text
+    assert 'lodex_request_seconds_bucket{le="0.05",method="GET",route="/search",status="200"}' in text
+    assert "lodex_documents 3.0" in text and "lodex_queue_depth 0.0" in text and "lodex_encode_tokens_per_second" in text
+    assert client.get("/openapi.json").json()["info"]["title"] == "lodex"
+    assert "swagger-ui" in client.get("/docs").text and client.get("/static/swagger/swagger-ui-bundle.js").status_code == 200
+    assert "<form id=\"search\"" in client.get("/").text
+
+
+@pytest.mark.parametrize(
+    "method, url, kwargs, status, code",
+    [
+        ("get", "/search", {"params": {"q": ""}}, 400, "bad_request"),
+        ("get", "/search", {"params": {"q": "   "}}, 400, "bad_request"),
+        ("get", "/search", {"params": {"q": "x" * 201}}, 400, "bad_request"),
+        ("get", "/search", {"params": {"q": "wings", "k": 21}}, 400, "bad_request"),
+        ("get", "/search", {"params": {"q": "wings", "k": 0}}, 400, "bad_request"),
+        ("get", "/search", {"params": {"q": "wings", "k": "ten"}}, 422, "invalid_request"),
+        ("get", "/search", {}, 422, "invalid_request"),
+        ("post", "/search", {"content": b"{not json"}, 422, "invalid_request"),
+        ("post", "/search", {"json": {"k": 3}}, 422, "invalid_request"),
+        ("post", "/documents", {"json": {"name": "big", "text": "x" * 5000}}, 413, "too_large"),
+        ("post", "/documents", {"json": {"name": "huge", "text": "x" * 20000}}, 413, "too_large"),
+        ("post", "/documents", {"json": {"name": "", "text": "x"}}, 422, "invalid_request"),
+        ("get", "/documents", {"params": {"limit": 0}}, 422, "invalid_request"),
+        ("get", "/documents/nope", {}, 404, "not_found"),
+        ("get", "/documents/..%2F..%2Fetc", {}, 404, "not_found"),
+        ("delete", "/documents/nope", {}, 404, "not_found"),
+        ("get", "/no/such/route", {}, 404, "not_found"),
+        ("put", "/search", {}, 405, "method_not_allowed"),
+    ],
+)
+def test_errors_have_one_shape(client: TestClient, method: str, url: str, kwargs: dict, status: int, code: str) -> None:
+    _error(getattr(client, method)(url, **kwargs), status, code)
+
+
+def test_chunked_body_over_the_limit(client: TestClient) -> None:
+    def chunks():
+        for _ in range(40):
+            yield b"x" * 1024
+
+    response = client.post("/search", content=chunks(), headers={"content-type": "application/json"})
+    _error(response, 413, "too_large")
+
+
+def test_api_key_required_everywhere_but_health(tmp_path: Path) -> None:
+    service = _service(tmp_path, api_key="s3cret")
+    try:
+        with TestClient(create_app(service)) as client:
+            assert client.get("/health").status_code == 200
+            for method, url in (("get", "/search?q=wings"), ("post", "/search"), ("get", "/documents"), ("get", "/stats"),
+                                ("get", "/metrics"), ("get", "/ready"), ("post", "/reindex"), ("delete", "/documents/x")):
+                response = getattr(client, method)(url)
+                assert "API key" in _error(response, 401, "unauthorized")
+                assert response.headers["www-authenticate"] == "Bearer"
+            _error(client.get("/stats", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+            ok = client.get("/search", params={"q": "wings"}, headers={"Authorization": "Bearer s3cret"})
+            assert ok.status_code == 200 and ok.json()["results"]
+    finally:
+        service.close()
+
+
+def test_cors_is_off_unless_configured(client: TestClient) -> None:
+    response = client.get("/health", headers={"Origin": "http://example.org"})
+    assert "access-control-allow-origin" not in response.headers
+
+
+def test_failed_files_are_listed(tmp_path: Path) -> None:
+    service = _service(tmp_path)
+    (service.root / "blob.txt").write_bytes(b"\x00\x01 binary" * 40)
+    service.writer.reconcile().result(timeout=60)
+    try:
+        with TestClient(create_app(service)) as client:
+            body = client.get("/documents", params={"status": "failed"}).json()
+            assert [(f["path"], "binary" in f["reason"]) for f in body["failed"]] == [("blob.txt", True)]
+            assert client.get("/stats").json()["failed"] == 1
+    finally:
+        service.close()
+
+
+def test_queries_answer_while_the_folder_is_indexed(tmp_path: Path) -> None:
+    service = _service(tmp_path, watch=True)
+    for i in range(150):
+        (service.root / f"bulk-{i:03d}.txt").write_text(f"bulk file {i} " + " ".join(f"w{i}x{j}" for j in range(200)))
+    try:
+        with TestClient(create_app(service)) as client:
+            answered = 0
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                response = client.get("/search", params={"q": "swept wings", "k": 3})
+                assert response.status_code == 200
+                answered += 1
+                assert response.json()["results"][0]["path"] == "wings.md"
+                if client.get("/stats").json()["documents"] == 153:
+                    break
+            assert answered >= 3
+            assert json.loads(client.get("/stats").text)["documents"] == 153
+    finally:
+        service.close()

@@ -1,0 +1,183 @@
+"""Load: 8 concurrent clients against `lodex serve` on loopback for 60 s, over ≥ 100,000 chunks, while indexing.
+
+usage: python bench/load.py [--clients 8] [--seconds 60] [--chunks 100000]
+Builds a real index of Cranfield (real model), inflates it past --chunks with copies of its chunks
+(pushed documents, their vectors jittered and re-normalized), starts `lodex serve` on a free loopback
+port, copies the CISI collection into the watched folder (so the server indexes while it answers), and
+runs the clients with keep-alive connections. Prints errors, p50/p99 latency, queries/s, the server's
+RSS at start and end, and the latency of the same queries on an idle server measured first (baseline).
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+EVAL = ROOT.parent / "shared" / "evaldata"
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+from indexer.pipeline import PUSHED_PREFIX, document_id  # noqa: E402
+from search.collections import load_collection, write_files  # noqa: E402
+from store.lance_store import Store, vectors_of  # noqa: E402
+from store.schema import chunks_schema  # noqa: E402
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def inflate(data: Path, target: int) -> int:
+    """Add pushed copies of the indexed documents until the index holds `target` chunks."""
+    store = Store(data, 384)
+    docs = store.documents.search().limit(None).to_arrow().to_pylist()
+    chunks = store.chunks.search().limit(None).to_arrow()
+    by_doc: dict[str, list[int]] = {}
+    for i, d in enumerate(chunks["document_id"].to_pylist()):
+        by_doc.setdefault(d, []).append(i)
+    vectors = vectors_of(chunks)
+    rng = np.random.default_rng(0)
+    total, copy = chunks.num_rows, 0
+    while total < target:
+        copy += 1
+        rows, doc_rows = [], []
+        for doc in docs:
+            idx = by_doc.get(doc["id"], [])
+            if not idx:
+                continue
+            path = f"{PUSHED_PREFIX}copy-{copy}/{doc['path']}"
+            new_id = document_id(path)
+            jitter = vectors[idx] + rng.normal(0, 0.02, (len(idx), vectors.shape[1])).astype(np.float32)
+            jitter /= np.linalg.norm(jitter, axis=1, keepdims=True)
+            part = chunks.take(pa.array(idx)).to_pydict()
+            part.update({"id": rng.integers(1, 2**62, len(idx)), "document_id": [new_id] * len(idx),
+                         "vector": pa.FixedSizeListArray.from_arrays(pa.array(jitter.reshape(-1)), 384)})
+            rows.append(pa.Table.from_pydict(part, schema=chunks_schema(384)))
+            doc_rows.append({**doc, "id": new_id, "path": path, "metadata": "{}"})
+        store.commit(pa.concat_tables(rows), doc_rows, [])
+        total += sum(r.num_rows for r in rows)
+    store.optimize()
+    store.persist_index()
+    return total
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def client(port: int, queries: list[str], until: float, latencies: list[float], errors: list[str], seed: int) -> None:
+    rng = random.Random(seed)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    while time.monotonic() < until:
+        q = urllib.parse.quote(rng.choice(queries))
+        started = time.perf_counter()
+        try:
+            conn.request("GET", f"/search?k=10&q={q}")
+            response = conn.getresponse()
+            body = response.read()
+            if response.status != 200 or "results" not in json.loads(body):
+                errors.append(f"{response.status} {body[:200]!r}")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            errors.append(repr(exc))
+            conn.close()
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            continue
+        latencies.append(time.perf_counter() - started)
+
+
+def run_clients(port: int, queries: list[str], clients: int, seconds: float) -> tuple[list[float], list[str], float]:
+    latencies: list[float] = []
+    errors: list[str] = []
+    until = time.monotonic() + seconds
+    threads = [threading.Thread(target=client, args=(port, queries, until, latencies, errors, i)) for i in range(clients)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, errors, time.monotonic() - started
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--chunks", type=int, default=100_000)
+    args = parser.parse_args()
+    cran = load_collection(EVAL / "cranfield")
+    queries = list(cran.queries.values())
+    with tempfile.TemporaryDirectory(prefix="lodex-load-") as tmp:
+        folder, data = Path(tmp) / "docs", Path(tmp) / "data"
+        write_files(cran, folder)
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data)}
+        subprocess.run([sys.executable, "-m", "api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
+        chunks = inflate(data, args.chunks)
+        port = free_port()
+        log = open(Path(tmp) / "serve.log", "w+")  # noqa: SIM115
+        server = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", str(folder), "--port", str(port)],
+                                  env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 600
+            while True:
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    conn.request("GET", "/ready")
+                    if conn.getresponse().status == 200:
+                        break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise SystemExit("server did not start:\n" + Path(log.name).read_text()[-3000:])
+                time.sleep(0.5)
+            run_clients(port, queries, 2, 5)  # warm-up: every query thread loads its FAISS copy
+            idle, idle_errors, idle_s = run_clients(port, queries, 1, 15)
+            rss_start = rss_mib(server.pid)
+            extra = Path(tmp) / "cisi"
+            write_files(load_collection(EVAL / "cisi"), extra)
+            shutil.move(str(extra), str(folder / "incoming"))  # the server indexes these while it answers
+            latencies, errors, seconds = run_clients(port, queries, args.clients, args.seconds)
+            rss_end = rss_mib(server.pid)
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/stats")
+            stats = json.loads(conn.getresponse().read())
+        finally:
+            server.terminate()
+            server.wait(timeout=120)
+    print(json.dumps({
+        "chunks_at_start": chunks, "documents_at_end": stats["documents"], "chunks_at_end": stats["chunks"],
+        "clients": args.clients, "seconds": round(seconds, 1), "requests": len(latencies) + len(errors), "errors": len(errors),
+        "p50_ms": round(pct(latencies, 0.5), 1), "p99_ms": round(pct(latencies, 0.99), 1),
+        "qps": round(len(latencies) / seconds, 1), "rss_start_mib": round(rss_start), "rss_end_mib": round(rss_end),
+        "baseline_idle_1_client": {"p50_ms": round(pct(idle, 0.5), 1), "p99_ms": round(pct(idle, 0.99), 1),
+                                   "qps": round(len(idle) / idle_s, 1), "errors": len(idle_errors)},
+        "first_errors": errors[:3],
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The search page in a real headless Chromium (Debian's, driven by Playwright) against a real `lodex serve`."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.test_serve import Server
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.mark.slow
+def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is missing: `make test` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "birds.md").write_text("# Birds\n\nArctic terns migrate from the Arctic to the Antarctic every year.\n\n"
+                                   "Swallows nest under roofs.\n")
+    (root / "wings.txt").write_text("Swept wings delay the drag rise at transonic Mach numbers.\n")
+    server = Server(root, tmp_path / "data")
+    try:
+        server.wait_ready()
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page()
+            page.goto(server.url + "/")
+            assert page.evaluate("document.activeElement.id") == "q", "the query box has the focus"
+            page.keyboard.type("where do arctic terns migrate")
+            page.keyboard.press("Enter")
+            first = page.locator("li.hit").first
+            first.wait_for(timeout=30_000)
+            assert "birds.md" in first.locator(".path").inner_text()
+            marks = [m.lower() for m in first.locator("mark").all_inner_texts()]
+            assert {"arctic", "terns", "migrate"} <= set(marks)
+            assert "Arctic terns migrate" in first.locator("blockquote").first.inner_text()
+            page.keyboard.press("Tab")
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.className") == "hit"  # results are reachable by keyboard
+            page.screenshot(path=str(tmp_path / "search-page.png"))
+            browser.close()
+    finally:
+        server.stop()

@@ -1,11 +1,11 @@
-# lodex: `make run` sets up .venv, indexes samples/ and searches it; `make test` runs the test suite.
+# lodex: `make run` sets up .venv and serves samples/ (watch + API + search page); `make test` runs the tests.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test install install-test bench clean
+.PHONY: run demo test install install-test bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+	@# the search-page test drives Debian's Chromium (no browser download: these machines are offline)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "install Chromium for the browser test: sudo apt-get install chromium"; exit 1; fi; }
 	touch $@
 
 install: $(VENV)/.installed
@@ -23,12 +27,14 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 run: install
-	$(BIN)/lodex index
-	$(BIN)/lodex search "heat transfer in hypersonic boundary layers" -k 3
-	$(BIN)/lodex search "how do libraries classify and retrieve documents" -k 3
+	$(BIN)/lodex serve
 
 test: install-test
 	$(BIN)/python -m pytest
+
+demo: install
+	$(BIN)/lodex index
+	$(BIN)/lodex search "heat transfer in hypersonic boundary layers" -k 3
 
 bench: install-test
 	$(BIN)/python bench/encode.py

@@ -84,7 +84,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
             raise HTTPException(400, f"k must be between 1 and {limits.max_k} (api.max_k)")
         after = modified_after.timestamp() if modified_after else None
         filters = SearchFilters(path, tuple(ext or ()), after)
-        response = await on_query_thread(service.search, q, k, filters)
+        response = await asyncio.wrap_future(service.search(q, k, filters))
         return SearchOut(**response.to_dict())
 
     @app.get("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])

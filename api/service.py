@@ -3,7 +3,7 @@
 import json
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +13,9 @@ from indexer.encoder import Encoder
 from indexer.pipeline import PUSHED_PREFIX, Progress, document_id
 from indexer.watch_service import WatchService
 from indexer.writer import IndexWriter
+from search.batcher import QueryBatcher
 from search.results import SearchFilters, SearchResponse
-from search.searcher import Searcher
+from search.searcher import Query, Searcher
 from store.errors import ConfigError
 from store.job_log import FileRecord, JobLog
 from store.lance_store import Store
@@ -50,7 +51,9 @@ class LodexService:
         self.writer: IndexWriter = self.watch.writer if self.watch else IndexWriter(self.indexer, root, **options)
         self._local = threading.local()
         self._closed = False
-        self.queries = ThreadPoolExecutor(settings.api.query_threads, thread_name_prefix="lodex-query")
+        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, Store(self.data_dir, self.encoder.dim)),
+                                    workers=settings.api.query_threads)
+        self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
 
     # ---- lifecycle -----------------------------------------------------------------------
     def start(self) -> "LodexService":
@@ -70,6 +73,7 @@ class LodexService:
             self.watch.stop()
         else:
             self.writer.stop()
+        self.batcher.close()
         self.queries.shutdown(wait=True)
         self.jobs.close()
         self.lock.release()
@@ -90,15 +94,15 @@ class LodexService:
 
     # ---- reading -------------------------------------------------------------------------
     def _searcher(self) -> Searcher:
-        """One searcher (own Lance handles and FAISS copy) per query thread: each search pins one version."""
+        """One store handle per reading thread (for listings and stats): each read pins one version."""
         searcher = getattr(self._local, "searcher", None)
         if searcher is None:
             searcher = self._local.searcher = build_searcher(self.settings, self.encoder, Store(self.data_dir, self.encoder.dim))
         return searcher
 
-    def search(self, query: str, k: int, filters: SearchFilters) -> SearchResponse:
-        """Run on a query thread."""
-        return self._searcher().search(query, k, filters)
+    def search(self, query: str, k: int, filters: SearchFilters) -> "Future[SearchResponse]":
+        """Queue a search; concurrent searches are answered together in one batch."""
+        return self.batcher.submit(Query(query, k, filters))
 
     def reader(self) -> Store:
         """This query thread's store handle, at the latest committed version."""

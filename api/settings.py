@@ -80,7 +80,7 @@ class ApiSettings(_Section):
     max_k: int = Field(100, ge=1, le=1000)
     max_body_kb: int = Field(2048, ge=1)
     max_document_kb: int = Field(1024, ge=1)
-    query_threads: int = Field(2, ge=1, le=32)
+    query_threads: int = Field(1, ge=1, le=32)
 
 
 class Settings(BaseSettings):

@@ -1,5 +1,6 @@
 """The one write path: every change request (watcher, CLI, API) runs in order on one writer thread."""
 
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -16,8 +17,9 @@ class IndexWriter:
     """A bounded queue of write requests served by one thread; submitters get a Future of the result."""
 
     def __init__(self, indexer: Indexer, root: Path, maxsize: int = 256,
-                 on_error: Callable[[BaseException], None] | None = None, **run_options: Any) -> None:
+                 on_error: Callable[[BaseException], None] | None = None, nice: int = 10, **run_options: Any) -> None:
         self.indexer = indexer
+        self.nice = nice
         self.root = root
         self.on_error = on_error
         self.run_options = run_options
@@ -54,6 +56,11 @@ class IndexWriter:
         self._thread.join(timeout)
 
     def _serve(self) -> None:
+        if self.nice and hasattr(os, "setpriority"):
+            try:  # this thread and the encoder threads it starts yield the CPU to queries
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+            except OSError:
+                pass
         while (item := self._queue.get()) is not None:
             job, future = item
             if not future.set_running_or_notify_cancel():

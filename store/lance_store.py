@@ -62,6 +62,8 @@ class Store:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from None
         self._index: VectorIndex | None = None
         self._index_version = -1
+        self._owners: ChunkOwners | None = None
+        self._owners_version = -1
         self._optimized_at = self.chunks.version
 
     @classmethod
@@ -192,6 +194,14 @@ class Store:
         if table.num_rows:
             index.add(table["id"].to_numpy(), vectors_of(table))
 
+    def chunk_owners(self) -> "ChunkOwners":
+        """Which document version each chunk belongs to, for the current chunks version (cached)."""
+        version = self.chunks.version
+        if self._owners is None or self._owners_version != version:
+            table = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
+            self._owners, self._owners_version = ChunkOwners(table), version
+        return self._owners
+
     def persist_index(self) -> None:
         """Save the FAISS index as the reflection of the current chunks version."""
         index = self.vector_index() if self._index is None else self._index
@@ -201,6 +211,18 @@ class Store:
     def track_index(self) -> None:
         """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""
         self.vector_index()
+
+
+class ChunkOwners:
+    """chunk id → (document id, content hash), and document id → its chunk ids: lookups without Lance."""
+
+    def __init__(self, table: pa.Table) -> None:
+        ids = table["id"].to_pylist()
+        owners = list(zip(table["document_id"].to_pylist(), table["content_hash"].to_pylist()))
+        self.owner: dict[int, tuple[str, str]] = dict(zip(ids, owners))
+        self.members: dict[tuple[str, str], list[int]] = {}
+        for chunk_id, key in zip(ids, owners):
+            self.members.setdefault(key, []).append(chunk_id)
 
 
 def vectors_of(table: pa.Table) -> np.ndarray:

@@ -41,6 +41,19 @@ class VectorIndex:
         keep = ids[0] >= 0
         return scores[0][keep], ids[0][keep]
 
+    def search_batch(self, queries: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-n (scores, ids) for each query row, in one scan of the index; ids of -1 mark empty slots."""
+        n = min(n, len(self))
+        if n <= 0:
+            return np.zeros((len(queries), 0), dtype=np.float32), np.zeros((len(queries), 0), dtype=np.int64)
+        return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), n)
+
+    def vectors(self, ids: list[int]) -> np.ndarray:
+        """The stored vectors of these chunk ids."""
+        if not ids:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+
     def ids(self) -> np.ndarray:
         """Every chunk id in the index."""
         return self._faiss.vector_to_array(self.index.id_map).astype(np.int64)

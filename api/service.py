@@ -59,9 +59,10 @@ class LodexService:
     def start(self) -> "LodexService":
         """Start the writer (and the watcher, which queues the startup reconciliation)."""
         if self.watch:
-            self.watch.start()
+            self.watch.start()  # its startup reconciliation first collects what an interrupted run left
         else:
             self.writer.start()
+            self.writer.submit(lambda ix: ix.store.collect_garbage())
         return self
 
     def close(self) -> None:

@@ -185,8 +185,12 @@ class Indexer:
         digest = content_hash(data)
         record = self.store.document_records().get(path)
         started = time.monotonic()
-        if record is not None and record.content_hash == digest and record.metadata == metadata:
-            return FileRecord(path, "unchanged")
+        if record is not None and record.content_hash == digest:
+            if record.metadata == metadata and record.title == (title or name):
+                return FileRecord(path, "unchanged", chunks=record.chunk_count)
+            # same text, new title or metadata: update the row, keep its chunks (never commit them twice)
+            self.store.documents.update(where=f"id = '{record.id}'", values={"metadata": metadata, "title": title or name})
+            return FileRecord(path, "indexed", chunks=record.chunk_count)
         chunks = self.chunker.chunk(text)
         rows = {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
                 "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
@@ -194,9 +198,7 @@ class Indexer:
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = _Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
                              "updated" if record else "added", started, metadata=metadata)
-        if record is not None and record.content_hash == digest:
-            prepared.vectors = self._unchanged_vectors(record)
-        elif record is not None:
+        if record is not None:
             prepared.known = self._unchanged_chunks(record, rows["text"])
         records: list[FileRecord] = []
         self._flush([prepared], RunSummary(), Progress(1), records.append, self.jobs.start_run("api") if self.jobs else 0)
@@ -204,10 +206,6 @@ class Indexer:
         self.store.maybe_optimize()
         self.store.persist_index()
         return records[0]
-
-    def _unchanged_vectors(self, record: DocRecord) -> np.ndarray:
-        table = self.store.chunks_where(f"document_id = '{record.id}' AND content_hash = '{record.content_hash}'", ["ordinal", "vector"])
-        return vectors_of(table.sort_by("ordinal"))
 
     def delete_documents(self, doc_ids: list[str]) -> int:
         """Remove documents (and their chunks) by id; returns how many existed."""

@@ -77,6 +77,11 @@ def test_documents_list_detail_push_delete(client: TestClient) -> None:
     again = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
                                             "title": "Memo", "metadata": {"team": "blue"}})
     assert again.json()["status"] == "unchanged"
+    retitled = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
+                                               "title": "Memo v2", "metadata": {"team": "red"}})
+    assert retitled.json()["status"] == "indexed"
+    detail = client.get(f"/documents/{doc_id}").json()
+    assert (detail["title"], detail["metadata"], len(detail["chunks"])) == ("Memo v2", {"team": "red"}, 1)
     assert client.post("/reindex").status_code == 202  # a reconciliation keeps pushed documents
     time.sleep(0.5)
     assert client.get(f"/documents/{doc_id}").status_code == 200

@@ -128,15 +128,21 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--no-indexing", action="store_true", help="no indexing during the load (to compare)")
+    parser.add_argument("--workdir", type=Path, help="keep the built index here and re-use it on later runs")
     args = parser.parse_args()
     cran = load_collection(EVAL / "cranfield")
     queries = list(cran.queries.values())
     with tempfile.TemporaryDirectory(prefix="lodex-load-") as tmp:
-        folder, data = Path(tmp) / "docs", Path(tmp) / "data"
-        write_files(cran, folder)
+        work = args.workdir or Path(tmp)
+        folder, data = work / "docs", work / "data"
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data)}
-        subprocess.run([sys.executable, "-m", "api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
-        chunks = inflate(data, args.chunks)
+        shutil.rmtree(folder / "incoming", ignore_errors=True)
+        if not (data / "origin.json").exists():
+            write_files(cran, folder)
+            subprocess.run([sys.executable, "-m", "api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
+            inflate(data, args.chunks)
+        chunks = Store(data, 384).counts()["chunks"]
         port = free_port()
         log = open(Path(tmp) / "serve.log", "w+")  # noqa: SIM115
         server = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", str(folder), "--port", str(port)],
@@ -157,9 +163,11 @@ def main() -> None:
             run_clients(port, queries, 2, 5)  # warm-up: every query thread loads its FAISS copy
             idle, idle_errors, idle_s = run_clients(port, queries, 1, 15)
             rss_start = rss_mib(server.pid)
-            extra = Path(tmp) / "cisi"
-            write_files(load_collection(EVAL / "cisi"), extra)
-            shutil.move(str(extra), str(folder / "incoming"))  # the server indexes these while it answers
+            extra = work / "cisi"
+            shutil.rmtree(extra, ignore_errors=True)
+            if not args.no_indexing:
+                write_files(load_collection(EVAL / "cisi"), extra)
+                shutil.move(str(extra), str(folder / "incoming"))  # the server indexes these while it answers
             latencies, errors, seconds = run_clients(port, queries, args.clients, args.seconds)
             rss_end = rss_mib(server.pid)
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

@@ -21,6 +21,7 @@ err = Console(stderr=True, soft_wrap=True)
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="LODEX_CONFIG", help="config.toml to read (default ./config.toml).")]
 DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", envvar="LODEX_DATA_DIR", help="Index directory (default: index.data_dir).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+DirArg = Annotated[Path | None, typer.Argument(help="The folder (default: index.root in config.toml).", show_default=False)]
 
 
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -127,7 +128,7 @@ def _print_summary(summary, as_json: bool) -> None:
 @_friendly
 def index(
     ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Argument(help="Folder to index (default: index.root).", show_default=False)] = None,
+    directory: DirArg = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Delete the index and build it anew.")] = False,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
@@ -174,7 +175,7 @@ def retry(
 @_friendly
 def watch(
     ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Argument(help="Folder to watch (default: index.root).", show_default=False)] = None,
+    directory: DirArg = None,
     polling: Annotated[bool | None, typer.Option("--polling/--native", help="Poll the folder (network filesystems) instead of native events.")] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
@@ -217,7 +218,7 @@ def _loopback(host: str) -> bool:
 @_friendly
 def serve(
     ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Argument(help="Folder to watch and serve (default: index.root).", show_default=False)] = None,
+    directory: DirArg = None,
     host: Annotated[str | None, typer.Option("--host", help="Address to bind (default: api.host, 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option("--port", help="TCP port (default: api.port, 8765).")] = None,
     no_watch: Annotated[bool, typer.Option("--no-watch", help="Serve the API only; do not watch the folder.")] = False,

@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from api.http_errors import LimitsAndAuth, install_error_handlers
 from api.metrics import Metrics
 from api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
-                        HitOut, PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut)
+                        PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut)
 from api.service import LodexService
 from indexer.pipeline import PUSHED_PREFIX
 from search.results import SearchFilters

@@ -26,6 +26,9 @@ from store.schema import chunks_schema
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
 # Documents pushed through the API live under this path prefix; folder reconciliation leaves them alone.
 PUSHED_PREFIX = "@api/"
+# Small updates (watch batches, API pushes) save the FAISS file at most this often; full runs and a
+# stopping writer always save it. Between saves, readers catch the last file up from Lance.
+PERSIST_EVERY_S = 30.0
 # OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
 _TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
 
@@ -170,7 +173,7 @@ class Indexer:
                 note(FileRecord(path, "deleted"))
         self.store.collect_garbage()
         self.store.maybe_optimize(force=only is None)
-        self.store.persist_index()
+        self.store.persist_index(0 if only is None else PERSIST_EVERY_S)
         summary.failed = len(summary.failures)
         summary.seconds = round(time.monotonic() - started, 3)
         if self.jobs:
@@ -204,7 +207,7 @@ class Indexer:
         self._flush([prepared], RunSummary(), Progress(1), records.append, self.jobs.start_run("api") if self.jobs else 0)
         self.store.collect_garbage()
         self.store.maybe_optimize()
-        self.store.persist_index()
+        self.store.persist_index(PERSIST_EVERY_S)
         return records[0]
 
     def delete_documents(self, doc_ids: list[str]) -> int:
@@ -212,7 +215,7 @@ class Indexer:
         existing = [r.id for r in self.store.document_records().values() if r.id in set(doc_ids)]
         self.store.commit(None, [], existing)
         self.store.collect_garbage()
-        self.store.persist_index()
+        self.store.persist_index(PERSIST_EVERY_S)
         return len(existing)
 
     def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,

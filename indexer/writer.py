@@ -51,9 +51,11 @@ class IndexWriter:
         return self.submit(lambda ix: ix.run(self.root, only=paths, kind=kind, **self.run_options))
 
     def stop(self, timeout: float | None = None) -> None:
-        """Finish the queued requests, then stop the thread."""
+        """Finish the queued requests, save the vector index, then stop the thread."""
         self._queue.put(None)
         self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.indexer.store.persist_index()
 
     def _serve(self) -> None:
         if self.nice and hasattr(os, "setpriority"):

@@ -1,6 +1,7 @@
 """The durable record: Lance tables `documents` and `chunks`, with the FAISS index kept in step."""
 
 import re
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -63,6 +64,7 @@ class Store:
         self._index: VectorIndex | None = None
         self._index_version = -1
         self._owners: ChunkOwners | None = None
+        self._persisted_at = float("-inf")
         self._owners_version = -1
         self._optimized_at = self.chunks.version
 
@@ -202,11 +204,16 @@ class Store:
             self._owners, self._owners_version = ChunkOwners(table), version
         return self._owners
 
-    def persist_index(self) -> None:
-        """Save the FAISS index as the reflection of the current chunks version."""
+    def persist_index(self, min_interval_s: float = 0.0) -> None:
+        """Save the FAISS index as the reflection of the current chunks version; with `min_interval_s`,
+        skip it when the last save is more recent (readers catch a stale file up from Lance by chunk id)."""
+        if min_interval_s and time.monotonic() - self._persisted_at < min_interval_s:
+            return
         index = self.vector_index() if self._index is None else self._index
-        index.save(self.data_dir, self.chunks.version)
+        if not (self.data_dir / f"chunks.v{self.chunks.version}.faiss").exists():
+            index.save(self.data_dir, self.chunks.version)
         self._index_version = self.chunks.version
+        self._persisted_at = time.monotonic()
 
     def track_index(self) -> None:
         """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""

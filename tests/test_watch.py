@@ -175,6 +175,8 @@ def test_changes_while_stopped_are_applied_at_start(tmp_path: Path) -> None:
     first.wait(lambda d: len(d) == 4)
     first.settle()
     first.service.stop()
+    first.reader.refresh()
+    assert (first.data / f"chunks.v{first.reader.chunks.version}.faiss").exists(), "a stopping writer saves the index"
     (first.root / "edited.txt").write_text(_text("v2"))
     (first.root / "removed.txt").unlink()
     (first.root / "moved.txt").rename(first.root / "arrived.txt")

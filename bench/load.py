@@ -5,7 +5,7 @@ Builds a real index of Cranfield (real model), inflates it past --chunks with co
 (pushed documents, their vectors jittered and re-normalized), starts `lodex serve` on a free loopback
 port, copies the CISI collection into the watched folder (so the server indexes while it answers), and
 runs the clients with keep-alive connections. Prints errors, p50/p99 latency, queries/s, the server's
-RSS at start and end, and the latency of the same queries on an idle server measured first (baseline).
+RSS at start, every sixth of the run and at the end, and the latency of the same queries on an idle server measured first (baseline).
 """
 
 import argparse
@@ -167,7 +167,17 @@ def main() -> None:
             if not args.no_indexing:
                 write_files(load_collection(EVAL / "cisi"), extra)
                 shutil.move(str(extra), str(folder / "incoming"))  # the server indexes these while it answers
+            samples: list[float] = []
+            sampler_stop = threading.Event()
+
+            def sample() -> None:
+                while not sampler_stop.wait(args.seconds / 6):
+                    samples.append(round(rss_mib(server.pid)))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
             latencies, errors, seconds = run_clients(port, queries, args.clients, args.seconds)
+            sampler_stop.set()
             rss_end = rss_mib(server.pid)
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             conn.request("GET", "/stats")
@@ -179,7 +189,7 @@ def main() -> None:
         "chunks_at_start": chunks, "documents_at_end": stats["documents"], "chunks_at_end": stats["chunks"],
         "clients": args.clients, "seconds": round(seconds, 1), "requests": len(latencies) + len(errors), "errors": len(errors),
         "p50_ms": round(pct(latencies, 0.5), 1), "p99_ms": round(pct(latencies, 0.99), 1),
-        "qps": round(len(latencies) / seconds, 1), "rss_start_mib": round(rss_start), "rss_end_mib": round(rss_end),
+        "qps": round(len(latencies) / seconds, 1), "rss_start_mib": round(rss_start), "rss_during_mib": samples, "rss_end_mib": round(rss_end),
         "baseline_idle_1_client": {"p50_ms": round(pct(idle, 0.5), 1), "p99_ms": round(pct(idle, 0.99), 1),
                                    "qps": round(len(idle) / idle_s, 1), "errors": len(idle_errors)},
         "first_errors": errors[:3],

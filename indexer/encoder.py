@@ -37,11 +37,6 @@ class Encoder(ABC):
         """Model input length of each text, special tokens included, capped at max_length."""
         return [min(len(s) + self.special_tokens, self.max_length) for s in self.token_spans(texts)]
 
-    @property
-    def max_content_tokens(self) -> int:
-        """The longest chunk, in tokens, that the model reads whole."""
-        return self.max_length - self.special_tokens - len(self.token_spans([self.document_prefix])[0])
-
     def _batches(self, lengths: list[int]) -> list[list[int]]:
         """Indices grouped into batches, longest first, each within the token budget once padded."""
         order = sorted(range(len(lengths)), key=lambda i: -lengths[i])

@@ -87,11 +87,6 @@ class JobLog:
             )
             self._db.execute("COMMIT")
 
-    def forget(self, paths: list[str]) -> None:
-        """Drop paths from the latest-status table (their files are gone and never indexed)."""
-        with self._lock:
-            self._db.executemany("DELETE FROM latest WHERE path = ?", [(p,) for p in paths])
-
     def finish_run(self, run_id: int, summary: dict[str, Any]) -> None:
         """Close a run record with its summary."""
         with self._lock:

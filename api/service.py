@@ -15,7 +15,7 @@ from indexer.watch_service import WatchService
 from indexer.writer import IndexWriter
 from search.batcher import QueryBatcher
 from search.results import SearchFilters, SearchResponse
-from search.searcher import Query, Searcher
+from search.searcher import Query
 from store.errors import ConfigError
 from store.job_log import FileRecord, JobLog
 from store.lance_store import Store
@@ -94,20 +94,15 @@ class LodexService:
         return self._rate
 
     # ---- reading -------------------------------------------------------------------------
-    def _searcher(self) -> Searcher:
-        """One store handle per reading thread (for listings and stats): each read pins one version."""
-        searcher = getattr(self._local, "searcher", None)
-        if searcher is None:
-            searcher = self._local.searcher = build_searcher(self.settings, self.encoder, Store(self.data_dir, self.encoder.dim))
-        return searcher
-
     def search(self, query: str, k: int, filters: SearchFilters) -> "Future[SearchResponse]":
         """Queue a search; concurrent searches are answered together in one batch."""
         return self.batcher.submit(Query(query, k, filters))
 
     def reader(self) -> Store:
-        """This query thread's store handle, at the latest committed version."""
-        store = self._searcher().store
+        """This reading thread's own store handle (listings, stats), at the latest committed version."""
+        store = getattr(self._local, "store", None)
+        if store is None:
+            store = self._local.store = Store(self.data_dir, self.encoder.dim)
         store.refresh()
         return store
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from indexer.chunker import Chunker
+from indexer.chunker import Chunk, Chunker
 from indexer.encoder import Encoder
 from indexer.readers import extract, format_of
 from indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
@@ -116,6 +116,13 @@ def _new_ids(n: int) -> np.ndarray:
     return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).astype(np.int64) & np.int64(0x7FFF_FFFF_FFFF_FFFF)
 
 
+def _chunk_rows(chunks: list[Chunk]) -> dict[str, list]:
+    """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table."""
+    return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
+            "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
+            "text": [c.text for c in chunks]}
+
+
 def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
     return record is not None and record.size == entry.size and record.mtime == entry.mtime
 
@@ -195,9 +202,7 @@ class Indexer:
             self.store.documents.update(where=f"id = '{record.id}'", values={"metadata": metadata, "title": title or name})
             return FileRecord(path, "indexed", chunks=record.chunk_count)
         chunks = self.chunker.chunk(text)
-        rows = {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
-                "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
-                "text": [c.text for c in chunks]}
+        rows = _chunk_rows(chunks)
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = _Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
                              "updated" if record else "added", started, metadata=metadata)
@@ -309,13 +314,7 @@ class Indexer:
             return self._reuse(entry, digest, source, outcome, started)
         doc = extract(entry.path, data)
         chunks = self.chunker.chunk(doc.text)
-        rows = {
-            "ordinal": [c.ordinal for c in chunks],
-            "char_start": [c.char_start for c in chunks],
-            "char_end": [c.char_end for c in chunks],
-            "token_count": [c.token_count for c in chunks],
-            "text": [c.text for c in chunks],
-        }
+        rows = _chunk_rows(chunks)
         prepared = _Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
         if record is not None:
             prepared.known = self._unchanged_chunks(record, rows["text"])

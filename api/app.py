@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
@@ -74,7 +74,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     async def on_query_thread(fn, *args):
         return await asyncio.get_running_loop().run_in_executor(service.queries, fn, *args)
 
-    async def run_search(q: str, k: int | None, path: str | None, ext: list[str] | None, modified_after: datetime | None) -> Response:
+    async def run_search(q: str, k: int | None, path: str | None, ext: list[str] | None, modified_after: datetime | None,
+                         mode: str | None = None) -> Response:
         if not q.strip():
             raise HTTPException(400, "q is empty: pass some words to look for")
         if len(q) > limits.max_query_chars:
@@ -84,7 +85,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
             raise HTTPException(400, f"k must be between 1 and {limits.max_k} (api.max_k)")
         after = modified_after.timestamp() if modified_after else None
         filters = SearchFilters(path, tuple(ext or ()), after)
-        response = await asyncio.wrap_future(service.search(q, k, filters))
+        response = await asyncio.wrap_future(service.search(q, k, filters, mode))
         return JSONResponse(response.to_dict())  # already the SearchOut shape: skip a second validation pass
 
     @app.get("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
@@ -94,14 +95,15 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         path: Annotated[str | None, Query(description="Glob on the relative path.")] = None,
         ext: Annotated[list[str] | None, Query(description="File extensions (repeatable).")] = None,
         modified_after: Annotated[datetime | None, Query(description="ISO 8601 time or epoch seconds.")] = None,
+        mode: Annotated[Literal["dense", "bm25", "hybrid"] | None, Query(description="Retrieval mode (default: search.mode).")] = None,
     ) -> Response:
-        """Rank documents by their best passage; return each with its best passages."""
-        return await run_search(q, k, path, ext, modified_after)
+        """Rank documents (dense, keyword or hybrid retrieval); return each with its best passages."""
+        return await run_search(q, k, path, ext, modified_after, mode)
 
     @app.post("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
     async def search_post(body: SearchIn) -> Response:
         """Same as GET /search, with a JSON body."""
-        return await run_search(body.q, body.k, body.path, body.ext, body.modified_after)
+        return await run_search(body.q, body.k, body.path, body.ext, body.modified_after, body.mode)
 
     @app.get("/documents", response_model=DocumentListOut, responses=ERRORS, tags=["documents"])
     async def list_documents(

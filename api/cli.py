@@ -266,22 +266,28 @@ def search(
     k: Annotated[int | None, typer.Option("-k", "--k", min=1, max=1000, help="Documents to return (default: search.k).")] = None,
     path: Annotated[str | None, typer.Option("--path", help="Only documents whose relative path matches this glob.")] = None,
     ext: Annotated[list[str] | None, typer.Option("--ext", help="Only these file extensions (repeatable).")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", help="dense, bm25 or hybrid (default: search.mode).")] = None,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Rank indexed documents by meaning and show their best passages."""
+    """Rank indexed documents by meaning and keywords and show their best passages, query words marked."""
+    from rich.text import Text
+
     from api.factory import build_encoder, build_searcher, open_store
     from search.results import SearchFilters
+    from search.searcher import MODES
 
     settings = _settings(ctx, config, data_dir)
     if not query.strip():
         raise ConfigError("the query is empty", "pass some words to look for")
+    if mode is not None and mode not in MODES:
+        raise ConfigError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
     if not (settings.data_dir / "origin.json").exists():
         raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
     encoder = build_encoder(settings)
     store = open_store(settings, encoder, settings.data_dir, create=False)
-    response = build_searcher(settings, encoder, store).search(query, k or settings.search.k, SearchFilters(path, tuple(ext or ())))
+    response = build_searcher(settings, encoder, store).search(query, k or settings.search.k, SearchFilters(path, tuple(ext or ())), mode)  # type: ignore[arg-type]
     if as_json:
         print(json.dumps(response.to_dict(), ensure_ascii=False))
         return
@@ -291,10 +297,53 @@ def search(
     for rank, hit in enumerate(response.results, start=1):
         out.print(f"[bold]{rank}. {hit.path}[/bold]  score {hit.score:.3f}  — {hit.title}", highlight=False, soft_wrap=True)
         for passage in hit.passages:
-            text = " ".join(passage.text.split())
-            snippet = text if len(text) <= 240 else text[:237] + "…"
-            out.print(f"   [{passage.char_start}:{passage.char_end}] ({passage.score:.3f}) {snippet}", highlight=False, soft_wrap=True, markup=False)
+            snippet = Text("".join(" " if c.isspace() else c for c in passage.text))  # same offsets, one line
+            for start, end in passage.highlights:
+                snippet.stylize("bold yellow", start, end)
+            if len(snippet) > 240:
+                snippet = snippet[:237] + "…"
+            out.print(Text(f"   [{passage.char_start}:{passage.char_end}] ({passage.score:.3f}) ") + snippet, highlight=False, soft_wrap=True)
     out.print(f"{len(response.results)} documents in {response.took_ms:.0f} ms", style="dim")
+
+
+@app.command(name="eval")
+@_friendly
+def eval_(
+    ctx: typer.Context,
+    dataset: Annotated[Path, typer.Argument(help="A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels.tsv.", show_default=False)],
+    bundle: Annotated[int, typer.Option("--bundle", min=1, help="Concatenate every N documents into one long file (1 = one file each).")] = 1,
+    mode: Annotated[str, typer.Option("--mode", help="dense, bm25, hybrid or all.")] = "all",
+    ranking: Annotated[str, typer.Option("--ranking", help="Also compare document rankings in dense and hybrid mode: max, topm, mean, blend or all.")] = "",
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Measure retrieval quality on a labelled collection: nDCG@10, Recall@100 and MRR@10 per mode."""
+    from api.progress import progress_bar
+    from search.evaluation import evaluate_dataset
+    from search.searcher import MODES, RANKINGS
+
+    settings = _settings(ctx, config, None)
+    dataset = dataset.expanduser().resolve()
+    missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels.tsv") if not (dataset / name).is_file()]
+    if missing:
+        raise ConfigError(f"{dataset} is not a BEIR-layout collection (missing {', '.join(missing)})",
+                          "pass a folder holding corpus.jsonl, queries.jsonl and qrels.tsv")
+    modes = MODES if mode == "all" else tuple(m.strip() for m in mode.split(","))
+    rankings = () if not ranking else RANKINGS if ranking == "all" else tuple(r.strip() for r in ranking.split(","))
+    if bad := [m for m in modes if m not in MODES] + [r for r in rankings if r not in RANKINGS]:
+        raise ConfigError(f"unknown mode or ranking: {', '.join(bad)}", f"modes: {', '.join(MODES)}, all; rankings: {', '.join(RANKINGS)}, all")
+    err.print(f"evaluating {dataset.name} (bundle {bundle}) with {settings.encoder.model or 'the bundled all-MiniLM-L6-v2'}…", highlight=False)
+    with progress_bar(err) as update:
+        result = evaluate_dataset(dataset, settings, bundle, modes, rankings, progress=update)
+    if as_json:
+        print(json.dumps(result))
+        return
+    out = Console()
+    out.print(f"{result['dataset']}  bundle {bundle}: {result['files']} files, {result['chunks']:,} chunks, {result['queries']} judged queries; "
+              f"indexed in {result['index_s']:.1f} s (default: {result['default']['mode']}, ranking {result['default']['ranking']})", highlight=False)
+    out.print(f"{'run':16s} {'nDCG@10':>8s} {'R@100':>8s} {'MRR@10':>8s} {'ms/query':>9s}", highlight=False)
+    for name, m in list(result["modes"].items()) + list(result["rankings"].items()):
+        out.print(f"{name:16s} {m['ndcg@10']:8.4f} {m['recall@100']:8.4f} {m['mrr@10']:8.4f} {m['query_ms']:9.1f}", highlight=False)
 
 
 @app.command()

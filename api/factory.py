@@ -13,7 +13,7 @@ from indexer.scanner import ScanRules
 from indexer.watch_service import WatchService
 from indexer.watcher import ChangeCollector, FolderWatcher
 from indexer.writer import IndexWriter
-from search.searcher import Searcher
+from search.searcher import Fusion, Searcher
 from store.errors import ConfigError
 from store.job_log import JobLog
 from store.lance_store import Store
@@ -26,6 +26,7 @@ def _transformers(cfg: EncoderSettings) -> Encoder:
     return TransformersEncoder(
         model_dir=cfg.model or None, pooling=cfg.pooling, normalize=cfg.normalize, max_length=cfg.max_length,
         threads=cfg.threads, batch_tokens=cfg.batch_tokens, query_prefix=cfg.query_prefix, document_prefix=cfg.document_prefix,
+        precision=cfg.precision, cache_dir=cfg.cache_dir or None,
     )
 
 
@@ -96,4 +97,7 @@ def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options:
 
 def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Searcher:
     """The query side over this store."""
-    return Searcher(store, encoder, passages=settings.search.passages, candidates=settings.search.candidates)
+    cfg = settings.search
+    return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking,
+                    fusion=Fusion(cfg.fusion, cfg.dense_weight, cfg.rrf_k, cfg.bm25_weight, cfg.feedback_chunks, cfg.feedback_weight,
+                                  cfg.top_m, cfg.blend_alpha))

@@ -1,7 +1,7 @@
 """Request and response bodies of the HTTP API (they make the OpenAPI schema at /docs)."""
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,18 +22,20 @@ class PassageOut(BaseModel):
     char_start: int = Field(description="Offset of the passage in the document's extracted text.")
     char_end: int
     score: float = Field(description="Cosine similarity of the passage to the query.")
+    highlights: list[tuple[int, int]] = Field(default_factory=list, description="[start, end) offsets within `text` of the query words it contains.")
 
 
 class HitOut(BaseModel):
     doc_id: str
     path: str = Field(description="Path relative to the indexed folder (pushed documents: @api/<name>).")
     title: str
-    score: float = Field(description="The document's score: its best passage's similarity.")
+    score: float = Field(description="The document's score in the mode's scale (dense: cosine of its best passage; bm25: BM25; hybrid: fused reciprocal rank).")
     passages: list[PassageOut]
 
 
 class SearchOut(BaseModel):
     query: str
+    mode: str = Field(description="The retrieval mode used: dense, bm25 or hybrid.")
     took_ms: float
     results: list[HitOut]
 
@@ -46,6 +48,7 @@ class SearchIn(BaseModel):
     path: str | None = Field(None, description="Only documents whose relative path matches this glob.")
     ext: list[str] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
     modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds).")
+    mode: Literal["dense", "bm25", "hybrid"] | None = Field(None, description="Retrieval mode (default: search.mode).")
 
 
 class DocumentOut(BaseModel):

@@ -94,9 +94,9 @@ class LodexService:
         return self._rate
 
     # ---- reading -------------------------------------------------------------------------
-    def search(self, query: str, k: int, filters: SearchFilters) -> "Future[SearchResponse]":
+    def search(self, query: str, k: int, filters: SearchFilters, mode: str | None = None) -> "Future[SearchResponse]":
         """Queue a search; concurrent searches are answered together in one batch."""
-        return self.batcher.submit(Query(query, k, filters))
+        return self.batcher.submit(Query(query, k, filters, mode))  # type: ignore[arg-type]
 
     def reader(self) -> Store:
         """This reading thread's own store handle (listings, stats), at the latest committed version."""

@@ -8,12 +8,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Passage:
-    """A chunk of a result document: its text, exact offsets into the document's text, and similarity."""
+    """A chunk of a result document: its text, exact offsets into the document's text, its cosine similarity
+    to the query, and the spans of `text` (offsets within it) where query words matched."""
 
     text: str
     char_start: int
     char_end: int
     score: float
+    highlights: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -29,11 +31,12 @@ class DocumentHit:
 
 @dataclass(frozen=True)
 class SearchResponse:
-    """What a search returns: {"query", "took_ms", "results": [...]}."""
+    """What a search returns: {"query", "mode", "took_ms", "results": [...]}."""
 
     query: str
     took_ms: float
     results: list[DocumentHit]
+    mode: str = "dense"
 
     def to_dict(self) -> dict[str, Any]:
         """The documented JSON shape."""

@@ -1,40 +1,135 @@
-"""Query → encoder → FAISS top chunks → documents ranked by their best chunk, with their best passages.
+"""Query → dense (FAISS) and/or keyword (BM25) chunk candidates → fused → documents ranked, with best passages.
 
-Queries can be searched in batches: one encoder call and one scan of the FAISS index serve them all,
-which is what keeps latency low when many clients ask at once on a small CPU.
+Modes: `dense` (cosine of the query to chunk vectors), `bm25` (Lance's full-text index over chunk text) and
+`hybrid` (reciprocal rank fusion of both at chunk level). Document rankings: `max` (best chunk), `topm`
+(mean of the m best chunks), `mean` (the document's mean vector) and `blend` (best chunk and mean vector).
+Queries can be searched in batches: one encoder call and one scan of the FAISS index serve them all, which
+is what keeps latency low when many clients ask at once on a small CPU.
 """
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from indexer.encoder import Encoder
+from search.highlight import highlight_spans, query_stems
 from search.results import DocumentHit, Passage, SearchFilters, SearchResponse
-from store.lance_store import ChunkOwners, Store
+from store.lance_store import ChunkOwners, Store, vectors_of
 from store.vector_index import VectorIndex
+
+Mode = Literal["dense", "bm25", "hybrid"]
+Ranking = Literal["max", "topm", "mean", "blend"]
+MODES: tuple[str, ...] = ("dense", "bm25", "hybrid")
+RANKINGS: tuple[str, ...] = ("max", "topm", "mean", "blend")
 
 
 @dataclass(frozen=True)
 class Query:
-    """One search request."""
+    """One search request; mode and ranking default to the searcher's."""
 
     text: str
     k: int = 10
     filters: SearchFilters = SearchFilters()
+    mode: Mode | None = None
+    ranking: Ranking | None = None
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid mode combines its two chunk rankings, then feeds the result back to the dense side.
+
+    `convex`: dense_weight * min-max-normalized cosine + (1 - dense_weight) * min-max-normalized BM25;
+    `rrf`: 1 / (rrf_k + dense rank) + bm25_weight / (rrf_k + BM25 rank). With `feedback_chunks` > 0 the
+    query vector is moved toward the mean of the best fused chunks (weight `feedback_weight`), searched
+    again, and fused again with BM25 (pseudo-relevance feedback; no extra encoding)."""
+
+    method: Literal["convex", "rrf"] = "convex"
+    dense_weight: float = 0.6
+    rrf_k: float = 60.0
+    bm25_weight: float = 1.0
+    feedback_chunks: int = 5
+    feedback_weight: float = 1.0
+    top_m: int = 3
+    blend_alpha: float = 0.5  # blend = alpha * best chunk + (1 - alpha) * mean vector
+
+    def fuse(self, dense: list[tuple[Any, str, float]], keyword: list[tuple[Any, str, float]]) -> tuple[dict[Any, float], dict[Any, str]]:
+        """Fused score per key (a chunk id; a document id when fusing document rankings), and each key's document."""
+        fused: dict[int, float] = {}
+        owner: dict[int, str] = {}
+        if self.method == "rrf":
+            lists = ((1.0, dense, None), (self.bm25_weight, keyword, None))
+        else:
+            lists = ((self.dense_weight, dense, _minmax(dense)), (1.0 - self.dense_weight, keyword, _minmax(keyword)))
+        for weight, hits, scale in lists:
+            for rank, (c, d, score) in enumerate(hits, start=1):
+                part = weight / (self.rrf_k + rank) if scale is None else weight * (score - scale[0]) / scale[1]
+                fused[c] = fused.get(c, 0.0) + part
+                owner[c] = d
+        return fused, owner
+
+
+def _minmax(hits: list[tuple[int, str, float]]) -> tuple[float, float]:
+    """(lowest score, span) of a best-first hit list, for min-max normalization."""
+    if not hits:
+        return 0.0, 1.0
+    low = min(h[2] for h in hits)
+    return low, max(max(h[2] for h in hits) - low, 1e-9)
+
+
+class _Context:
+    """What one batch of searches reads: a single committed version of the index."""
+
+    def __init__(self, searcher: "Searcher") -> None:
+        store = searcher.store
+        store.refresh()  # the latest committed version, pinned for these searches
+        self.store = store
+        self.index: VectorIndex = store.vector_index()
+        self.owners: ChunkOwners = store.chunk_owners()
+        self.docs = searcher._documents()
+        self.searcher = searcher
+        self.sims: dict[tuple[int, str], tuple[list[int], np.ndarray]] = {}
+        self._doc_vectors: tuple[dict[str, int], np.ndarray] | None = None
+
+    def doc_vectors(self) -> tuple[dict[str, int], np.ndarray]:
+        """Document mean vectors (row by id), read once per batch."""
+        if self._doc_vectors is None:
+            self._doc_vectors = self.searcher._document_vectors()
+        return self._doc_vectors
+
+    def current(self, chunk_id: int, query: Query) -> str | None:
+        """The chunk's document id when the chunk belongs to its current version and passes the filters."""
+        doc_id, digest = self.owners.owner.get(chunk_id, (None, None))
+        doc = self.docs.get(doc_id)
+        if doc is None or doc["content_hash"] != digest or not query.filters.allows(doc["path"], doc["mtime"]):
+            return None
+        return doc_id
+
+    def chunk_sims(self, i: int, doc_id: str, vector: np.ndarray) -> tuple[list[int], np.ndarray]:
+        """Every chunk of a document and its cosine to query i (cached per batch)."""
+        key = (i, doc_id)
+        if key not in self.sims:
+            members = self.owners.members.get((doc_id, self.docs[doc_id]["content_hash"]), [])
+            self.sims[key] = (members, self.index.vectors(members) @ vector if members else np.zeros(0, np.float32))
+        return self.sims[key]
 
 
 class Searcher:
-    """Ranks documents by max-sim: a document scores as its most similar chunk."""
+    """Ranks documents for queries; see the module docstring for the modes and rankings."""
 
-    def __init__(self, store: Store, encoder: Encoder, passages: int = 3, candidates: int = 100) -> None:
+    def __init__(self, store: Store, encoder: Encoder, passages: int = 3, candidates: int = 100,
+                 mode: Mode = "hybrid", ranking: Ranking = "max", fusion: Fusion = Fusion()) -> None:
         self.store = store
         self.encoder = encoder
         self.passages = passages
         self.candidates = candidates
+        self.mode = mode
+        self.ranking = ranking
+        self.fusion = fusion
         self._docs: dict[str, dict[str, Any]] = {}
         self._docs_version = -1
+        self._doc_vectors: tuple[int, dict[str, int], np.ndarray] | None = None
 
     def _documents(self) -> dict[str, dict[str, Any]]:
         """Current documents by id, cached per documents-table version."""
@@ -45,62 +140,144 @@ class Searcher:
             self._docs_version = version
         return self._docs
 
-    def search(self, query: str, k: int = 10, filters: SearchFilters | None = None) -> SearchResponse:
+    def _document_vectors(self) -> tuple[dict[str, int], np.ndarray]:
+        """Each document's mean chunk vector (row by id), cached per documents-table version."""
+        version = self.store.documents.version
+        if self._doc_vectors is None or self._doc_vectors[0] != version:
+            table = self.store.documents.search().select(["id", "vector"]).limit(None).to_arrow()
+            self._doc_vectors = (version, {d: i for i, d in enumerate(table["id"].to_pylist())}, vectors_of(table))
+        return self._doc_vectors[1], self._doc_vectors[2]
+
+    def search(self, query: str, k: int = 10, filters: SearchFilters | None = None,
+               mode: Mode | None = None, ranking: Ranking | None = None) -> SearchResponse:
         """Top-k documents for `query`, each with up to `passages` best passages."""
-        return self.search_many([Query(query, k, filters or SearchFilters())])[0]
+        return self.search_many([Query(query, k, filters or SearchFilters(), mode, ranking)])[0]
 
     def search_many(self, queries: list[Query]) -> list[SearchResponse]:
-        """Several searches against one committed version of the index, sharing the encoder call and the scan."""
+        """Several searches against one committed version of the index, sharing the encoder call and the scans."""
         started = time.perf_counter()
         vectors = self.encoder.embed([q.text for q in queries], kind="query")
-        self.store.refresh()  # the latest committed version, pinned for these searches
-        index, owners, docs = self.store.vector_index(), self.store.chunk_owners(), self._documents()
+        ctx = _Context(self)
         n = max(self.candidates, 10 * max(q.k for q in queries))
-        scores, ids = index.search_batch(vectors, n)
-        tops = []
-        for q, vector, row_scores, row_ids in zip(queries, vectors, scores, ids):
-            best = self._group(row_scores, row_ids, q, owners, docs)
-            width = n
-            while len(best) < q.k and width < len(index):  # filters left too few: look deeper for this query
-                width *= 4
-                wide_scores, wide_ids = index.search(vector, width)
-                best = self._group(wide_scores, wide_ids, q, owners, docs)
-            tops.append(sorted(best.items(), key=lambda item: (-item[1], docs[item[0]]["path"]))[: q.k])
-        passages = self._passages(vectors, tops, index, owners, docs)
+        first = self._retrieve_batch(ctx, queries, vectors, n)
+        tops, chunk_order = [], []
+        for i, (q, vector) in enumerate(zip(queries, vectors)):
+            width, hits = n, first[i]
+            while True:
+                ranked, order = self._rank(ctx, i, q, vector, *hits)
+                if len(ranked) >= q.k or width >= len(ctx.index):
+                    break
+                width *= 4  # filters left too few: look deeper for this query
+                hits = self._retrieve_batch(ctx, [q], vector[None, :], width)[0]
+            tops.append(sorted(ranked.items(), key=lambda item: (-item[1], ctx.docs[item[0]]["path"]))[: q.k])
+            chunk_order.append(order)
+        passages = self._passages(ctx, queries, vectors, tops, chunk_order)
         took = round((time.perf_counter() - started) * 1000, 3)
         return [
-            SearchResponse(q.text, took, [DocumentHit(d, docs[d]["path"], docs[d]["title"], round(s, 6), passages.get((i, d), []))
-                                          for d, s in top])
+            SearchResponse(q.text, took, [DocumentHit(d, ctx.docs[d]["path"], ctx.docs[d]["title"], round(s, 6), passages.get((i, d), []))
+                                          for d, s in top], q.mode or self.mode)
             for i, (q, top) in enumerate(zip(queries, tops))
         ]
 
-    @staticmethod
-    def _group(scores: np.ndarray, ids: np.ndarray, query: Query, owners: ChunkOwners, docs: dict[str, dict[str, Any]]) -> dict[str, float]:
-        """Best chunk similarity per allowed, current document (chunk order is best first)."""
-        best: dict[str, float] = {}
-        for score, chunk_id in zip(scores.tolist(), ids.tolist()):
-            doc_id, digest = owners.owner.get(chunk_id, (None, None))
-            doc = docs.get(doc_id)
-            if doc is None or doc["content_hash"] != digest or doc_id in best or not query.filters.allows(doc["path"], doc["mtime"]):
-                continue
-            best[doc_id] = score
-        return best
+    def _retrieve_batch(self, ctx: _Context, queries: list[Query], vectors: np.ndarray, width: int) -> list[tuple[list, list]]:
+        """(dense hits, BM25 hits) per query, as (chunk id, document id, score) best first: one FAISS scan for
+        the batch, one for hybrid queries' feedback vectors."""
+        modes = [q.mode or self.mode for q in queries]
+        dense: list[list] = [[] for _ in queries]
+        keyword: list[list] = [[] for _ in queries]
+        picked = [i for i, m in enumerate(modes) if m != "bm25"]
+        if picked:
+            scores, ids = ctx.index.search_batch(vectors[picked], width)
+            for i, row_scores, row_ids in zip(picked, scores, ids):
+                dense[i] = self._candidates(ctx, queries[i], row_ids, row_scores)
+        for i, (q, m) in enumerate(zip(queries, modes)):
+            if m != "dense":
+                keyword[i] = self._candidates(ctx, q, *ctx.store.keyword_search(q.text, width))
+        feedback = [i for i, m in enumerate(modes) if m == "hybrid" and self.fusion.feedback_chunks > 0 and self.fusion.feedback_weight > 0]
+        moved = []
+        for i in feedback:
+            fused, _ = self.fusion.fuse(dense[i], keyword[i])
+            best = [c for c, _ in sorted(fused.items(), key=lambda item: -item[1])[: self.fusion.feedback_chunks]]
+            vector = vectors[i] + self.fusion.feedback_weight * (ctx.index.vectors(best).mean(axis=0) if best else 0.0)
+            moved.append(vector / max(float(np.linalg.norm(vector)), 1e-9))
+        if moved:
+            scores, ids = ctx.index.search_batch(np.stack(moved).astype(np.float32), width)
+            for i, row_scores, row_ids in zip(feedback, scores, ids):
+                dense[i] = self._candidates(ctx, queries[i], row_ids, row_scores)
+        return list(zip(dense, keyword))
 
-    def _passages(self, vectors: np.ndarray, tops: list[list[tuple[str, float]]], index: VectorIndex,
-                  owners: ChunkOwners, docs: dict[str, dict[str, Any]]) -> dict[tuple[int, str], list[Passage]]:
-        """The best passages of each result document, scored exactly against its query; texts in one Lance read."""
+    def _candidates(self, ctx: _Context, q: Query, ids: np.ndarray, scores: np.ndarray) -> list[tuple[int, str, float]]:
+        """(chunk id, document id, score) of the current, allowed chunks among a retriever's hits, best first."""
+        out = []
+        for chunk_id, score in zip(ids.tolist(), scores.tolist()):
+            if chunk_id >= 0 and (doc_id := ctx.current(chunk_id, q)) is not None:
+                out.append((chunk_id, doc_id, score))
+        return out
+
+    def _rank(self, ctx: _Context, i: int, q: Query, vector: np.ndarray, dense_hits: list[tuple[int, str, float]],
+              bm25_hits: list[tuple[int, str, float]]) -> tuple[dict[str, float], dict[int, float]]:
+        """Document scores for one query, and the chunk scores (in the mode's scale) that passages follow."""
+        mode, ranking, f = q.mode or self.mode, q.ranking or self.ranking, self.fusion
+        if mode == "bm25":
+            return _best_per_document(bm25_hits), {c: s for c, _, s in bm25_hits}
+        if mode == "dense":
+            chunk_scores = {c: s for c, _, s in dense_hits}
+            if ranking == "max":
+                return _best_per_document(dense_hits), chunk_scores
+            return {d: self._dense_score(ctx, i, d, vector, ranking) for d in dict.fromkeys(d for _, d, _ in dense_hits)}, chunk_scores
+        fused, owner = f.fuse(dense_hits, bm25_hits)
+        by_doc: dict[str, list[float]] = {}
+        for c, s in sorted(fused.items(), key=lambda item: -item[1]):
+            by_doc.setdefault(owner[c], []).append(s)
+        if ranking == "max":
+            return {d: s[0] for d, s in by_doc.items()}, fused
+        if ranking == "topm":
+            return {d: sum(s[: f.top_m]) / f.top_m for d, s in by_doc.items()}, fused
+        # mean / blend: the dense document score stands in for the dense chunk ranking, fused at document level
+        dense_docs = sorted(((d, d, self._dense_score(ctx, i, d, vector, ranking)) for d in by_doc), key=lambda h: -h[2])
+        keyword_docs = [(d, d, s) for d, s in _best_per_document(bm25_hits).items()]
+        doc_scores, _ = f.fuse(dense_docs, keyword_docs)  # type: ignore[arg-type]
+        return doc_scores, fused  # type: ignore[return-value]
+
+    def _dense_score(self, ctx: _Context, i: int, doc_id: str, vector: np.ndarray, ranking: str) -> float:
+        """A document's dense score under `ranking` (its chunks scored exactly)."""
+        _, sims = ctx.chunk_sims(i, doc_id, vector)
+        best = float(sims.max()) if len(sims) else 0.0
+        if ranking == "max":
+            return best
+        if ranking == "topm":
+            m = min(self.fusion.top_m, len(sims))
+            return float(np.sort(sims)[-m:].mean()) if m else 0.0
+        rows, matrix = ctx.doc_vectors()
+        mean = float(matrix[rows[doc_id]] @ vector) if doc_id in rows else 0.0
+        return mean if ranking == "mean" else self.fusion.blend_alpha * best + (1 - self.fusion.blend_alpha) * mean
+
+    def _passages(self, ctx: _Context, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[str, float]]],
+                  chunk_order: list[dict[int, float]]) -> dict[tuple[int, str], list[Passage]]:
+        """The best passages of each result document — the chunks the mode ranked highest, then by cosine —
+        with their cosine to the query and the query words they contain; texts in one Lance read."""
         if self.passages <= 0:
             return {}
         chosen: dict[tuple[int, str], list[tuple[float, int]]] = {}
         for i, top in enumerate(tops):
+            order = chunk_order[i]
             for doc_id, _ in top:
-                members = owners.members.get((doc_id, docs[doc_id]["content_hash"]), [])
-                sims = index.vectors(members) @ vectors[i]
-                order = np.argsort(-sims, kind="stable")[: self.passages]
-                chosen[(i, doc_id)] = [(float(sims[j]), members[j]) for j in order]
+                members, sims = ctx.chunk_sims(i, doc_id, vectors[i])
+                keys = sorted(range(len(members)), key=lambda j: (-order.get(members[j], float("-inf")), -sims[j], j))
+                chosen[(i, doc_id)] = [(float(sims[j]), members[j]) for j in keys[: self.passages]]
         wanted = sorted({chunk_id for picks in chosen.values() for _, chunk_id in picks})
-        rows = {r["id"]: r for r in self.store.chunks_by_id(wanted, ["id", "char_start", "char_end", "text"]).to_pylist()}
+        rows = {r["id"]: r for r in ctx.store.chunks_by_id(wanted, ["id", "char_start", "char_end", "text"]).to_pylist()}
+        stems = [query_stems(q.text) for q in queries]
         return {
-            key: [Passage(rows[c]["text"], rows[c]["char_start"], rows[c]["char_end"], round(s, 6)) for s, c in picks if c in rows]
-            for key, picks in chosen.items()
+            (i, d): [Passage(rows[c]["text"], rows[c]["char_start"], rows[c]["char_end"], round(s, 6),
+                             highlight_spans(rows[c]["text"], stems[i])) for s, c in picks if c in rows]
+            for (i, d), picks in chosen.items()
         }
+
+
+def _best_per_document(hits: list[tuple[int, str, float]]) -> dict[str, float]:
+    """Each document's first (best) score in a best-first list of chunk hits."""
+    best: dict[str, float] = {}
+    for _, doc_id, score in hits:
+        best.setdefault(doc_id, score)
+    return best

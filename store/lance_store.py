@@ -40,6 +40,20 @@ def _sql_list(values: list) -> str:
     return ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in values)
 
 
+def _ensure_text_index(table: Any) -> None:
+    """Give the chunk text a BM25 full-text index (stemmed, stop words out) unless it has one. Rows added
+    later are searched too (Lance scans what the index does not cover yet) until `optimize` folds them in."""
+    from lancedb.index import FTS
+
+    if any(ix.columns == ["text"] for ix in table.list_indices()):
+        return
+    try:
+        table.create_index("text", config=FTS(with_position=False))
+    except Exception as exc:  # another process created it at the same moment
+        if not any(ix.columns == ["text"] for ix in table.list_indices()):
+            raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from None
+
+
 def _open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
     if name in db.list_tables().tables:
         return db.open_table(name)
@@ -59,6 +73,7 @@ class Store:
             self.db = lancedb.connect(str(data_dir / "lance"))
             self.documents = _open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = _open_or_create(self.db, "chunks", chunks_schema(dim))
+            _ensure_text_index(self.chunks)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from None
         self._index: VectorIndex | None = None
@@ -106,6 +121,13 @@ class Store:
         """Number of documents and of current chunks."""
         docs = self.document_table()
         return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
+
+    def keyword_search(self, text: str, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 over chunk text: the ids and scores of the best `limit` chunks, best first."""
+        if not text.strip():
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        table = self.chunks.search(text, query_type="fts").select(["id", "_score"]).limit(limit).to_arrow()
+        return table["id"].to_numpy(), table["_score"].to_numpy().astype(np.float32)
 
     def chunks_where(self, predicate: str, columns: list[str]) -> pa.Table:
         """Chunk rows matching a Lance SQL predicate."""

@@ -50,9 +50,16 @@ def _error(response, status: int, code: str) -> str:
 
 def test_search_get_and_post(client: TestClient) -> None:
     body = client.get("/search", params={"q": "swept wings lift", "k": 2}).json()
-    assert set(body) == {"query", "took_ms", "results"}
+    assert set(body) == {"query", "mode", "took_ms", "results"} and body["mode"] == "hybrid"
     assert body["results"][0]["path"] == "wings.md"
-    assert set(body["results"][0]["passages"][0]) == {"text", "char_start", "char_end", "score"}
+    passage = body["results"][0]["passages"][0]
+    assert set(passage) == {"text", "char_start", "char_end", "score", "highlights"}
+    assert {passage["text"][s:e].lower() for s, e in passage["highlights"]} >= {"swept", "wings", "lift"}
+    for mode in ("dense", "bm25", "hybrid"):
+        got = client.get("/search", params={"q": "swept wings lift", "k": 1, "mode": mode}).json()
+        assert got["mode"] == mode and got["results"][0]["path"] == "wings.md"
+        assert client.post("/search", json={"q": "swept wings lift", "k": 1, "mode": mode}).json()["mode"] == mode
+    assert _error(client.get("/search", params={"q": "x", "mode": "fuzzy"}), 422, "invalid_request")
     posted = client.post("/search", json={"q": "rocket fins drag", "k": 1, "path": "notes/*"}).json()
     assert [r["path"] for r in posted["results"]] == ["notes/fins.txt"]
     only_md = client.get("/search", params={"q": "drag", "ext": ["md"]}).json()

@@ -36,7 +36,7 @@ def test_index_search_status_json(folder: Path, tmp_path: Path) -> None:
     assert summary["added"] == 2 and summary["failed"] == 1 and "blob.txt" in summary["failures"]
     assert (tmp_path / ".lodex" / "origin.json").exists()  # data dir defaults to ./.lodex
     body = _json(runner.invoke(app, ["search", "swept wings lift", "-k", "1", "--json"]))
-    assert set(body) == {"query", "took_ms", "results"}
+    assert set(body) == {"query", "mode", "took_ms", "results"}
     assert [r["path"] for r in body["results"]] == ["wings.md"]
     status = _json(runner.invoke(app, ["status", "--json"]))
     assert (status["documents"], status["chunks"], status["failed"]) == (2, 2, 1)

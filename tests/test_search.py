@@ -34,7 +34,8 @@ def test_planted_passage_is_found_at_rank_one_with_exact_offsets(tmp_path: Path,
     store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder, overlap=32)
     summary = indexer.run(root)
     assert summary.added == 6 and summary.chunks > 30  # long documents: many chunks each
-    response = searcher.search("how far do arctic terns migrate every year", k=3)
+    assert searcher.search("how far do arctic terns migrate every year", k=3).results[0].path == "report-3.txt"  # hybrid
+    response = searcher.search("how far do arctic terns migrate every year", k=3, mode="dense")
     top = response.results[0]
     assert top.path == "report-3.txt"
     assert top.score > response.results[1].score + 0.1
@@ -55,12 +56,14 @@ def test_response_shape_is_the_documented_one(tmp_path: Path, real_encoder) -> N
     store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)
     indexer.run(root)
     body = searcher.search("shock wave", k=5).to_dict()
-    assert set(body) == {"query", "took_ms", "results"}
+    assert set(body) == {"query", "mode", "took_ms", "results"} and body["mode"] == "hybrid"
     assert isinstance(body["took_ms"], float)
     hit = body["results"][0]
     assert set(hit) == {"doc_id", "path", "title", "score", "passages"}
     assert hit["path"] == "a.md" and hit["title"] == "Shock waves"
-    assert set(hit["passages"][0]) == {"text", "char_start", "char_end", "score"}
+    passage = hit["passages"][0]
+    assert set(passage) == {"text", "char_start", "char_end", "score", "highlights"}
+    assert [passage["text"][s:e] for s, e in passage["highlights"]] == ["Shock", "waves", "Shock", "waves"]
 
 
 def test_filters_by_glob_and_extension(tmp_path: Path) -> None:

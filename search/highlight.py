@@ -1,0 +1,45 @@
+"""Which words of a passage match the query: character spans to highlight (light stemming, no stop words)."""
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in into is it
+its me my no not of on or our so such than that the their them then there these they this those to was we were what when
+where which while who whom why will with would you your""".split())
+_SUFFIXES = ("ational", "ations", "ation", "ingly", "edly", "ness", "ment", "ing", "ed", "ly")
+
+
+def _fold(word: str) -> str:
+    """Lower case, accents removed."""
+    return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
+
+
+def stem(word: str) -> str:
+    """A light English stem, the same for "flow"/"flows", "heat"/"heated"/"heating", "wave"/"waves"."""
+    word = _fold(word)
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        word = word[:-1]
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+        word = word[:-1]  # stopped → stop
+    return word[:-1] if len(word) > 3 and word.endswith("e") else word
+
+
+def query_stems(query: str) -> set[str]:
+    """The stems of a query's content words."""
+    return {stem(w) for w in _WORD.findall(query) if _fold(w) not in _STOP}
+
+
+def highlight_spans(text: str, stems: set[str]) -> list[tuple[int, int]]:
+    """[start, end) character spans of the words in `text` whose stem is one of `stems`."""
+    if not stems:
+        return []
+    return [(m.start(), m.end()) for m in _WORD.finditer(text) if stem(m.group()) in stems and _fold(m.group()) not in _STOP]

@@ -1,0 +1,111 @@
+"""Keyword (BM25) retrieval kept in step with the index, hybrid fusion, document rankings and highlights."""
+
+from pathlib import Path
+
+import pytest
+
+from search.highlight import highlight_spans, query_stems
+from search.searcher import RANKINGS
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+
+def _paths(searcher, query: str, mode: str, k: int = 10) -> list[str]:
+    return [hit.path for hit in searcher.search(query, k=k, mode=mode).results]
+
+
+def test_bm25_sees_added_changed_and_deleted_documents_at_once(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(5):
+        (root / f"filler-{i}.txt").write_text(f"ordinary words about flow number {i}\n")
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    assert _paths(searcher, "zanzibar", "bm25") == []
+
+    (root / "new.txt").write_text("a note on zanzibar spice routes\n")  # added after the full-text index was built
+    indexer.run(root)
+    assert _paths(searcher, "zanzibar", "bm25") == ["new.txt"]
+
+    (root / "new.txt").write_text("a note on madagascar vanilla instead\n")  # changed: the old words are gone
+    indexer.run(root)
+    assert _paths(searcher, "zanzibar", "bm25") == []
+    assert _paths(searcher, "madagascar", "bm25") == ["new.txt"]
+
+    (root / "filler-2.txt").write_text("now filler two talks about zanzibar too\n")
+    (root / "new.txt").unlink()  # deleted
+    indexer.run(root)
+    assert _paths(searcher, "madagascar", "bm25") == []
+    assert _paths(searcher, "zanzibar", "bm25") == ["filler-2.txt"]
+    store.maybe_optimize(force=True)  # folding the new rows into the index changes nothing users see
+    assert _paths(searcher, "zanzibar", "bm25") == ["filler-2.txt"]
+    assert _paths(searcher, "madagascar", "bm25") == []
+
+
+def test_bm25_ranks_by_term_weight_and_stems(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "many.txt").write_text("turbulent turbulence in turbulent boundary layers, turbulent again\n")
+    (root / "one.txt").write_text("a boundary layer that is turbulent once, with many other words about other things\n")
+    (root / "none.txt").write_text("laminar flow only\n")
+    _, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    assert _paths(searcher, "turbulent layers", "bm25") == ["many.txt", "one.txt"]
+
+
+@pytest.mark.slow
+def test_hybrid_returns_documents_only_one_retriever_found(tmp_path: Path, real_encoder) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "wings.txt").write_text("How aircraft wings generate lift: air moves faster over the curved upper surface.\n")
+    (root / "errors.txt").write_text("Service log: fault XJ4471 raised by the billing module at midnight.\n")
+    (root / "cooking.txt").write_text("Slow-cooked tomato sauce needs garlic, basil and patience.\n")
+    (root / "gardening.txt").write_text("Prune roses in late winter before new growth starts.\n")
+    (root / "finance.txt").write_text("Quarterly revenue grew while operating costs fell.\n")
+    _, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)
+    indexer.run(root)
+    query = "XJ4471 how do airplanes stay aloft"
+    dense, keyword = _paths(searcher, query, "dense", k=1), _paths(searcher, query, "bm25", k=5)
+    assert dense == ["wings.txt"]  # meaning: the best dense match
+    assert keyword == ["errors.txt"]  # the code: no other document holds a query word that BM25 keeps (wings.txt never)
+    hybrid = _paths(searcher, query, "hybrid", k=2)
+    assert set(hybrid) == {"wings.txt", "errors.txt"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranking", RANKINGS)
+def test_every_document_ranking_finds_the_planted_document(tmp_path: Path, real_encoder, ranking: str) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    topics = ["tax law and accounting rules", "medieval castles and their sieges", "deep sea fish and their light organs"]
+    for i, topic in enumerate(topics):
+        (root / f"doc-{i}.txt").write_text("\n\n".join(f"Part {j}: a discussion of {topic}, chapter {j}." for j in range(12)))
+    _, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)
+    indexer.run(root)
+    for mode in ("dense", "hybrid"):
+        top = searcher.search("anglerfish glowing lure in the abyss", k=3, mode=mode, ranking=ranking).results  # type: ignore[arg-type]
+        assert top[0].path == "doc-2.txt", (mode, ranking, [h.path for h in top])
+
+
+def test_passage_highlights_mark_query_words_with_exact_offsets(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    text = "Heated plates lose heat.\n\nThe flows near the plate were heating the wall; nothing else."
+    (root / "a.txt").write_text(text)
+    _, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    hit = searcher.search("heat the plate", k=1, mode="bm25").results[0]
+    for passage in hit.passages:
+        assert text[passage.char_start : passage.char_end] == passage.text
+        marked = [passage.text[s:e] for s, e in passage.highlights]
+        assert marked and all(w.lower().startswith(("heat", "plate")) for w in marked)
+        assert "the" not in [w.lower() for w in marked]  # stop words are not marked
+
+
+def test_highlight_spans_unit() -> None:
+    stems = query_stems("What are the flows of heated air?")
+    assert stems == {"flow", "heat", "air"}
+    text = "Airflow and air flows; heating, HEAT, heats. The flow."
+    assert [text[s:e] for s, e in highlight_spans(text, stems)] == ["air", "flows", "heating", "HEAT", "heats", "flow"]
+    assert highlight_spans("anything", set()) == []
+    assert [("naïve café"[s:e]) for s, e in highlight_spans("naïve café", query_stems("NAIVE"))] == ["naïve"]

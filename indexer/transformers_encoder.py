@@ -85,6 +85,8 @@ class TransformersEncoder(Encoder):
         batch_tokens: int = 4_096,
         query_prefix: str = "",
         document_prefix: str = "",
+        precision: str = "exact",
+        cache_dir: str | Path | None = None,
     ) -> None:
         super().__init__(batch_tokens=batch_tokens)
         import torch
@@ -117,23 +119,35 @@ class TransformersEncoder(Encoder):
         self.special_tokens = len(self.tokenizer("")["input_ids"])
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
+        if precision not in ("exact", "fast"):
+            raise ModelError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
+        self.precision = precision
+        self._fast = None
+        if precision == "fast":
+            from indexer.fast_model import load_fast_model
+
+            cache = Path(cache_dir).expanduser() if cache_dir else None
+            self._fast = load_fast_model(self.model, self.tokenizer, self.fingerprint, cache, threads or physical_cores())
 
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
         encoded = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
         return [np.asarray(m, dtype=np.int64).reshape(-1, 2) for m in encoded["offset_mapping"]]
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        torch = self._torch
+        if self._fast is not None:
+            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+            return _pool(self._fast(batch), batch["attention_mask"], self.pooling)
         batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
-        with torch.inference_mode():
+        with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
-            mask = batch["attention_mask"]
-            if self.pooling == "cls":
-                pooled = hidden[:, 0]
-            elif self.pooling == "last":
-                last = mask.sum(dim=1) - 1
-                pooled = hidden[torch.arange(hidden.shape[0]), last]
-            else:
-                weights = mask.unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-        return pooled.float().numpy()
+        return _pool(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)
+
+
+def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
+    """One vector per sequence from (batch, tokens, dim) hidden states: cls, last real token, or masked mean."""
+    if pooling == "cls":
+        return hidden[:, 0]
+    if pooling == "last":
+        return hidden[np.arange(hidden.shape[0]), mask.sum(axis=1) - 1]
+    weights = mask[..., None].astype(hidden.dtype)
+    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

@@ -1,0 +1,89 @@
+"""Fast mode: the encoder's transformer run by ONNX Runtime with int8 weights, exported once and cached."""
+
+import logging
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from store.errors import ModelError
+
+
+def default_cache_dir() -> Path:
+    """Where exported models live: $XDG_CACHE_HOME/lodex or ~/.cache/lodex."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lodex"
+
+
+class FastModel:
+    """last_hidden_state of a Hugging Face encoder, computed by an int8 ONNX Runtime session."""
+
+    def __init__(self, path: Path, threads: int) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.path = path
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        """(batch, tokens, hidden) float32 for the tokenizer's numpy output."""
+        feeds = {name: batch[name].astype(np.int64, copy=False) for name in self.inputs}
+        return self.session.run(None, feeds)[0]
+
+
+def load_fast_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int) -> FastModel:
+    """The int8 ONNX model for this encoder: from the cache, or exported from the loaded torch model and
+    quantized (per-channel int8 weights, dynamic int8 activations) into the cache first (once, ~20 s)."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        raise ModelError("encoder.precision = \"fast\" needs onnxruntime, which is not installed",
+                         "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from None
+    cache = cache_dir or default_cache_dir()
+    path = cache / f"{fingerprint[:20]}-int8.onnx"
+    if not path.exists():
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            _export_int8(model, tokenizer, path)
+        except OSError as exc:
+            raise ModelError(f"cannot write the fast model to {cache}: {exc.strerror or exc}",
+                             "set encoder.cache_dir to a writable folder") from None
+    return FastModel(path, threads)
+
+
+def _export_int8(model: Any, tokenizer: Any, path: Path) -> None:
+    """torch → ONNX (fp32, dynamic batch and length) → int8 weights, written atomically to `path`."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *args: Any) -> Any:
+            return self.inner(**dict(zip(names, args))).last_hidden_state
+
+    sample = tokenizer(["a short sentence", "and another, somewhat longer sentence"], padding=True, return_tensors="pt")
+    axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "hidden"]}
+    with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
+        fp32 = Path(tmp) / "model.onnx"
+        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(Hidden(model).eval(), tuple(sample[n] for n in names), str(fp32), dynamo=False, opset_version=17,
+                              input_names=names, output_names=["hidden"], dynamic_axes=axes)
+        int8 = Path(tmp) / "model.int8.onnx"
+        logging.disable(logging.WARNING)  # the quantizer's advice lines are not for users
+        try:
+            quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            logging.disable(logging.NOTSET)
+        os.replace(int8, path)

@@ -1,0 +1,81 @@
+"""Fast mode (int8 ONNX Runtime): the fidelity gate on real text, the model cache, and no mixing of modes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from api.cli import app
+from indexer.chunker import Chunker
+from tests.conftest import EVALDATA
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def fast_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fast-model-cache")
+
+
+@pytest.fixture(scope="session")
+def fast_encoder(fast_cache: Path):
+    from indexer.transformers_encoder import TransformersEncoder
+
+    return TransformersEncoder(precision="fast", cache_dir=fast_cache)
+
+
+def _real_chunks(encoder, per_collection: int = 150) -> list[str]:
+    """Chunks as the pipeline cuts them, from abstracts of each evaluation collection, 25 to a document."""
+    chunker = Chunker(encoder.token_spans, 128 - encoder.special_tokens, 32)
+    texts: list[str] = []
+    for name in ("cranfield", "cisi", "med"):
+        with (EVALDATA / name / "corpus.jsonl").open() as fh:
+            docs = [json.loads(line)["text"] for line in fh][:per_collection]
+        long_docs = ["\n\n".join(docs[i : i + 25]) for i in range(0, len(docs), 25)]
+        texts += [long_doc[c.char_start : c.char_end] for long_doc in long_docs for c in chunker.chunk(long_doc)]
+    return texts
+
+
+def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, fast_encoder) -> None:
+    texts = _real_chunks(real_encoder)
+    assert len(texts) > 300
+    exact, fast = real_encoder.embed(texts, kind="document"), fast_encoder.embed(texts, kind="document")
+    cosines = (exact * fast).sum(axis=1) / np.linalg.norm(fast, axis=1) / np.linalg.norm(exact, axis=1)
+    assert cosines.mean() >= 0.99 and cosines.min() >= 0.97, (cosines.mean(), cosines.min())
+    queries = ["heat transfer in hypersonic flow", "information retrieval evaluation", "blood pressure in children"]
+    q_cos = (real_encoder.embed(queries, kind="query") * fast_encoder.embed(queries, kind="query")).sum(axis=1)
+    assert q_cos.min() >= 0.97
+    assert fast_encoder.origin()["precision"] == "fast" and real_encoder.origin()["precision"] == "exact"
+
+
+def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) -> None:
+    from indexer.transformers_encoder import TransformersEncoder
+
+    files = list(fast_cache.glob("*-int8.onnx"))
+    assert len(files) == 1
+    stamp = files[0].stat().st_mtime_ns
+    again = TransformersEncoder(precision="fast", cache_dir=fast_cache)
+    assert again._fast.path == files[0] and files[0].stat().st_mtime_ns == stamp
+    assert not list(fast_cache.glob(".export-*"))  # no export leftovers
+
+
+def test_switching_precision_on_an_index_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast_cache: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(fast_cache))
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("Swept wings at transonic speed: lift, drag and buffeting.")
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(root)]).exit_code == 0
+    monkeypatch.setenv("LODEX_ENCODER__PRECISION", "fast")
+    for args in (["search", "wings"], ["index", str(root)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "precision: index has 'exact', configured 'fast'" in result.output and "--rebuild" in result.output
+        assert "Traceback" not in result.output
+    result = runner.invoke(app, ["index", str(root), "--rebuild", "--json"])  # the documented way to switch
+    assert result.exit_code == 0 and json.loads(result.stdout)["added"] == 1
+    assert json.loads((tmp_path / ".lodex" / "origin.json").read_text())["precision"] == "fast"
+    assert runner.invoke(app, ["search", "wings", "--json"]).exit_code == 0

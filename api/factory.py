@@ -77,7 +77,9 @@ def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: boo
 def scan_rules(settings: Settings) -> ScanRules:
     """Which files the indexer takes."""
     cfg = settings.index
-    return ScanRules(cfg.include, cfg.exclude, cfg.skip_hidden, int(cfg.max_file_mb * 1024 * 1024), cfg.follow_symlinks)
+    mib = 1024 * 1024
+    return ScanRules(cfg.include, cfg.exclude, cfg.skip_hidden, int(cfg.max_file_mb * mib), cfg.follow_symlinks,
+                     int(cfg.max_parsed_mb * mib), int(cfg.stream_above_mb * mib))
 
 
 def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None) -> Indexer:

@@ -25,7 +25,9 @@ class IndexSettings(_Section):
     exclude: list[str] = []
     skip_hidden: bool = True
     follow_symlinks: bool = False
-    max_file_mb: float = Field(50, gt=0)
+    max_file_mb: float = Field(1024, gt=0)
+    max_parsed_mb: float = Field(50, gt=0)
+    stream_above_mb: float = Field(8, gt=0)
     flush_tokens: int = Field(32768, ge=256)
     retries: int = Field(3, ge=0, le=20)
     retry_backoff_s: float = Field(0.5, ge=0)

@@ -6,7 +6,8 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,14 +17,17 @@ import pyarrow as pa
 
 from indexer.chunker import Chunk, Chunker
 from indexer.encoder import Encoder
-from indexer.readers import extract, format_of
+from indexer.readers import extract, fallback_title, format_of
 from indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
+from indexer.streaming import chunk_stream, file_digest, text_blocks
 from store.errors import LodexError, ReadError
 from store.job_log import FileRecord, JobLog
 from store.lance_store import DocRecord, Store, vectors_of
 from store.schema import chunks_schema
 
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
+_COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
+_NOTHING = object()
 # Documents pushed through the API live under this path prefix; folder reconciliation leaves them alone.
 PUSHED_PREFIX = "@api/"
 # Small updates (watch batches, API pushes) save the FAISS file at most this often; full runs and a
@@ -87,10 +91,22 @@ class _Prepared:
     attempts: int = 1
     metadata: str = "{}"
     known: dict[int, np.ndarray] = field(default_factory=dict)  # chunk index → vector kept from the previous version
+    stream: "_Stream | None" = None  # set when the document comes in several parts (a large file)
+    final: bool = True  # the last (or only) part: its commit writes the document row
 
     def to_encode(self) -> list[int]:
         """Indexes of the chunks that need the encoder."""
         return [] if self.vectors is not None else [i for i in range(len(self.texts)) if i not in self.known]
+
+
+@dataclass
+class _Stream:
+    """Running totals of a document committed in parts; its row is written with the last part."""
+
+    vector_sum: np.ndarray | None = None
+    chunks: int = 0
+    tokens: int = 0
+    encoded: int = 0
 
 
 @dataclass
@@ -100,6 +116,9 @@ class _Skipped:
     entry: FileEntry
     error: str = ""
     attempts: int = 1
+
+
+_Item = _Prepared | _Skipped | Iterator[_Prepared | _Skipped]  # what preparing one file gives
 
 
 def document_id(path: str) -> str:
@@ -121,6 +140,47 @@ def _chunk_rows(chunks: list[Chunk]) -> dict[str, list]:
     return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
             "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
             "text": [c.text for c in chunks]}
+
+
+def _lookahead(items: Iterable[Any], empty: Any) -> Iterator[tuple[Any, bool]]:
+    """(item, is_last) for each item; a lone (empty, True) when there is none."""
+    iterator = iter(items)
+    previous = next(iterator, _NOTHING)
+    if previous is _NOTHING:
+        yield empty, True
+        return
+    for item in iterator:
+        yield previous, False
+        previous = item
+    yield previous, True
+
+
+def _batched(chunks: Iterable[Chunk], tokens: int) -> Iterator[list[Chunk]]:
+    """Consecutive chunks grouped into lists of about `tokens` tokens."""
+    batch, count = [], 0
+    for chunk in chunks:
+        batch.append(chunk)
+        count += chunk.token_count
+        if count >= tokens:
+            yield batch
+            batch, count = [], 0
+    if batch:
+        yield batch
+
+
+def _parts(item: "_Item", entry: FileEntry) -> Iterator["_Prepared | _Skipped"]:
+    """A prepared file as the parts it is committed in; a failure midway ends it as a _Skipped."""
+    if isinstance(item, (_Prepared, _Skipped)):
+        yield item
+        return
+    try:
+        yield from item
+    except OSError as exc:
+        yield _Skipped(entry, "vanished while being read" if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}")
+    except LodexError as exc:
+        yield _Skipped(entry, exc.one_line())
+    except Exception as exc:  # a reader bug must not stop the run: record it with the file
+        yield _Skipped(entry, f"{type(exc).__name__}: {exc}")
 
 
 def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
@@ -229,9 +289,10 @@ class Indexer:
         pending_tokens = 0
         touched: list[FileEntry] = []
         for item in self._prepared(todo, known, by_content):
-            state.files_done += 1
+            state.files_done += 0 if isinstance(item, _Prepared) and not item.final else 1
             state.path = item.entry.path
             if isinstance(item, _Skipped) and item.error:
+                pending = [p for p in pending if p.entry is not item.entry]  # parts of a file that failed midway
                 summary.failures[item.entry.path] = item.error
                 note(FileRecord(item.entry.path, "failed", error=item.error, attempts=item.attempts))
             elif isinstance(item, _Skipped):
@@ -262,7 +323,11 @@ class Indexer:
             for entry in todo:
                 if stop.is_set():
                     return
-                out.put(self._prepare_with_retries(entry, known.get(entry.path), by_content))
+                item = self._prepare_with_retries(entry, known.get(entry.path), by_content)
+                for part in _parts(item, entry):
+                    if stop.is_set():
+                        return
+                    out.put(part)
             out.put(None)
 
         worker = threading.Thread(target=work, name="lodex-reader", daemon=True)
@@ -300,18 +365,25 @@ class Indexer:
                 return _Skipped(entry, f"{type(exc).__name__}: {exc}", attempt)
         raise AssertionError("unreachable")
 
-    def _prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict, started: float) -> "_Prepared | _Skipped":
-        data = entry.abspath.read_bytes()
-        if len(data) > self.rules.max_file_bytes:
-            raise ReadError(f"too large ({len(data) / 1e6:.1f} MB)")
-        digest = content_hash(data)
+    def _prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict, started: float) -> "_Item":
         fmt = format_of(entry.path) or "text"
+        streamed = fmt == "text" and entry.size > self.rules.stream_bytes
+        if not streamed and entry.size > self.rules.max_parsed_bytes:
+            raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
+                            f"{self.rules.max_parsed_bytes / 1e6:.1f} MB); only plain-text files are streamed",
+                            "raise index.max_parsed_mb, or exclude the file")
+        data = None if streamed else entry.abspath.read_bytes()
+        if data is not None and len(data) > self.rules.max_file_bytes:
+            raise ReadError(f"too large ({len(data) / 1e6:.1f} MB)")
+        digest = file_digest(entry.abspath) if data is None else content_hash(data)
         if record is not None and record.content_hash == digest:
             return _Skipped(entry)  # touched, not changed: the caller records the new size and mtime
         outcome = "updated" if record is not None else "added"
         source = by_content.get((digest, fmt))
         if source is not None:
             return self._reuse(entry, digest, source, outcome, started)
+        if data is None:
+            return self._streamed(entry, digest, outcome, started)
         doc = extract(entry.path, data)
         chunks = self.chunker.chunk(doc.text)
         rows = _chunk_rows(chunks)
@@ -328,15 +400,33 @@ class Indexer:
         by_text = dict(zip(old["text"].to_pylist(), vectors_of(old)))
         return {i: by_text[t] for i, t in enumerate(texts) if t in by_text}
 
-    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> _Prepared:
-        """Copy the chunks and vectors of stored identical content (a rename, move or copy)."""
-        table = self.store.chunks_where(
-            f"document_id = '{source.id}' AND content_hash = '{source.content_hash}'", _CHUNK_COPY_COLUMNS
-        ).sort_by("ordinal")
-        rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
-        vectors = np.stack(table["vector"].to_numpy(zero_copy_only=False)).astype(np.float32) if table.num_rows else np.zeros((0, self.store.dim), np.float32)
-        return _Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors,
-                         "reused" if outcome == "added" else outcome, started)
+    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> Iterator[_Prepared]:
+        """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time."""
+        query = self.store.chunks.search().where(f"document_id = '{source.id}' AND content_hash = '{source.content_hash}'")
+        schema = chunks_schema(self.store.dim)
+        empty = pa.RecordBatch.from_pylist([], schema=pa.schema([schema.field(c) for c in _CHUNK_COPY_COLUMNS]))
+        stream = _Stream()
+        outcome = "reused" if outcome == "added" else outcome
+        for batch, last in _lookahead(query.select(_CHUNK_COPY_COLUMNS).to_batches(_COPY_BATCH), empty):
+            table = pa.Table.from_batches([batch])
+            rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
+            yield _Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors_of(table),
+                            outcome, started, stream=stream, final=last)
+
+    def _streamed(self, entry: FileEntry, digest: str, outcome: str, started: float) -> Iterator["_Prepared | _Skipped"]:
+        """A large plain-text file read, chunked and handed on in parts of about flush_tokens tokens."""
+        check = hashlib.blake2b(digest_size=16)
+        blocks = text_blocks(entry.abspath, check)
+        first = next(blocks, "")
+        title = fallback_title(first, entry.path)
+        stream = _Stream()
+        for batch, last in _lookahead(_batched(chunk_stream(self.chunker, itertools.chain([first], blocks)), self.flush_tokens), []):
+            if last and check.hexdigest() != digest:
+                yield _Skipped(entry, "changed while being read; it is indexed again on its next change or run")
+                return
+            rows = _chunk_rows(batch)
+            yield _Prepared(entry, document_id(entry.path), digest, "text", title, rows["text"], rows, None, outcome, started,
+                            stream=stream, final=last)
 
     def _flush(self, pending: list[_Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int) -> None:
         """Encode the pending files' chunks in one call, then commit chunks and documents, then record them."""
@@ -353,7 +443,7 @@ class Indexer:
         for (p, i), vector in zip(wanted, encoded):
             p.vectors[i] = vector
             encoded_tokens[id(p)] = encoded_tokens.get(id(p), 0) + p.rows["token_count"][i]
-        chunk_tables, documents = [], []
+        chunk_tables, documents, finished = [], [], []
         stamp = time.time()
         for p in pending:
             n = len(p.texts)
@@ -361,27 +451,34 @@ class Indexer:
                 "id": _new_ids(n), "document_id": [p.doc_id] * n, "content_hash": [p.content_hash] * n, **p.rows,
                 "vector": pa.FixedSizeListArray.from_arrays(pa.array(p.vectors.reshape(-1), pa.float32()), self.store.dim),
             }, schema=chunks_schema(self.store.dim)))
-            mean = p.vectors.mean(axis=0) if n else np.zeros(self.store.dim, np.float32)
+            total = p.stream or _Stream()
+            total.vector_sum = p.vectors.sum(axis=0) + (total.vector_sum if total.vector_sum is not None else 0)
+            total.chunks += n
+            total.tokens += int(sum(p.rows["token_count"]))
+            total.encoded += encoded_tokens.get(id(p), 0)
+            summary.chunks += n
+            state.chunks += n
+            summary.tokens += encoded_tokens.get(id(p), 0)
+            state.tokens += encoded_tokens.get(id(p), 0)
+            if not p.final:
+                continue  # a part of a large document: its row comes with the last part
+            mean = total.vector_sum / total.chunks if total.chunks else np.zeros(self.store.dim, np.float32)
             norm = float(np.linalg.norm(mean))
             documents.append({
                 "id": p.doc_id, "path": p.entry.path, "content_hash": p.content_hash, "size": p.entry.size,
-                "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": n,
-                "token_count": int(sum(p.rows["token_count"])),
+                "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": total.chunks,
+                "token_count": total.tokens,
                 "vector": (mean / norm if norm > 0 else mean).astype(np.float32).tolist(), "indexed_at": stamp,
                 "metadata": p.metadata,
             })
+            finished.append((p, total))
         self.store.commit(pa.concat_tables(chunk_tables), documents, [])
         done = time.monotonic()
         records = []
-        for p, doc in zip(pending, documents):
+        for p, total in finished:
             setattr(summary, p.outcome, getattr(summary, p.outcome) + 1)
-            summary.chunks += doc["chunk_count"]
-            state.chunks += doc["chunk_count"]
-            tokens = encoded_tokens.get(id(p), 0)
-            summary.tokens += tokens
-            state.tokens += tokens
             status = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
-            record = FileRecord(p.entry.path, status, round(done - p.started, 3), doc["chunk_count"], tokens, attempts=p.attempts)
+            record = FileRecord(p.entry.path, status, round(done - p.started, 3), total.chunks, total.encoded, attempts=p.attempts)
             records.append(record)
             note(record)
         if self.jobs:

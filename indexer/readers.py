@@ -187,7 +187,8 @@ def format_of(path: str) -> str | None:
     return entry[0] if entry else None
 
 
-def _fallback_title(text: str, path: str) -> str:
+def fallback_title(text: str, path: str) -> str:
+    """The first non-empty line (shortened), else the file name's stem."""
     for line in text.split("\n", 20)[:20]:
         line = line.strip()
         if line:
@@ -203,4 +204,4 @@ def extract(path: str, data: bytes) -> Extracted:
     fmt, reader = entry
     decoded, encoding = decode(data)
     text, title = reader(decoded)
-    return Extracted(text=text, title=title.strip() or _fallback_title(text, path), format=fmt, encoding=encoding)
+    return Extracted(text=text, title=title.strip() or fallback_title(text, path), format=fmt, encoding=encoding)

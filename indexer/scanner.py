@@ -25,8 +25,10 @@ class ScanRules:
     include: list[str] = field(default_factory=lambda: ["*"])
     exclude: list[str] = field(default_factory=list)
     skip_hidden: bool = True
-    max_file_bytes: int = 50 * 1024 * 1024
+    max_file_bytes: int = 1024 * 1024 * 1024
     follow_symlinks: bool = False
+    max_parsed_bytes: int = 50 * 1024 * 1024  # formats read whole (all but plain text) above this are refused
+    stream_bytes: int = 8 * 1024 * 1024  # plain-text files above this are read and committed in parts
 
     def wants(self, rel: str) -> bool:
         """True when `rel` passes the include/exclude globs and has a reader."""

@@ -100,6 +100,7 @@ def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options:
 def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Searcher:
     """The query side over this store."""
     cfg = settings.search
-    return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking,
-                    fusion=Fusion(cfg.fusion, cfg.dense_weight, cfg.rrf_k, cfg.bm25_weight, cfg.feedback_chunks, cfg.feedback_weight,
-                                  cfg.top_m, cfg.blend_alpha))
+    fusion = Fusion(method=cfg.fusion, dense_weight=cfg.dense_weight, rrf_k=cfg.rrf_k, bm25_weight=cfg.bm25_weight,
+                    feedback_chunks=cfg.feedback_chunks, feedback_weight=cfg.feedback_weight, doc_weight=cfg.doc_weight,
+                    top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates)
+    return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion)

@@ -69,13 +69,14 @@ class SearchSettings(_Section):
     """[search]: retrieval mode, document ranking, fusion and result sizes."""
 
     mode: Literal["dense", "bm25", "hybrid"] = "hybrid"
-    ranking: Literal["max", "topm", "mean", "blend"] = "max"
+    ranking: Literal["max", "topm", "mean", "blend"] = "blend"
     fusion: Literal["convex", "rrf"] = "convex"
     dense_weight: float = Field(0.6, ge=0, le=1)
     rrf_k: float = Field(60.0, gt=0)
     bm25_weight: float = Field(1.0, ge=0)
     feedback_chunks: int = Field(5, ge=0, le=1000)
     feedback_weight: float = Field(1.0, ge=0)
+    doc_weight: float = Field(0.3, ge=0)
     top_m: int = Field(3, ge=1, le=100)
     blend_alpha: float = Field(0.5, ge=0, le=1)
     k: int = Field(10, ge=1, le=1000)

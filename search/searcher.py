@@ -51,31 +51,34 @@ class Fusion:
     bm25_weight: float = 1.0
     feedback_chunks: int = 5
     feedback_weight: float = 1.0
+    doc_weight: float = 0.3  # hybrid blend: best fused chunk + doc_weight * normalized mean-vector cosine
     top_m: int = 3
-    blend_alpha: float = 0.5  # blend = alpha * best chunk + (1 - alpha) * mean vector
+    blend_alpha: float = 0.5  # dense blend: alpha * best chunk + (1 - alpha) * mean-vector cosine
+    depth: int = 100  # convex: scores are normalized over each list's top `depth` hits, so k does not change them
 
     def fuse(self, dense: list[tuple[Any, str, float]], keyword: list[tuple[Any, str, float]]) -> tuple[dict[Any, float], dict[Any, str]]:
         """Fused score per key (a chunk id; a document id when fusing document rankings), and each key's document."""
-        fused: dict[int, float] = {}
-        owner: dict[int, str] = {}
+        fused: dict[Any, float] = {}
+        owner: dict[Any, str] = {}
         if self.method == "rrf":
             lists = ((1.0, dense, None), (self.bm25_weight, keyword, None))
         else:
-            lists = ((self.dense_weight, dense, _minmax(dense)), (1.0 - self.dense_weight, keyword, _minmax(keyword)))
+            lists = ((self.dense_weight, dense, _minmax([h[2] for h in dense[: self.depth]])),
+                     (1.0 - self.dense_weight, keyword, _minmax([h[2] for h in keyword[: self.depth]])))
         for weight, hits, scale in lists:
             for rank, (c, d, score) in enumerate(hits, start=1):
-                part = weight / (self.rrf_k + rank) if scale is None else weight * (score - scale[0]) / scale[1]
+                part = weight / (self.rrf_k + rank) if scale is None else weight * max(score - scale[0], 0.0) / scale[1]
                 fused[c] = fused.get(c, 0.0) + part
                 owner[c] = d
         return fused, owner
 
 
-def _minmax(hits: list[tuple[int, str, float]]) -> tuple[float, float]:
-    """(lowest score, span) of a best-first hit list, for min-max normalization."""
-    if not hits:
+def _minmax(scores: list[float]) -> tuple[float, float]:
+    """(lowest score, span) of some scores, for min-max normalization."""
+    if not scores:
         return 0.0, 1.0
-    low = min(h[2] for h in hits)
-    return low, max(max(h[2] for h in hits) - low, 1e-9)
+    low = min(scores)
+    return low, max(max(scores) - low, 1e-9)
 
 
 class _Context:
@@ -119,7 +122,7 @@ class Searcher:
     """Ranks documents for queries; see the module docstring for the modes and rankings."""
 
     def __init__(self, store: Store, encoder: Encoder, passages: int = 3, candidates: int = 100,
-                 mode: Mode = "hybrid", ranking: Ranking = "max", fusion: Fusion = Fusion()) -> None:
+                 mode: Mode = "hybrid", ranking: Ranking = "blend", fusion: Fusion = Fusion()) -> None:
         self.store = store
         self.encoder = encoder
         self.passages = passages
@@ -179,9 +182,9 @@ class Searcher:
             for i, (q, top) in enumerate(zip(queries, tops))
         ]
 
-    def _retrieve_batch(self, ctx: _Context, queries: list[Query], vectors: np.ndarray, width: int) -> list[tuple[list, list]]:
-        """(dense hits, BM25 hits) per query, as (chunk id, document id, score) best first: one FAISS scan for
-        the batch, one for hybrid queries' feedback vectors."""
+    def _retrieve_batch(self, ctx: _Context, queries: list[Query], vectors: np.ndarray, width: int) -> list[tuple[list, list, np.ndarray]]:
+        """(dense hits, BM25 hits, the vector dense search used) per query, hits as (chunk id, document id, score)
+        best first: one FAISS scan for the batch, one more for hybrid queries' feedback vectors."""
         modes = [q.mode or self.mode for q in queries]
         dense: list[list] = [[] for _ in queries]
         keyword: list[list] = [[] for _ in queries]
@@ -194,17 +197,19 @@ class Searcher:
             if m != "dense":
                 keyword[i] = self._candidates(ctx, q, *ctx.store.keyword_search(q.text, width))
         feedback = [i for i, m in enumerate(modes) if m == "hybrid" and self.fusion.feedback_chunks > 0 and self.fusion.feedback_weight > 0]
+        used = list(vectors)
         moved = []
         for i in feedback:
             fused, _ = self.fusion.fuse(dense[i], keyword[i])
             best = [c for c, _ in sorted(fused.items(), key=lambda item: -item[1])[: self.fusion.feedback_chunks]]
             vector = vectors[i] + self.fusion.feedback_weight * (ctx.index.vectors(best).mean(axis=0) if best else 0.0)
-            moved.append(vector / max(float(np.linalg.norm(vector)), 1e-9))
+            moved.append((vector / max(float(np.linalg.norm(vector)), 1e-9)).astype(np.float32))
         if moved:
-            scores, ids = ctx.index.search_batch(np.stack(moved).astype(np.float32), width)
-            for i, row_scores, row_ids in zip(feedback, scores, ids):
+            scores, ids = ctx.index.search_batch(np.stack(moved), width)
+            for i, row_scores, row_ids, vector in zip(feedback, scores, ids, moved):
                 dense[i] = self._candidates(ctx, queries[i], row_ids, row_scores)
-        return list(zip(dense, keyword))
+                used[i] = vector
+        return list(zip(dense, keyword, used))
 
     def _candidates(self, ctx: _Context, q: Query, ids: np.ndarray, scores: np.ndarray) -> list[tuple[int, str, float]]:
         """(chunk id, document id, score) of the current, allowed chunks among a retriever's hits, best first."""
@@ -215,7 +220,7 @@ class Searcher:
         return out
 
     def _rank(self, ctx: _Context, i: int, q: Query, vector: np.ndarray, dense_hits: list[tuple[int, str, float]],
-              bm25_hits: list[tuple[int, str, float]]) -> tuple[dict[str, float], dict[int, float]]:
+              bm25_hits: list[tuple[int, str, float]], moved: np.ndarray) -> tuple[dict[str, float], dict[int, float]]:
         """Document scores for one query, and the chunk scores (in the mode's scale) that passages follow."""
         mode, ranking, f = q.mode or self.mode, q.ranking or self.ranking, self.fusion
         if mode == "bm25":
@@ -233,11 +238,16 @@ class Searcher:
             return {d: s[0] for d, s in by_doc.items()}, fused
         if ranking == "topm":
             return {d: sum(s[: f.top_m]) / f.top_m for d, s in by_doc.items()}, fused
-        # mean / blend: the dense document score stands in for the dense chunk ranking, fused at document level
-        dense_docs = sorted(((d, d, self._dense_score(ctx, i, d, vector, ranking)) for d in by_doc), key=lambda h: -h[2])
+        rows, matrix = ctx.doc_vectors()
+        cosines = {d: float(matrix[rows[d]] @ moved) if d in rows else 0.0 for d in by_doc}  # the feedback vector's
+        if ranking == "blend":  # best fused chunk plus the document's mean vector, min-max normalized over candidates
+            low, span = _minmax(list(cosines.values()))
+            return {d: s[0] + f.doc_weight * (cosines[d] - low) / span for d, s in by_doc.items()}, fused
+        # mean: the mean-vector ranking fused with BM25's best-chunk ranking, at document level
+        dense_docs = sorted(((d, d, c) for d, c in cosines.items()), key=lambda h: -h[2])
         keyword_docs = [(d, d, s) for d, s in _best_per_document(bm25_hits).items()]
-        doc_scores, _ = f.fuse(dense_docs, keyword_docs)  # type: ignore[arg-type]
-        return doc_scores, fused  # type: ignore[return-value]
+        doc_scores, _ = f.fuse(dense_docs, keyword_docs)
+        return doc_scores, fused
 
     def _dense_score(self, ctx: _Context, i: int, doc_id: str, vector: np.ndarray, ranking: str) -> float:
         """A document's dense score under `ranking` (its chunks scored exactly)."""

@@ -16,7 +16,7 @@ from indexer.writer import IndexWriter
 from search.searcher import Fusion, Searcher
 from store.errors import ConfigError
 from store.job_log import JobLog
-from store.lance_store import Store
+from store.lance_store import AnnPolicy, Store
 from store.origin import make_origin
 
 
@@ -71,7 +71,8 @@ def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
     """The store in data_dir, checked against this encoder and chunking (created when allowed)."""
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap)
-    return Store.open(data_dir, origin, create=create)
+    ann = AnnPolicy(settings.index.ann, settings.index.ann_above, settings.search.nprobe)
+    return Store.open(data_dir, origin, create=create, ann=ann)
 
 
 def scan_rules(settings: Settings) -> ScanRules:

@@ -63,11 +63,12 @@ def _open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
 class Store:
     """Lance tables plus the FAISS index over chunk vectors, under one data directory."""
 
-    def __init__(self, data_dir: Path, dim: int) -> None:
+    def __init__(self, data_dir: Path, dim: int, ann: "AnnPolicy | None" = None) -> None:
         import lancedb
 
         self.data_dir = data_dir
         self.dim = dim
+        self.ann = ann or AnnPolicy()
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
             self.db = lancedb.connect(str(data_dir / "lance"))
@@ -84,7 +85,7 @@ class Store:
         self._optimized_at = self.chunks.version
 
     @classmethod
-    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True) -> "Store":
+    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: "AnnPolicy | None" = None) -> "Store":
         """Open the index in data_dir for an encoder with `origin`; create it when allowed and absent."""
         stored = read_origin(data_dir)
         if stored is None:
@@ -94,7 +95,7 @@ class Store:
             write_json_atomic(data_dir / ORIGIN_FILE, origin)
         else:
             check_origin(stored, origin, data_dir)
-        return cls(data_dir, int(origin["dim"]))
+        return cls(data_dir, int(origin["dim"]), ann)
 
     # ---- reading -------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -196,9 +197,9 @@ class Store:
         version = self.chunks.version
         if self._index is not None and self._index_version == version:
             return self._index
-        index = VectorIndex.load(self.data_dir, version, self.dim)
+        index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
         if index is None:
-            index = self._index or VectorIndex.load_latest(self.data_dir, self.dim) or VectorIndex(self.dim)
+            index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe) or VectorIndex(self.dim, self.ann.nprobe)
             self._catch_up(index)
         self._index, self._index_version = index, version
         return index
@@ -232,6 +233,10 @@ class Store:
         if min_interval_s and time.monotonic() - self._persisted_at < min_interval_s:
             return
         index = self.vector_index() if self._index is None else self._index
+        reshaped = self.ann.reshape(index)
+        if reshaped is not index:
+            self._index = index = reshaped
+            (self.data_dir / f"chunks.v{self.chunks.version}.faiss").unlink(missing_ok=True)
         if not (self.data_dir / f"chunks.v{self.chunks.version}.faiss").exists():
             index.save(self.data_dir, self.chunks.version)
         self._index_version = self.chunks.version
@@ -240,6 +245,28 @@ class Store:
     def track_index(self) -> None:
         """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""
         self.vector_index()
+
+
+@dataclass(frozen=True)
+class AnnPolicy:
+    """Which FAISS index the writer keeps: exact ("flat"), IVF ("ivf", from MIN_IVF vectors), or "auto" (IVF from
+    `above` vectors). An IVF index is retrained when it outgrows its clusters (4x the size they were made for)."""
+
+    kind: str = "auto"
+    above: int = 200_000
+    nprobe: int = 32
+
+    MIN_IVF = 10_000
+
+    def reshape(self, index: VectorIndex) -> VectorIndex:
+        """`index`, or a new one of the kind this policy wants for its size (built from its vectors)."""
+        n = len(index)
+        want_ivf = n >= self.MIN_IVF and (self.kind == "ivf" or (self.kind == "auto" and n >= self.above))
+        if want_ivf and (index.kind == "flat" or n > 4 * index.trained_for):
+            return index.to_ivf()
+        if not want_ivf and index.kind == "ivf" and (self.kind == "flat" or n < self.MIN_IVF or n < self.above // 4):
+            return index.to_flat()
+        return index
 
 
 class ChunkOwners:

@@ -1,4 +1,5 @@
-"""The FAISS index over chunk vectors: exact inner product with chunk ids, persisted per Lance version."""
+"""The FAISS index over chunk vectors, keyed by chunk id, persisted per Lance version: exact (flat) or,
+for large collections, an inverted-file index (IVF) that searches `nprobe` of its clusters."""
 
 import os
 import re
@@ -9,18 +10,62 @@ import numpy as np
 _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
 
 
-class VectorIndex:
-    """Exact inner-product search over chunk vectors, keyed by chunk id."""
+def ivf_lists(n: int) -> int:
+    """Clusters for an IVF index of n vectors: about 4 sqrt(n)."""
+    return int(min(max(4 * np.sqrt(max(n, 1)), 64), 65_536))
 
-    def __init__(self, dim: int) -> None:
+
+class VectorIndex:
+    """Inner-product search over chunk vectors, keyed by chunk id: exact, or IVF (approximate) when built so."""
+
+    def __init__(self, dim: int, nprobe: int = 32) -> None:
         import faiss
 
         self._faiss = faiss
         self.dim = dim
+        self.nprobe = nprobe
         self.index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
 
     def __len__(self) -> int:
         return int(self.index.ntotal)
+
+    @property
+    def kind(self) -> str:
+        """"ivf" or "flat"."""
+        return "ivf" if isinstance(self.index, self._faiss.IndexIVF) else "flat"
+
+    @property
+    def trained_for(self) -> int:
+        """The size an IVF index's clusters were trained for (its lists are sized for it); 0 for flat."""
+        return int(self.index.nlist) ** 2 // 16 if self.kind == "ivf" else 0
+
+    def to_ivf(self, nlist: int | None = None, sample: int = 262_144, seed: int = 0) -> "VectorIndex":
+        """An IVF index holding the same ids and vectors, its clusters trained on (a sample of) them."""
+        faiss = self._faiss
+        ids = self.ids()
+        vectors = self.vectors(ids.tolist())
+        nlist = nlist or ivf_lists(len(ids))
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        index.set_direct_map_type(faiss.DirectMap.Hashtable)  # removals and reconstruction by chunk id
+        rng = np.random.default_rng(seed)
+        train = vectors if len(vectors) <= sample else vectors[rng.choice(len(vectors), sample, replace=False)]
+        index.train(np.ascontiguousarray(train, dtype=np.float32))
+        out = VectorIndex(self.dim, self.nprobe)
+        out.index = index
+        out._set_nprobe()
+        out.add(ids, vectors)
+        return out
+
+    def to_flat(self) -> "VectorIndex":
+        """An exact index holding the same ids and vectors."""
+        ids = self.ids()
+        out = VectorIndex(self.dim, self.nprobe)
+        out.add(ids, self.vectors(ids.tolist()))
+        return out
+
+    def _set_nprobe(self) -> None:
+        if self.kind == "ivf":
+            self.index.nprobe = self.nprobe
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors under their chunk ids."""
@@ -56,7 +101,12 @@ class VectorIndex:
 
     def ids(self) -> np.ndarray:
         """Every chunk id in the index."""
-        return self._faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        faiss = self._faiss
+        if self.kind == "flat":
+            return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        lists = self.index.invlists
+        parts = [faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i)).copy() for i in range(self.index.nlist) if lists.list_size(i)]
+        return np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)
 
     def save(self, directory: Path, version: int) -> None:
         """Persist as chunks.v{version}.faiss (atomically) and drop files of older versions."""
@@ -69,24 +119,26 @@ class VectorIndex:
                 path.unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, directory: Path, version: int, dim: int) -> "VectorIndex | None":
+    def load(cls, directory: Path, version: int, dim: int, nprobe: int = 32) -> "VectorIndex | None":
         """The index persisted for exactly this Lance version, or None when missing or stale."""
         path = directory / f"chunks.v{version}.faiss"
         if not path.exists():
             return None
-        loaded = cls(dim)
+        loaded = cls(dim, nprobe)
         try:
             loaded.index = loaded._faiss.read_index(str(path))
         except RuntimeError:
             return None
+        if loaded.kind == "ivf":
+            loaded._set_nprobe()
         return loaded if loaded.index.d == dim else None
 
     @classmethod
-    def load_latest(cls, directory: Path, dim: int) -> "VectorIndex | None":
+    def load_latest(cls, directory: Path, dim: int, nprobe: int = 32) -> "VectorIndex | None":
         """The most recent persisted index, whatever Lance version it reflects (to catch up from)."""
         versions = sorted((int(m.group(1)) for p in directory.glob("chunks.v*.faiss") if (m := _FILE.match(p.name))), reverse=True)
         for version in versions:
-            loaded = cls.load(directory, version, dim)
+            loaded = cls.load(directory, version, dim, nprobe)
             if loaded is not None:
                 return loaded
         return None

@@ -102,6 +102,7 @@ def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Search
     """The query side over this store."""
     cfg = settings.search
     fusion = Fusion(method=cfg.fusion, dense_weight=cfg.dense_weight, rrf_k=cfg.rrf_k, bm25_weight=cfg.bm25_weight,
-                    feedback_chunks=cfg.feedback_chunks, feedback_weight=cfg.feedback_weight, doc_weight=cfg.doc_weight,
+                    feedback_chunks=cfg.feedback_chunks, feedback_weight=cfg.feedback_weight, doc_dense_weight=cfg.doc_dense_weight,
+                    hybrid_blend_alpha=cfg.hybrid_blend_alpha,
                     top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates)
     return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion)

@@ -51,7 +51,8 @@ class Fusion:
     bm25_weight: float = 1.0
     feedback_chunks: int = 5
     feedback_weight: float = 1.0
-    doc_weight: float = 0.3  # hybrid blend: best fused chunk + doc_weight * normalized mean-vector cosine
+    doc_dense_weight: float = 0.7  # hybrid blend: the dense share when document scores are fused
+    hybrid_blend_alpha: float = 0.6  # hybrid blend: the best chunk's share of the dense document score
     top_m: int = 3
     blend_alpha: float = 0.5  # dense blend: alpha * best chunk + (1 - alpha) * mean-vector cosine
     depth: int = 100  # convex: scores are normalized over each list's top `depth` hits, so k does not change them
@@ -92,7 +93,7 @@ class _Context:
         self.owners: ChunkOwners = store.chunk_owners()
         self.docs = searcher._documents()
         self.searcher = searcher
-        self.sims: dict[tuple[int, str], tuple[list[int], np.ndarray]] = {}
+        self.vectors: dict[str, tuple[list[int], np.ndarray]] = {}
         self._doc_vectors: tuple[dict[str, int], np.ndarray] | None = None
 
     def doc_vectors(self) -> tuple[dict[str, int], np.ndarray]:
@@ -109,13 +110,12 @@ class _Context:
             return None
         return doc_id
 
-    def chunk_sims(self, i: int, doc_id: str, vector: np.ndarray) -> tuple[list[int], np.ndarray]:
-        """Every chunk of a document and its cosine to query i (cached per batch)."""
-        key = (i, doc_id)
-        if key not in self.sims:
+    def chunk_vectors(self, doc_id: str) -> tuple[list[int], np.ndarray]:
+        """Every chunk of a document's current version and its vector (cached per batch)."""
+        if doc_id not in self.vectors:
             members = self.owners.members.get((doc_id, self.docs[doc_id]["content_hash"]), [])
-            self.sims[key] = (members, self.index.vectors(members) @ vector if members else np.zeros(0, np.float32))
-        return self.sims[key]
+            self.vectors[doc_id] = (members, self.index.vectors(members))
+        return self.vectors[doc_id]
 
 
 class Searcher:
@@ -229,7 +229,7 @@ class Searcher:
             chunk_scores = {c: s for c, _, s in dense_hits}
             if ranking == "max":
                 return _best_per_document(dense_hits), chunk_scores
-            return {d: self._dense_score(ctx, i, d, vector, ranking) for d in dict.fromkeys(d for _, d, _ in dense_hits)}, chunk_scores
+            return {d: self._dense_score(ctx, d, vector, ranking) for d in dict.fromkeys(d for _, d, _ in dense_hits)}, chunk_scores
         fused, owner = f.fuse(dense_hits, bm25_hits)
         by_doc: dict[str, list[float]] = {}
         for c, s in sorted(fused.items(), key=lambda item: -item[1]):
@@ -238,20 +238,18 @@ class Searcher:
             return {d: s[0] for d, s in by_doc.items()}, fused
         if ranking == "topm":
             return {d: sum(s[: f.top_m]) / f.top_m for d, s in by_doc.items()}, fused
-        rows, matrix = ctx.doc_vectors()
-        cosines = {d: float(matrix[rows[d]] @ moved) if d in rows else 0.0 for d in by_doc}  # the feedback vector's
-        if ranking == "blend":  # best fused chunk plus the document's mean vector, min-max normalized over candidates
-            low, span = _minmax(list(cosines.values()))
-            return {d: s[0] + f.doc_weight * (cosines[d] - low) / span for d, s in by_doc.items()}, fused
-        # mean: the mean-vector ranking fused with BM25's best-chunk ranking, at document level
-        dense_docs = sorted(((d, d, c) for d, c in cosines.items()), key=lambda h: -h[2])
+        # blend / mean: a dense score per document (for the feedback vector), fused with BM25's best chunk per
+        # document, at document level
+        alpha = f.hybrid_blend_alpha if ranking == "blend" else 0.0
+        dense_docs = sorted(((d, d, self._dense_score(ctx, d, moved, "blend", alpha)) for d in by_doc), key=lambda h: -h[2])
         keyword_docs = [(d, d, s) for d, s in _best_per_document(bm25_hits).items()]
-        doc_scores, _ = f.fuse(dense_docs, keyword_docs)
-        return doc_scores, fused
+        doc_fusion = Fusion(method=f.method, dense_weight=f.doc_dense_weight, rrf_k=f.rrf_k, bm25_weight=f.bm25_weight, depth=f.depth)
+        return doc_fusion.fuse(dense_docs, keyword_docs)[0], fused
 
-    def _dense_score(self, ctx: _Context, i: int, doc_id: str, vector: np.ndarray, ranking: str) -> float:
-        """A document's dense score under `ranking` (its chunks scored exactly)."""
-        _, sims = ctx.chunk_sims(i, doc_id, vector)
+    def _dense_score(self, ctx: _Context, doc_id: str, vector: np.ndarray, ranking: str, alpha: float | None = None) -> float:
+        """A document's dense score under `ranking` (its chunks scored exactly); `alpha`: the blend's best-chunk share."""
+        _, vectors = ctx.chunk_vectors(doc_id)
+        sims = vectors @ vector
         best = float(sims.max()) if len(sims) else 0.0
         if ranking == "max":
             return best
@@ -260,7 +258,8 @@ class Searcher:
             return float(np.sort(sims)[-m:].mean()) if m else 0.0
         rows, matrix = ctx.doc_vectors()
         mean = float(matrix[rows[doc_id]] @ vector) if doc_id in rows else 0.0
-        return mean if ranking == "mean" else self.fusion.blend_alpha * best + (1 - self.fusion.blend_alpha) * mean
+        alpha = self.fusion.blend_alpha if alpha is None else alpha
+        return mean if ranking == "mean" else alpha * best + (1 - alpha) * mean
 
     def _passages(self, ctx: _Context, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[str, float]]],
                   chunk_order: list[dict[int, float]]) -> dict[tuple[int, str], list[Passage]]:
@@ -272,7 +271,8 @@ class Searcher:
         for i, top in enumerate(tops):
             order = chunk_order[i]
             for doc_id, _ in top:
-                members, sims = ctx.chunk_sims(i, doc_id, vectors[i])
+                members, chunk_vectors = ctx.chunk_vectors(doc_id)
+                sims = chunk_vectors @ vectors[i]
                 keys = sorted(range(len(members)), key=lambda j: (-order.get(members[j], float("-inf")), -sims[j], j))
                 chosen[(i, doc_id)] = [(float(sims[j]), members[j]) for j in keys[: self.passages]]
         wanted = sorted({chunk_id for picks in chosen.values() for _, chunk_id in picks})

@@ -46,6 +46,14 @@ def real_encoder():
 
 
 @pytest.fixture
+def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """CLI commands run from tmp_path (its ./config.toml, ./.lodex) with the fake encoder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LODEX_ENCODER__BACKEND", "fake")
+    return tmp_path
+
+
+@pytest.fixture
 def fake_encoder() -> FakeEncoder:
     return FakeEncoder()
 

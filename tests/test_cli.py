@@ -15,9 +15,8 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("LODEX_ENCODER__BACKEND", "fake")
+def folder(cli_home: Path) -> Path:
+    tmp_path = cli_home
     root = tmp_path / "docs"
     root.mkdir()
     (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 5)

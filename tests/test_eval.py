@@ -12,9 +12,8 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def collection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("LODEX_ENCODER__BACKEND", "fake")
+def collection(cli_home: Path) -> Path:
+    tmp_path = cli_home
     folder = tmp_path / "tiny"
     folder.mkdir()
     docs = {"d1": "zanzibar spice trade routes", "d2": "madagascar vanilla farming", "d3": "arctic tern migration",

@@ -33,6 +33,9 @@ PUSHED_PREFIX = "@api/"
 # Small updates (watch batches, API pushes) save the FAISS file at most this often; full runs and a
 # stopping writer always save it. Between saves, readers catch the last file up from Lance.
 PERSIST_EVERY_S = 30.0
+# A streamed file is committed in parts of this many flush_tokens: few, large Lance fragments (each commit
+# adds a version whose manifest lists every fragment) at a few MB of memory per part.
+STREAM_PART_FLUSHES = 8
 # OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
 _TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
 
@@ -420,7 +423,8 @@ class Indexer:
         first = next(blocks, "")
         title = fallback_title(first, entry.path)
         stream = _Stream()
-        for batch, last in _lookahead(_batched(chunk_stream(self.chunker, itertools.chain([first], blocks)), self.flush_tokens), []):
+        part_tokens = self.flush_tokens * STREAM_PART_FLUSHES
+        for batch, last in _lookahead(_batched(chunk_stream(self.chunker, itertools.chain([first], blocks)), part_tokens), []):
             if last and check.hexdigest() != digest:
                 yield _Skipped(entry, "changed while being read; it is indexed again on its next change or run")
                 return

@@ -57,7 +57,7 @@ def test_large_file_is_committed_in_parts_and_searchable(tmp_path: Path, small_w
     encoder = FakeEncoder()
     store, indexer, searcher = make_pipeline(tmp_path / "data", encoder, max_tokens=60,
                                              rules=ScanRules(stream_bytes=10_000))
-    indexer.flush_tokens = 500  # many parts
+    indexer.flush_tokens = 100  # many parts (of STREAM_PART_FLUSHES flushes each)
     commits_before = store.chunks.version
     summary = indexer.run(root)
     assert summary.added == 2 and not summary.failures
@@ -87,7 +87,7 @@ def test_a_large_file_failing_midway_leaves_no_partial_version(tmp_path: Path, s
     root.mkdir()
     (root / "big.txt").write_text(_long_text(60_000) + "\n\nversion one ends with zanzibar.\n")
     store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder(), max_tokens=60, rules=ScanRules(stream_bytes=10_000))
-    indexer.flush_tokens = 500
+    indexer.flush_tokens = 100
     indexer.run(root)
     before = store.document_records()["big.txt"]
     (root / "big.txt").write_text(_long_text(90_000) + "\n\nversion two ends with madagascar.\n")

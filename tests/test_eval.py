@@ -13,9 +13,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def collection(cli_home: Path) -> Path:
-    tmp_path = cli_home
-    folder = tmp_path / "tiny"
-    folder.mkdir()
+    (folder := cli_home / "tiny").mkdir()
     docs = {"d1": "zanzibar spice trade routes", "d2": "madagascar vanilla farming", "d3": "arctic tern migration",
             "d4": "hypersonic heat transfer", "d5": "library classification schemes", "d6": "blood pressure in children"}
     (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in docs.items()))

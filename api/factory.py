@@ -70,7 +70,7 @@ def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
 
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
     """The store in data_dir, checked against this encoder and chunking (created when allowed)."""
-    origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap)
+    origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix)
     ann = AnnPolicy(settings.index.ann, settings.index.ann_above, settings.search.nprobe)
     return Store.open(data_dir, origin, create=create, ann=ann)
 
@@ -87,7 +87,7 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
     """The indexing pipeline over this store, recording its runs in `jobs`."""
     cfg = settings.index
     return Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), cfg.flush_tokens,
-                   jobs=jobs, retries=cfg.retries, retry_backoff_s=cfg.retry_backoff_s)
+                   jobs=jobs, retries=cfg.retries, retry_backoff_s=cfg.retry_backoff_s, title_prefix=settings.chunking.title_prefix)
 
 
 def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> WatchService:

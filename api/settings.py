@@ -49,6 +49,7 @@ class ChunkingSettings(_Section):
 
     max_tokens: int = Field(128, ge=16)
     overlap: int = Field(32, ge=0)
+    title_prefix: bool = False
 
 
 class EncoderSettings(_Section):

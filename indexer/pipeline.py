@@ -194,8 +194,9 @@ class Indexer:
     """Brings the store in line with a folder; the only writer of the store while it runs."""
 
     def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, flush_tokens: int = 32_768,
-                 jobs: JobLog | None = None, retries: int = 3, retry_backoff_s: float = 0.5) -> None:
+                 jobs: JobLog | None = None, retries: int = 3, retry_backoff_s: float = 0.5, title_prefix: bool = False) -> None:
         self.store = store
+        self.title_prefix = title_prefix
         self.encoder = encoder
         self.chunker = chunker
         self.rules = rules
@@ -437,8 +438,10 @@ class Indexer:
         fresh = [p for p in pending if p.vectors is None]
         fresh_ids = {id(p) for p in fresh}
         wanted = [(p, i) for p in fresh for i in p.to_encode()]
-        lengths = [min(p.rows["token_count"][i] + self.encoder.special_tokens, self.encoder.max_length) for p, i in wanted]
-        encoded = self.encoder.embed([p.texts[i] for p, i in wanted], lengths=lengths)
+        titles = {id(p): len(self.encoder.token_spans([p.title])[0]) if self.title_prefix else 0 for p in fresh}
+        lengths = [min(p.rows["token_count"][i] + titles[id(p)] + self.encoder.special_tokens, self.encoder.max_length) for p, i in wanted]
+        texts = [f"{p.title}\n\n{p.texts[i]}" if self.title_prefix else p.texts[i] for p, i in wanted]
+        encoded = self.encoder.embed(texts, lengths=lengths)
         encoded_tokens: dict[int, int] = {}
         for p in fresh:
             p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)

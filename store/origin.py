@@ -12,7 +12,7 @@ ORIGIN_FILE = "origin.json"
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
 _MUST_MATCH = (
     "model_id", "model_fingerprint", "dim", "pooling", "normalize", "max_length", "precision",
-    "query_prefix", "document_prefix", "chunk_tokens", "chunk_overlap",
+    "query_prefix", "document_prefix", "chunk_tokens", "chunk_overlap", "title_prefix",
 )
 _LIBRARIES = ("lodex", "torch", "transformers", "tokenizers", "lancedb", "faiss-cpu", "pyarrow")
 
@@ -28,9 +28,11 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int) -> dict[str, Any]:
-    """The full origin record for an index built with this encoder and chunking."""
-    return {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions()}
+def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int, title_prefix: bool = False) -> dict[str, Any]:
+    """The full origin record for an index built with this encoder and chunking (title_prefix recorded only
+    when on, so indexes from before the option open unchanged)."""
+    origin = {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions()}
+    return origin | ({"title_prefix": True} if title_prefix else {})
 
 
 def read_origin(data_dir: Path) -> dict[str, Any] | None:

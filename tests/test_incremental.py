@@ -1,5 +1,6 @@
 """Incremental indexing by content: what is (not) encoded again, renames, copies, swaps, deletes, bad files."""
 
+import json
 import os
 import random
 from pathlib import Path
@@ -204,3 +205,25 @@ def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
     assert [r.path for r in searcher.search("alpha1 alpha2 alpha3", k=5).results] == ["a.txt"]
     indexer.run(root)
     _state(store)
+
+
+def test_title_prefix_is_encoded_and_recorded(tmp_path: Path) -> None:
+    from api.factory import build_encoder, build_indexer, open_store
+    from api.settings import Settings
+    from store.errors import OriginMismatchError
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# Wings\n\nLift and drag of swept wings.\n\nA second paragraph on flutter.")
+    settings = Settings(base_dir=tmp_path)
+    settings.encoder.backend, settings.chunking.title_prefix = "fake", True
+    encoder = build_encoder(settings)
+    seen: list[str] = []
+    real_embed = encoder.embed
+    encoder.embed = lambda texts, **kw: seen.extend(texts) or real_embed(texts, **kw)  # type: ignore[method-assign]
+    build_indexer(settings, encoder, open_store(settings, encoder, tmp_path / "data", create=True)).run(root)
+    assert seen and all(t.startswith("Wings\n\n") for t in seen)
+    assert json.loads((tmp_path / "data" / "origin.json").read_text())["title_prefix"] is True
+    settings.chunking.title_prefix = False
+    with pytest.raises(OriginMismatchError, match="title_prefix"):
+        open_store(settings, encoder, tmp_path / "data", create=False)

@@ -405,5 +405,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    _limit_malloc_arenas()
-    app(prog_name="lodex")
+    main()

@@ -64,6 +64,22 @@ def decode(data: bytes) -> tuple[str, str]:
     return clean(text), encoding
 
 
+def sniff_encoding(head: bytes) -> tuple[str, int]:
+    """(codec, bytes of BOM to skip) chosen from a file's first bytes, for decoding it a block at a time;
+    ReadError for binary data."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name, len(bom)
+    reason = _looks_binary(head[:_SAMPLE])
+    if reason:
+        raise ReadError(reason, "exclude it with index.exclude if it should not be scanned")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+        return "utf-8", 0
+    except UnicodeDecodeError:
+        return _legacy_encoding(head), 0
+
+
 def clean(text: str) -> str:
     """Normalize newlines and remove invisible control characters."""
     if "\r" in text:

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.chunker import Chunk, Chunker
-from indexer.decoding import _BOMS, _SAMPLE, _legacy_encoding, _looks_binary, clean
-from store.errors import ReadError
+from indexer.decoding import clean, sniff_encoding
 
 BLOCK_BYTES = 1 << 20  # bytes read at a time
 WINDOW_CHARS = 1 << 20  # text chunked at a time
@@ -24,21 +23,6 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _encoding(head: bytes) -> tuple[str, int]:
-    """(codec, bytes of BOM to skip) chosen from the file's first bytes; ReadError for binary data."""
-    for bom, name in _BOMS:
-        if head.startswith(bom):
-            return name, len(bom)
-    reason = _looks_binary(head[:_SAMPLE])
-    if reason:
-        raise ReadError(reason, "exclude it with index.exclude if it should not be scanned")
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-        return "utf-8", 0
-    except UnicodeDecodeError:
-        return _legacy_encoding(head), 0
-
-
 def text_blocks(path: Path, digest: Any = None) -> Iterator[str]:
     """The file's cleaned text, a block at a time (newlines normalized across block edges); `digest`, a
     hashlib object, is fed the raw bytes as they are read."""
@@ -46,7 +30,7 @@ def text_blocks(path: Path, digest: Any = None) -> Iterator[str]:
         head = fh.read(BLOCK_BYTES)
         if digest is not None:
             digest.update(head)
-        name, skip = _encoding(head)
+        name, skip = sniff_encoding(head)
         decoder = codecs.getincrementaldecoder(name)(errors="replace")
         carry = ""
         block = head[skip:]

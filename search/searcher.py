@@ -8,7 +8,7 @@ is what keeps latency low when many clients ask at once on a small CPU.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -130,6 +130,7 @@ class Searcher:
         self.mode = mode
         self.ranking = ranking
         self.fusion = fusion
+        self._doc_fusion = replace(fusion, dense_weight=fusion.doc_dense_weight)  # fusing document scores
         self._docs: dict[str, dict[str, Any]] = {}
         self._docs_version = -1
         self._doc_vectors: tuple[int, dict[str, int], np.ndarray] | None = None
@@ -243,8 +244,7 @@ class Searcher:
         alpha = f.hybrid_blend_alpha if ranking == "blend" else 0.0
         dense_docs = sorted(((d, d, self._dense_score(ctx, d, moved, "blend", alpha)) for d in by_doc), key=lambda h: -h[2])
         keyword_docs = [(d, d, s) for d, s in _best_per_document(bm25_hits).items()]
-        doc_fusion = Fusion(method=f.method, dense_weight=f.doc_dense_weight, rrf_k=f.rrf_k, bm25_weight=f.bm25_weight, depth=f.depth)
-        return doc_fusion.fuse(dense_docs, keyword_docs)[0], fused
+        return self._doc_fusion.fuse(dense_docs, keyword_docs)[0], fused
 
     def _dense_score(self, ctx: _Context, doc_id: str, vector: np.ndarray, ranking: str, alpha: float | None = None) -> float:
         """A document's dense score under `ranking` (its chunks scored exactly); `alpha`: the blend's best-chunk share."""

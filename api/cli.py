@@ -1,6 +1,5 @@
 """The `lodex` command line: index, search and status; errors become one line with the fix."""
 
-import ctypes
 import json
 import os
 import shutil
@@ -14,6 +13,7 @@ import typer
 from rich.console import Console
 
 from store.errors import ConfigError, LodexError, StoreError
+from store.heap import limit_arenas
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
 err = Console(stderr=True, soft_wrap=True)
@@ -389,18 +389,9 @@ def status(
                   f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)
 
 
-def _limit_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's per-thread malloc arenas: with reader, writer, Lance and encoder threads, freed memory
-    otherwise stays spread over many arenas and the process grows with the run."""
-    try:
-        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # M_ARENA_MAX
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
-
-
 def main() -> None:
     """Console-script entry point."""
-    _limit_malloc_arenas()
+    limit_arenas()
     app(prog_name="lodex")
 
 

@@ -71,8 +71,12 @@ def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
     """The store in data_dir, checked against this encoder and chunking (created when allowed)."""
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix)
-    ann = AnnPolicy(settings.index.ann, settings.index.ann_above, settings.search.nprobe)
-    return Store.open(data_dir, origin, create=create, ann=ann)
+    return Store.open(data_dir, origin, create=create, ann=ann_policy(settings))
+
+
+def ann_policy(settings: Settings) -> AnnPolicy:
+    """Which FAISS index to keep (index.ann, index.ann_above) and how widely an IVF one searches (search.nprobe)."""
+    return AnnPolicy(settings.index.ann, settings.index.ann_above, settings.search.nprobe)
 
 
 def scan_rules(settings: Settings) -> ScanRules:

@@ -7,7 +7,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from api.factory import build_encoder, build_indexer, build_searcher, build_watch, open_store
+from api.factory import ann_policy, build_encoder, build_indexer, build_searcher, build_watch, open_store
 from api.settings import Settings
 from indexer.encoder import Encoder
 from indexer.pipeline import PUSHED_PREFIX, Progress, document_id
@@ -51,7 +51,7 @@ class LodexService:
         self.writer: IndexWriter = self.watch.writer if self.watch else IndexWriter(self.indexer, root, **options)
         self._local = threading.local()
         self._closed = False
-        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, Store(self.data_dir, self.encoder.dim)),
+        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, Store(self.data_dir, self.encoder.dim, ann_policy(settings))),
                                     workers=settings.api.query_threads)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
 
@@ -102,7 +102,7 @@ class LodexService:
         """This reading thread's own store handle (listings, stats), at the latest committed version."""
         store = getattr(self._local, "store", None)
         if store is None:
-            store = self._local.store = Store(self.data_dir, self.encoder.dim)
+            store = self._local.store = Store(self.data_dir, self.encoder.dim, ann_policy(self.settings))
         store.refresh()
         return store
 

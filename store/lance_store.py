@@ -4,6 +4,7 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store.errors import StoreError
+from store.heap import release_freed
 from store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
 from store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
-from store.vector_index import VectorIndex
+from store.vector_index import VectorIndex, ivf_lists, train_size
 
 _IN_BATCH = 2_000  # ids per `IN (...)` predicate
+_SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
+# Vectors the writer adds to its in-memory FAISS index between saves. A run that adds more lets the index go
+# and the next save rebuilds (or catches up) the index from Lance a batch at a time, in the kind its size calls
+# for: memory stays at one index of the final kind, never a float32 copy of every new vector on top of it.
+HOLD_ROWS = 65_536
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ class Store:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from None
         self._index: VectorIndex | None = None
         self._index_version = -1
+        self._unsaved = 0  # vectors added to the in-memory index since it was loaded, built or saved
         self._owners: ChunkOwners | None = None
         self._persisted_at = float("-inf")
         self._owners_version = -1
@@ -150,8 +158,12 @@ class Store:
         if chunks is not None and chunks.num_rows:
             self.chunks.add(chunks)
             if self._index is not None:
-                self._index.add(chunks["id"].to_numpy(), vectors_of(chunks))
-                self._index_version = self.chunks.version
+                self._unsaved += chunks.num_rows
+                if self._unsaved > HOLD_ROWS:
+                    self._index = None  # a large run: rebuilt from Lance when next needed
+                else:
+                    self._index.add(chunks["id"].to_numpy(), vectors_of(chunks))
+                    self._index_version = self.chunks.version
         if documents:
             rows = pa.Table.from_pylist(documents, schema=documents_schema(self.dim))
             self.documents.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
@@ -187,37 +199,69 @@ class Store:
                 if (column,) not in existing:
                     table.create_scalar_index(column)
             table.optimize(cleanup_older_than=timedelta(minutes=10))
+            release_freed()
         if self._index is not None:
             self._index_version = self.chunks.version
 
     # ---- the FAISS index -----------------------------------------------------------------
     def vector_index(self) -> VectorIndex:
-        """The FAISS index for the current chunks version: loaded if persisted for it, else caught up
-        from the newest persisted one (or the one in memory) by diffing chunk ids with Lance."""
+        """The FAISS index for the current chunks version: loaded if persisted for it, else caught up from the
+        newest persisted one (or the one in memory) by diffing chunk ids with Lance, else built from Lance."""
         version = self.chunks.version
         if self._index is not None and self._index_version == version:
             return self._index
         index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
         if index is None:
-            index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe) or VectorIndex(self.dim, self.ann.nprobe)
-            self._catch_up(index)
-        self._index, self._index_version = index, version
+            index, self._index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe), None
+            if index is None or not self._catch_up(index):
+                index = None  # freed before the new one is built
+                index = self._build_index()
+        self._index, self._index_version, self._unsaved = index, version, 0
         return index
 
-    def _catch_up(self, index: VectorIndex) -> None:
-        """Make `index` hold exactly the chunk ids of this Lance version."""
-        lance_ids = self.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_numpy()
+    def _vector_batches(self, every: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, vectors) of every `every`-th chunk of this version, read by row offset a batch at a time
+        (a plain scan reads far ahead: hundreds of MB at this size)."""
+        n = self.chunks.count_rows()
+        step = _SCAN_BATCH * every
+        for start in range(0, n, step):
+            table = self.chunks.take_offsets(list(range(start, min(n, start + step), every))).select(["id", "vector"]).to_arrow()
+            yield table["id"].to_numpy(), vectors_of(table)
+
+    def _catch_up(self, index: VectorIndex) -> bool:
+        """Make `index` hold exactly the chunk ids of this Lance version; False (index untouched) when more
+        than half of them are missing, for which building afresh is cheaper."""
+        lance_ids = self.chunks.search().select(["id"]).to_arrow()["id"].to_numpy()
         have = index.ids()
-        index.remove(np.setdiff1d(have, lance_ids, assume_unique=True))
         missing = np.setdiff1d(lance_ids, have, assume_unique=True)
         if len(missing) > len(lance_ids) // 2:
-            table = self.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
-            keep = np.isin(table["id"].to_numpy(), missing)
-            table = table.filter(pa.array(keep))
+            return False
+        index.remove(np.setdiff1d(have, lance_ids, assume_unique=True))
+        if len(missing) <= 4 * _IN_BATCH:
+            if len(missing):
+                table = self.chunks_by_id(missing.tolist(), ["id", "vector"])
+                index.add(table["id"].to_numpy(), vectors_of(table))
+            return True
+        for ids, vectors in self._vector_batches():
+            keep = np.isin(ids, missing, assume_unique=True)
+            index.add(ids[keep], vectors[keep])
+        return True
+
+    def _build_index(self, kind: str | None = None) -> VectorIndex:
+        """A new index of `kind` (default: what the policy wants for this size) over every chunk in Lance,
+        streamed; an IVF index is first trained on an even sample of them (one more pass)."""
+        n = self.chunks.count_rows()
+        if (kind or self.ann.kind_for(n)) == "ivf":
+            nlist = ivf_lists(n)
+            sample = np.concatenate([v for _, v in self._vector_batches(every=max(1, n // train_size(n, nlist)))])
+            index = VectorIndex.ivf(self.dim, sample, nlist, self.ann.nprobe)
+            del sample
         else:
-            table = self.chunks_by_id(missing.tolist(), ["id", "vector"])
-        if table.num_rows:
-            index.add(table["id"].to_numpy(), vectors_of(table))
+            index = VectorIndex(self.dim, self.ann.nprobe)
+        for ids, vectors in self._vector_batches():
+            index.add(ids, vectors)
+        release_freed()
+        return index
 
     def chunk_owners(self) -> "ChunkOwners":
         """Which document version each chunk belongs to, for the current chunks version (cached)."""
@@ -232,14 +276,15 @@ class Store:
         skip it when the last save is more recent (readers catch a stale file up from Lance by chunk id)."""
         if min_interval_s and time.monotonic() - self._persisted_at < min_interval_s:
             return
-        index = self.vector_index() if self._index is None else self._index
-        reshaped = self.ann.reshape(index)
-        if reshaped is not index:
-            self._index = index = reshaped
+        index = self.vector_index()
+        kind = self.ann.rebuild(index)
+        if kind is not None:
+            self._index = index = None  # freed before the new one is built
+            self._index = index = self._build_index(kind)
             (self.data_dir / f"chunks.v{self.chunks.version}.faiss").unlink(missing_ok=True)
         if not (self.data_dir / f"chunks.v{self.chunks.version}.faiss").exists():
             index.save(self.data_dir, self.chunks.version)
-        self._index_version = self.chunks.version
+        self._index_version, self._unsaved = self.chunks.version, 0
         self._persisted_at = time.monotonic()
 
     def track_index(self) -> None:
@@ -258,15 +303,19 @@ class AnnPolicy:
 
     MIN_IVF = 10_000
 
-    def reshape(self, index: VectorIndex) -> VectorIndex:
-        """`index`, or a new one of the kind this policy wants for its size (built from its vectors)."""
+    def kind_for(self, n: int) -> str:
+        """The kind of index wanted for n vectors."""
+        return "ivf" if n >= self.MIN_IVF and (self.kind == "ivf" or (self.kind == "auto" and n >= self.above)) else "flat"
+
+    def rebuild(self, index: VectorIndex) -> str | None:
+        """The kind to rebuild `index` as, or None when it suits its size (an IVF index stays until it is a
+        quarter of `above`, so that a collection near the threshold does not switch back and forth)."""
         n = len(index)
-        want_ivf = n >= self.MIN_IVF and (self.kind == "ivf" or (self.kind == "auto" and n >= self.above))
-        if want_ivf and (index.kind == "flat" or n > 4 * index.trained_for):
-            return index.to_ivf()
-        if not want_ivf and index.kind == "ivf" and (self.kind == "flat" or n < self.MIN_IVF or n < self.above // 4):
-            return index.to_flat()
-        return index
+        if self.kind_for(n) == "ivf":
+            return "ivf" if index.kind == "flat" or n > 4 * index.trained_for else None
+        if index.kind == "ivf" and (self.kind == "flat" or n < self.MIN_IVF or n < self.above // 4):
+            return "flat"
+        return None
 
 
 class ChunkOwners:

@@ -1,5 +1,5 @@
-"""The FAISS index over chunk vectors, keyed by chunk id, persisted per Lance version: exact (flat) or,
-for large collections, an inverted-file index (IVF) that searches `nprobe` of its clusters."""
+"""The FAISS index over chunk vectors, keyed by chunk id, persisted per Lance version: exact (flat, float32) or,
+for large collections, an inverted-file index (IVF, float16) that searches `nprobe` of its clusters."""
 
 import os
 import re
@@ -11,8 +11,13 @@ _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
 
 
 def ivf_lists(n: int) -> int:
-    """Clusters for an IVF index of n vectors: about 4 sqrt(n)."""
-    return int(min(max(4 * np.sqrt(max(n, 1)), 64), 65_536))
+    """Clusters for an IVF index of n vectors: about 4 sqrt(n), and few enough to train each on 40 vectors."""
+    return int(max(min(4 * np.sqrt(max(n, 1)), 65_536, n // 40), 1))
+
+
+def train_size(n: int, nlist: int) -> int:
+    """Vectors to train `nlist` clusters on: 40 per cluster (FAISS asks for at least 39), at most n."""
+    return min(n, 40 * nlist)
 
 
 class VectorIndex:
@@ -39,20 +44,28 @@ class VectorIndex:
         """The size an IVF index's clusters were trained for (its lists are sized for it); 0 for flat."""
         return int(self.index.nlist) ** 2 // 16 if self.kind == "ivf" else 0
 
-    def to_ivf(self, nlist: int | None = None, sample: int = 262_144, seed: int = 0) -> "VectorIndex":
+    @classmethod
+    def ivf(cls, dim: int, train: np.ndarray, nlist: int, nprobe: int = 32) -> "VectorIndex":
+        """An empty IVF index whose `nlist` clusters are trained on `train`; vectors are stored as float16
+        (half the memory of float32, cosines within 1e-3) with a hash-table map for removals by chunk id."""
+        faiss = (out := cls(dim, nprobe))._faiss
+        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_fp16,
+                                              faiss.METRIC_INNER_PRODUCT, False)
+        index.set_direct_map_type(faiss.DirectMap.Hashtable)
+        index.train(np.ascontiguousarray(train, dtype=np.float32))
+        out.index = index
+        out._set_nprobe()
+        return out
+
+    def to_ivf(self, nlist: int | None = None, seed: int = 0) -> "VectorIndex":
         """An IVF index holding the same ids and vectors, its clusters trained on (a sample of) them."""
-        faiss = self._faiss
         ids = self.ids()
         vectors = self.vectors(ids.tolist())
         nlist = nlist or ivf_lists(len(ids))
-        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(self.dim), self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        index.set_direct_map_type(faiss.DirectMap.Hashtable)  # removals and reconstruction by chunk id
+        sample = train_size(len(ids), nlist)
         rng = np.random.default_rng(seed)
         train = vectors if len(vectors) <= sample else vectors[rng.choice(len(vectors), sample, replace=False)]
-        index.train(np.ascontiguousarray(train, dtype=np.float32))
-        out = VectorIndex(self.dim, self.nprobe)
-        out.index = index
-        out._set_nprobe()
+        out = VectorIndex.ivf(self.dim, train, nlist, self.nprobe)
         out.add(ids, vectors)
         return out
 

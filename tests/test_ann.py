@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from store import lance_store
 from store.lance_store import AnnPolicy, Store
 from store.vector_index import VectorIndex
 from tests.conftest import make_pipeline
@@ -37,8 +38,8 @@ def test_ivf_deletes_and_updates_are_never_stale(tmp_path: Path) -> None:
     ivf.remove(ids[5_000:5_100])
     ivf.add(ids[5_000:5_100], moved)  # an update: same ids, new vectors
     scores, hits = ivf.search_batch(moved, 1)
-    assert hits[:, 0].tolist() == ids[5_000:5_100].tolist() and np.allclose(scores[:, 0], 1.0, atol=1e-4)
-    assert np.allclose(ivf.vectors(ids[5_000:5_010].tolist()), moved[:10])
+    assert hits[:, 0].tolist() == ids[5_000:5_100].tolist() and np.allclose(scores[:, 0], 1.0, atol=1e-3)
+    assert np.allclose(ivf.vectors(ids[5_000:5_010].tolist()), moved[:10], atol=1e-3)  # stored as float16
 
     ivf.save(tmp_path, 7)
     loaded = VectorIndex.load(tmp_path, 7, 32, nprobe=4)
@@ -77,3 +78,30 @@ def test_store_switches_to_ivf_and_keeps_it_in_step(tmp_path: Path, monkeypatch:
     (root / "007.txt").write_text("one more change")
     indexer.run(root)
     assert store.vector_index().kind == "flat"
+
+
+def test_a_large_run_lets_the_index_go_and_the_save_rebuilds_it_from_lance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lance_store, "HOLD_ROWS", 20)
+    built: list[str | None] = []
+    build = Store._build_index
+    monkeypatch.setattr(Store, "_build_index", lambda self, kind=None: built.append(kind) or build(self, kind))
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(120):
+        (root / f"{i:03d}.txt").write_text(f"note {i} on wings lift drag flow heat topic{i} " * 3)
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    store.track_index()
+    built.clear()
+    indexer.run(root)
+    assert built, "more than HOLD_ROWS new vectors: the save builds the index from Lance"
+    for view in (store, Store(tmp_path / "data", store.dim)):
+        lance_ids = view.chunks.search().select(["id"]).to_arrow()["id"].to_pylist()
+        assert sorted(lance_ids) == sorted(view.vector_index().ids().tolist())
+    assert searcher.search("topic7", k=1, mode="dense").results[0].path == "007.txt"
+
+    built.clear()
+    (root / "007.txt").write_text("rewritten: zeppelins and airships")
+    indexer.run(root)
+    assert not built, "a small change is kept in memory"
+    assert sorted(store.chunks.search().select(["id"]).to_arrow()["id"].to_pylist()) == sorted(store.vector_index().ids().tolist())
+    assert searcher.search("zeppelins airships", k=1, mode="dense").results[0].path == "007.txt"

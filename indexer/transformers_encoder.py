@@ -1,14 +1,17 @@
 """The real encoder: a local Hugging Face model run with transformers on CPU (default: bundled MiniLM)."""
 
+import copy
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
 
 from indexer.encoder import Encoder
 from store.errors import ModelError
+from store.heap import release_freed
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -108,6 +111,8 @@ class TransformersEncoder(Encoder):
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json)", "use a model with tokenizer.json")
         self._torch = torch
+        self._local = threading.local()
+        self._copy_lock = threading.Lock()
         self.model_id = BUNDLED_MODEL_ID if bundled else path.name
         self.fingerprint = _fingerprint(path)
         self.dim = int(self.model.config.hidden_size)
@@ -129,15 +134,35 @@ class TransformersEncoder(Encoder):
             cache = Path(cache_dir).expanduser() if cache_dir else None
             self._fast = load_fast_model(self.model, self.tokenizer, self.fingerprint, cache, threads or physical_cores())
 
+    def _tokenizer(self):  # noqa: ANN202 - a transformers fast tokenizer
+        """This thread's own copy of the tokenizer. One instance must not be shared: each call sets padding and
+        truncation on the Rust tokenizer before encoding, so a concurrent call (the reader chunking while the
+        writer encodes, or a query meanwhile) could be encoded with the other's settings."""
+        tokenizer = getattr(self._local, "tokenizer", None)
+        if tokenizer is None:
+            with self._copy_lock:
+                tokenizer = self._local.tokenizer = copy.deepcopy(self.tokenizer)
+        return tokenizer
+
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
-        encoded = self.tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
+        encoded = self._tokenizer()(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
         return [np.asarray(m, dtype=np.int64).reshape(-1, 2) for m in encoded["offset_mapping"]]
+
+    def release_memory(self) -> None:
+        if self._fast is not None:
+            self._fast.release_memory(self._tokenizer()([""], return_tensors="np"))
+        release_freed()
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         if self._fast is not None:
-            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+            batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
             return _pool(self._fast(batch), batch["attention_mask"], self.pooling)
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        return self._embed_query_batch(texts)
+
+    def _embed_query_batch(self, texts: list[str]) -> np.ndarray:
+        """Queries always go through the exact (float32) model: they are short, and in fast mode this halves
+        the int8 error between a query and the documents it should find."""
+        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
         return _pool(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)

@@ -1,6 +1,8 @@
 """The encoder contract (batching, budgets, normalization) and the real model's parity with sentence-transformers."""
 
 import json
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -68,3 +70,29 @@ def test_real_encoder_declares_its_shape(real_encoder) -> None:
     assert real_encoder.max_length == 256
     assert real_encoder.pooling == "mean"
     assert real_encoder.origin()["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_chunking_and_encoding_at_once_do_not_share_tokenizer_settings(real_encoder) -> None:
+    """The reader thread chunks (no padding, no truncation) while the writer or a query encodes (padded,
+    truncated to max_length): each must get its own settings, or a long block's token spans get cut."""
+    long_text = " ".join(f"word{i} in a sentence" for i in range(600))  # far beyond max_length tokens
+    expected = real_encoder.token_spans([long_text])[0]
+    assert len(expected) > 4 * real_encoder.max_length
+    stop = threading.Event()
+
+    def encode() -> None:  # the tokenizing half of an encoder batch, as the writer or a query thread does it
+        while not stop.is_set():
+            real_encoder._tokenizer()(["a short query", "and another, longer one " * 100], padding=True, truncation=True,
+                                      max_length=real_encoder.max_length, return_tensors="np")
+
+    worker = threading.Thread(target=encode)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: a shared tokenizer fails at once
+    worker.start()
+    try:
+        for _ in range(300):
+            assert np.array_equal(real_encoder.token_spans([long_text])[0], expected)
+    finally:
+        stop.set()
+        worker.join()
+        sys.setswitchinterval(interval)

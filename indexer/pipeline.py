@@ -235,6 +235,8 @@ class Indexer:
                 todo.append(entry)
         by_content = {(r.content_hash, r.format): r for r in known.values()}
         self._process(todo, known, by_content, summary, Progress(files_total=len(todo)), progress, note, run_id)
+        if summary.tokens:
+            self.encoder.release_memory()  # before compaction and the index save, which need memory too
         scanned = {e.path for e in entries}
         gone = [p for p in in_scope if p not in scanned or p in summary.failures]
         self.store.commit(None, [], [in_scope[p].id for p in gone])

@@ -102,18 +102,18 @@ class _Context:
             self._doc_vectors = self.searcher._document_vectors()
         return self._doc_vectors
 
-    def current(self, chunk_id: int, query: Query) -> str | None:
-        """The chunk's document id when the chunk belongs to its current version and passes the filters."""
-        doc_id, digest = self.owners.owner.get(chunk_id, (None, None))
-        doc = self.docs.get(doc_id)
-        if doc is None or doc["content_hash"] != digest or not query.filters.allows(doc["path"], doc["mtime"]):
+    def current(self, owner: tuple[str, str] | None, query: Query) -> str | None:
+        """The document id of a chunk's (document id, content hash) when that is the document's current
+        version and passes the filters."""
+        doc = self.docs.get(owner[0]) if owner else None
+        if doc is None or doc["content_hash"] != owner[1] or not query.filters.allows(doc["path"], doc["mtime"]):
             return None
-        return doc_id
+        return owner[0]
 
     def chunk_vectors(self, doc_id: str) -> tuple[list[int], np.ndarray]:
         """Every chunk of a document's current version and its vector (cached per batch)."""
         if doc_id not in self.vectors:
-            members = self.owners.members.get((doc_id, self.docs[doc_id]["content_hash"]), [])
+            members = self.owners.members(doc_id, self.docs[doc_id]["content_hash"])
             self.vectors[doc_id] = (members, self.index.vectors(members))
         return self.vectors[doc_id]
 
@@ -215,8 +215,8 @@ class Searcher:
     def _candidates(self, ctx: _Context, q: Query, ids: np.ndarray, scores: np.ndarray) -> list[tuple[int, str, float]]:
         """(chunk id, document id, score) of the current, allowed chunks among a retriever's hits, best first."""
         out = []
-        for chunk_id, score in zip(ids.tolist(), scores.tolist()):
-            if chunk_id >= 0 and (doc_id := ctx.current(chunk_id, q)) is not None:
+        for chunk_id, score, owner in zip(ids.tolist(), scores.tolist(), ctx.owners.owners(ids)):
+            if chunk_id >= 0 and (doc_id := ctx.current(owner, q)) is not None:
                 out.append((chunk_id, doc_id, score))
         return out
 

@@ -253,8 +253,12 @@ class Store:
         n = self.chunks.count_rows()
         if (kind or self.ann.kind_for(n)) == "ivf":
             nlist = ivf_lists(n)
-            sample = np.concatenate([v for _, v in self._vector_batches(every=max(1, n // train_size(n, nlist)))])
-            index = VectorIndex.ivf(self.dim, sample, nlist, self.ann.nprobe)
+            every = max(1, n // train_size(n, nlist))
+            sample, filled = np.empty((len(range(0, n, every)), self.dim), np.float32), 0
+            for _, vectors in self._vector_batches(every):
+                sample[filled:filled + len(vectors)] = vectors
+                filled += len(vectors)
+            index = VectorIndex.ivf(self.dim, sample[:filled], nlist, self.ann.nprobe)
             del sample
         else:
             index = VectorIndex(self.dim, self.ann.nprobe)
@@ -319,15 +323,35 @@ class AnnPolicy:
 
 
 class ChunkOwners:
-    """chunk id → (document id, content hash), and document id → its chunk ids: lookups without Lance."""
+    """chunk id → (document id, content hash), and a document version → its chunk ids: lookups without Lance,
+    built with Arrow and numpy (no Python object per chunk), so that a new table version costs little."""
 
     def __init__(self, table: pa.Table) -> None:
-        ids = table["id"].to_pylist()
-        owners = list(zip(table["document_id"].to_pylist(), table["content_hash"].to_pylist()))
-        self.owner: dict[int, tuple[str, str]] = dict(zip(ids, owners))
-        self.members: dict[tuple[str, str], list[int]] = {}
-        for chunk_id, key in zip(ids, owners):
-            self.members.setdefault(key, []).append(chunk_id)
+        ids = table["id"].to_numpy()
+        keys = pc.binary_join_element_wise(table["document_id"], table["content_hash"], ":")
+        encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        self._pairs = [tuple(key.split(":", 1)) for key in encoded.dictionary.to_pylist()]
+        self._code_of = {pair: code for code, pair in enumerate(self._pairs)}
+        order = np.argsort(ids, kind="stable")
+        self._ids, self._codes = ids[order], codes[order]
+        by_code = np.argsort(codes, kind="stable")  # stable: a document's chunks stay in table (ordinal) order
+        self._members = ids[by_code]
+        self._starts = np.searchsorted(codes[by_code], np.arange(len(self._pairs) + 1))
+
+    def owners(self, chunk_ids: np.ndarray) -> list[tuple[str, str] | None]:
+        """(document id, content hash) of each chunk id; None for ids not in this version."""
+        chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
+        if not len(self._ids) or not len(chunk_ids):
+            return [None] * len(chunk_ids)
+        pos = np.minimum(np.searchsorted(self._ids, chunk_ids), len(self._ids) - 1)
+        found = self._ids[pos] == chunk_ids
+        return [self._pairs[c] if f else None for c, f in zip(self._codes[pos].tolist(), found.tolist())]
+
+    def members(self, doc_id: str, content_hash: str) -> list[int]:
+        """The chunk ids of one document version, in order."""
+        code = self._code_of.get((doc_id, content_hash))
+        return [] if code is None else self._members[self._starts[code]:self._starts[code + 1]].tolist()
 
 
 def vectors_of(table: pa.Table) -> np.ndarray:

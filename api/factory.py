@@ -96,6 +96,7 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
 
 def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> WatchService:
     """Watcher, change collector and the one writer, for `root`."""
+    indexer.optimize_every_s = settings.watch.optimize_every_s
     collector = ChangeCollector(root, settings.watch.quiet_s)
     watcher = FolderWatcher(root, scan_rules(settings), collector, settings.watch.polling, settings.watch.ignore,
                             settings.watch.poll_interval_s)

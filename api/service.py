@@ -43,6 +43,7 @@ class LodexService:
         except BaseException:
             self.lock.release()
             raise
+        self.indexer.optimize_every_s = settings.watch.optimize_every_s
         self.encoded_tokens = 0
         self._rate = 0.0
         self._on_file = on_file

@@ -41,6 +41,7 @@ class WatchSettings(_Section):
     quiet_s: float = Field(1.0, ge=0)
     polling: bool = False
     poll_interval_s: float = Field(1.0, gt=0)
+    optimize_every_s: float = Field(30.0, ge=0)
     ignore: list[str] = ["*.swp", "*.swx", "*.swo", "*~", "*.tmp", "*.temp", ".#*", "#*#", "4913", "*.part", "*.crdownload", "~$*"]
 
 

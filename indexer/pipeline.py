@@ -204,6 +204,7 @@ class Indexer:
         self.jobs = jobs
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
+        self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
 
     def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
@@ -482,6 +483,8 @@ class Indexer:
             })
             finished.append((p, total))
         self.store.commit(pa.concat_tables(chunk_tables), documents, [])
+        if self.optimize_every_s:  # a long run while serving: keep keyword search on the full-text index
+            self.store.maybe_optimize(min_interval_s=self.optimize_every_s)
         done = time.monotonic()
         records = []
         for p, total in finished:

@@ -40,7 +40,7 @@ def test_planted_passage_is_found_at_rank_one_with_exact_offsets(tmp_path: Path,
     assert top.path == "report-3.txt"
     assert top.score > response.results[1].score + 0.1
     best = top.passages[0]
-    assert best.score == top.score
+    assert best.score == pytest.approx(top.score, abs=2e-6)  # the same cosine (FAISS BLAS vs numpy: last digit)
     assert texts["report-3.txt"][best.char_start : best.char_end] == best.text
     start = texts["report-3.txt"].index(PLANTED)
     assert best.char_start <= start and start + len(PLANTED) <= best.char_end

@@ -26,7 +26,6 @@ class VectorIndex:
     def __init__(self, dim: int, nprobe: int = 32) -> None:
         import faiss
 
-        faiss.cvar.distance_compute_blas_threshold = 2  # a batch of queries: one BLAS pass over the vectors
         self._faiss = faiss
         self.dim = dim
         self.nprobe = nprobe

@@ -33,10 +33,6 @@ class Encoder(ABC):
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         """Embed one batch (already sorted and budgeted) into an (n, dim) float32 array, pooled."""
 
-    def _embed_query_batch(self, texts: list[str]) -> np.ndarray:
-        """Embed one batch of queries; the same model as documents unless an encoder says otherwise."""
-        return self._embed_batch(texts)
-
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Model input length of each text, special tokens included, capped at max_length."""
         return [min(len(s) + self.special_tokens, self.max_length) for s in self.token_spans(texts)]
@@ -66,9 +62,8 @@ class Encoder(ABC):
         if not texts:
             return out
         lengths = lengths if lengths is not None else self.token_lengths(texts)
-        embed_batch = self._embed_query_batch if kind == "query" else self._embed_batch
         for batch in self._batches(lengths):
-            out[batch] = embed_batch([texts[i] for i in batch])
+            out[batch] = self._embed_batch([texts[i] for i in batch])
             self.texts_encoded += len(batch)
         if self.normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)

@@ -157,11 +157,6 @@ class TransformersEncoder(Encoder):
         if self._fast is not None:
             batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
             return _pool(self._fast(batch), batch["attention_mask"], self.pooling)
-        return self._embed_query_batch(texts)
-
-    def _embed_query_batch(self, texts: list[str]) -> np.ndarray:
-        """Queries always go through the exact (float32) model: they are short, and in fast mode this halves
-        the int8 error between a query and the documents it should find."""
         batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state

@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from store.errors import OriginMismatchError, StoreError
-from store.lance_store import Store
+from store.lance_store import ChunkOwners, Store
 from store.origin import make_origin
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
@@ -64,3 +66,14 @@ def test_faiss_index_is_rebuilt_when_missing_or_stale(tmp_path: Path) -> None:
     store.chunks.delete("ordinal = 0")  # Lance moves on without the FAISS file: it is stale now
     rebuilt = Store(tmp_path / "data", encoder.dim).vector_index()
     assert len(rebuilt) == chunks - 4
+
+
+def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:
+    table = pa.table({"id": [30, 10, 20, 40, 50], "document_id": ["a", "a", "b", "a", "a"],
+                      "content_hash": ["h1", "h1", "h9", "h2", "h1"]})
+    owners = ChunkOwners(table)
+    assert owners.owners(np.array([10, 20, 40, 99, -1])) == [("a", "h1"), ("b", "h9"), ("a", "h2"), None, None]
+    assert owners.members("a", "h1") == [30, 10, 50]  # in table (ordinal) order
+    assert owners.members("a", "h2") == [40] and owners.members("b", "h1") == [] and owners.members("z", "h1") == []
+    empty = ChunkOwners(table.slice(0, 0))
+    assert empty.owners(np.array([10])) == [None] and empty.members("a", "h1") == []

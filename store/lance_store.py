@@ -2,9 +2,9 @@
 
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 

@@ -94,13 +94,18 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
                    jobs=jobs, retries=cfg.retries, retry_backoff_s=cfg.retry_backoff_s, title_prefix=settings.chunking.title_prefix)
 
 
+def build_writer(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> IndexWriter:
+    """The one writer of a long-lived process (watch, serve): its runs keep the full-text index caught up."""
+    indexer.optimize_every_s = settings.watch.optimize_every_s
+    return IndexWriter(indexer, root, **run_options)
+
+
 def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> WatchService:
     """Watcher, change collector and the one writer, for `root`."""
-    indexer.optimize_every_s = settings.watch.optimize_every_s
     collector = ChangeCollector(root, settings.watch.quiet_s)
     watcher = FolderWatcher(root, scan_rules(settings), collector, settings.watch.polling, settings.watch.ignore,
                             settings.watch.poll_interval_s)
-    return WatchService(IndexWriter(indexer, root, **run_options), watcher, collector)
+    return WatchService(build_writer(settings, indexer, root, **run_options), watcher, collector)
 
 
 def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Searcher:

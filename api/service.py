@@ -7,7 +7,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from api.factory import ann_policy, build_encoder, build_indexer, build_searcher, build_watch, open_store
+from api.factory import ann_policy, build_encoder, build_indexer, build_searcher, build_watch, build_writer, open_store
 from api.settings import Settings
 from indexer.encoder import Encoder
 from indexer.pipeline import PUSHED_PREFIX, Progress, document_id
@@ -43,13 +43,12 @@ class LodexService:
         except BaseException:
             self.lock.release()
             raise
-        self.indexer.optimize_every_s = settings.watch.optimize_every_s
         self.encoded_tokens = 0
         self._rate = 0.0
         self._on_file = on_file
         options = {"on_file": self._file_done, "progress": self._progress}
         self.watch: WatchService | None = build_watch(settings, self.indexer, root, **options) if watch else None
-        self.writer: IndexWriter = self.watch.writer if self.watch else IndexWriter(self.indexer, root, **options)
+        self.writer: IndexWriter = self.watch.writer if self.watch else build_writer(settings, self.indexer, root, **options)
         self._local = threading.local()
         self._closed = False
         self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, Store(self.data_dir, self.encoder.dim, ann_policy(settings))),

@@ -195,7 +195,6 @@ class Store:
         due = self.chunks.version - self._optimized_at >= every or self._unoptimized_rows >= OPTIMIZE_ROWS
         if force or (due and time.monotonic() - self._optimized_time >= min_interval_s):
             self.optimize()
-            self._optimized_at, self._optimized_time, self._unoptimized_rows = self.chunks.version, time.monotonic(), 0
 
     def optimize(self) -> None:
         """Compact both tables, keep scalar indexes on the lookup columns, and drop old versions."""
@@ -207,7 +206,8 @@ class Store:
                 if (column,) not in existing:
                     table.create_scalar_index(column)
             table.optimize(cleanup_older_than=timedelta(minutes=10))
-            release_freed()
+        release_freed()
+        self._optimized_at, self._optimized_time, self._unoptimized_rows = self.chunks.version, time.monotonic(), 0
         if self._index is not None:
             self._index_version = self.chunks.version
 

@@ -4,8 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from api.factory import build_writer
+from api.settings import Settings
 from search.highlight import highlight_spans, query_stems
 from search.searcher import RANKINGS
+from store import lance_store
+from store.lance_store import Store
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -109,3 +113,24 @@ def test_highlight_spans_unit() -> None:
     assert [text[s:e] for s, e in highlight_spans(text, stems)] == ["air", "flows", "heating", "HEAT", "heats", "flow"]
     assert highlight_spans("anything", set()) == []
     assert [("naïve café"[s:e]) for s, e in highlight_spans("naïve café", query_stems("NAIVE"))] == ["naïve"]
+
+
+def test_a_long_run_of_a_serving_writer_folds_new_chunks_into_the_keyword_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lance_store, "OPTIMIZE_ROWS", 5)
+    counted: list[int] = []
+    optimize = Store.optimize
+    monkeypatch.setattr(Store, "optimize", lambda self: counted.append(self.chunks.count_rows()) or optimize(self))
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(30):
+        (root / f"{i:02d}.txt").write_text(f"note {i} about turbine blades and topic{i} " * 20)
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.flush_tokens = 300  # many commits in one run
+    build_writer(Settings(base_dir=tmp_path), indexer, root)  # the writer of `watch` / `serve` turns it on
+    assert indexer.optimize_every_s == Settings(base_dir=tmp_path).watch.optimize_every_s > 0
+    indexer.optimize_every_s = 1e-6  # as often as rows pile up, for the test
+    summary = indexer.run(root)
+    assert len(counted) > 2 and counted[0] < summary.chunks, "optimized during the run, not only at its end"
+    stats = store.chunks.index_stats("text_idx")
+    assert stats.num_unindexed_rows == 0
+    assert searcher.search("topic17", k=1, mode="bm25").results[0].path == "17.txt"

@@ -30,7 +30,7 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page()
             page.goto(server.url + "/")
-            assert page.evaluate("document.activeElement.id") == "q", "the query box has the focus"
+            page.wait_for_function("document.activeElement && document.activeElement.id === 'q'", timeout=10_000)
             page.keyboard.type("where do arctic terns migrate")
             page.keyboard.press("Enter")
             first = page.locator("li.hit").first

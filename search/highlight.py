@@ -2,6 +2,7 @@
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in into is it
@@ -15,6 +16,7 @@ def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light English stem, the same for "flow"/"flows", "heat"/"heated"/"heating", "wave"/"waves"."""
     word = _fold(word)
@@ -33,13 +35,19 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
+@lru_cache(maxsize=1 << 16)
+def _content_stem(word: str) -> str | None:
+    """A word's stem, or None for a stop word (cached: passages repeat their words, and this runs per word shown)."""
+    return None if _fold(word) in _STOP else stem(word)
+
+
 def query_stems(query: str) -> set[str]:
     """The stems of a query's content words."""
-    return {stem(w) for w in _WORD.findall(query) if _fold(w) not in _STOP}
+    return {s for w in _WORD.findall(query) if (s := _content_stem(w)) is not None}
 
 
 def highlight_spans(text: str, stems: set[str]) -> list[tuple[int, int]]:
     """[start, end) character spans of the words in `text` whose stem is one of `stems`."""
     if not stems:
         return []
-    return [(m.start(), m.end()) for m in _WORD.finditer(text) if stem(m.group()) in stems and _fold(m.group()) not in _STOP]
+    return [(m.start(), m.end()) for m in _WORD.finditer(text) if _content_stem(m.group()) in stems]

@@ -29,7 +29,7 @@ class IndexSettings(_Section):
     max_parsed_mb: float = Field(50, gt=0)
     stream_above_mb: float = Field(8, gt=0)
     ann: Literal["auto", "flat", "ivf"] = "auto"
-    ann_above: int = Field(200_000, ge=10_000)
+    ann_above: int = Field(50_000, ge=10_000)
     flush_tokens: int = Field(32768, ge=256)
     retries: int = Field(3, ge=0, le=20)
     retry_backoff_s: float = Field(0.5, ge=0)
@@ -87,7 +87,7 @@ class SearchSettings(_Section):
     k: int = Field(10, ge=1, le=1000)
     passages: int = Field(3, ge=0, le=50)
     candidates: int = Field(100, ge=1)
-    nprobe: int = Field(32, ge=1, le=65_536)
+    nprobe: int = Field(64, ge=1, le=65_536)
 
 
 class ApiSettings(_Section):

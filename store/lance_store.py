@@ -16,7 +16,7 @@ from store.errors import StoreError
 from store.heap import release_freed
 from store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
 from store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
-from store.vector_index import VectorIndex, ivf_lists, train_size
+from store.vector_index import NPROBE, VectorIndex, ivf_lists, train_size
 
 _IN_BATCH = 2_000  # ids per `IN (...)` predicate
 _SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
@@ -310,8 +310,8 @@ class AnnPolicy:
     `above` vectors). An IVF index is retrained when it outgrows its clusters (4x the size they were made for)."""
 
     kind: str = "auto"
-    above: int = 200_000
-    nprobe: int = 32
+    above: int = 50_000
+    nprobe: int = NPROBE
 
     MIN_IVF = 10_000
 

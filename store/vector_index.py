@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
+NPROBE = 64  # IVF clusters searched per query: recall@10 0.9996 at 105,000 real chunks and at 1,000,000 synthetic ones
 
 
 def ivf_lists(n: int) -> int:
@@ -23,7 +24,7 @@ def train_size(n: int, nlist: int) -> int:
 class VectorIndex:
     """Inner-product search over chunk vectors, keyed by chunk id: exact, or IVF (approximate) when built so."""
 
-    def __init__(self, dim: int, nprobe: int = 32) -> None:
+    def __init__(self, dim: int, nprobe: int = NPROBE) -> None:
         import faiss
 
         self._faiss = faiss
@@ -45,7 +46,7 @@ class VectorIndex:
         return int(self.index.nlist) ** 2 // 16 if self.kind == "ivf" else 0
 
     @classmethod
-    def ivf(cls, dim: int, train: np.ndarray, nlist: int, nprobe: int = 32) -> "VectorIndex":
+    def ivf(cls, dim: int, train: np.ndarray, nlist: int, nprobe: int = NPROBE) -> "VectorIndex":
         """An empty IVF index whose `nlist` clusters are trained on `train`; vectors are stored as float16
         (half the memory of float32, cosines within 1e-3) with a hash-table map for removals by chunk id."""
         faiss = (out := cls(dim, nprobe))._faiss
@@ -132,7 +133,7 @@ class VectorIndex:
                 path.unlink(missing_ok=True)
 
     @classmethod
-    def load(cls, directory: Path, version: int, dim: int, nprobe: int = 32) -> "VectorIndex | None":
+    def load(cls, directory: Path, version: int, dim: int, nprobe: int = NPROBE) -> "VectorIndex | None":
         """The index persisted for exactly this Lance version, or None when missing or stale."""
         path = directory / f"chunks.v{version}.faiss"
         if not path.exists():
@@ -147,7 +148,7 @@ class VectorIndex:
         return loaded if loaded.index.d == dim else None
 
     @classmethod
-    def load_latest(cls, directory: Path, dim: int, nprobe: int = 32) -> "VectorIndex | None":
+    def load_latest(cls, directory: Path, dim: int, nprobe: int = NPROBE) -> "VectorIndex | None":
         """The most recent persisted index, whatever Lance version it reflects (to catch up from)."""
         versions = sorted((int(m.group(1)) for p in directory.glob("chunks.v*.faiss") if (m := _FILE.match(p.name))), reverse=True)
         for version in versions:

@@ -33,6 +33,10 @@ class Encoder(ABC):
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         """Embed one batch (already sorted and budgeted) into an (n, dim) float32 array, pooled."""
 
+    def _query_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed one batch of queries; the same model as documents, maybe through a faster runtime for small batches."""
+        return self._embed_batch(texts)
+
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Model input length of each text, special tokens included, capped at max_length."""
         return [min(len(s) + self.special_tokens, self.max_length) for s in self.token_spans(texts)]
@@ -62,8 +66,9 @@ class Encoder(ABC):
         if not texts:
             return out
         lengths = lengths if lengths is not None else self.token_lengths(texts)
+        run = self._query_batch if kind == "query" else self._embed_batch
         for batch in self._batches(lengths):
-            out[batch] = self._embed_batch([texts[i] for i in batch])
+            out[batch] = run([texts[i] for i in batch])
             self.texts_encoded += len(batch)
         if self.normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)

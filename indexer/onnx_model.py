@@ -1,4 +1,5 @@
-"""Fast mode: the encoder's transformer run by ONNX Runtime with int8 weights, exported once and cached."""
+"""The encoder's transformer run by ONNX Runtime, exported once and cached: int8 weights (fast mode), or float32
+(exact mode's queries: one runtime call per batch, about twice as fast as PyTorch on a few short queries)."""
 
 import logging
 import os
@@ -17,8 +18,8 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lodex"
 
 
-class FastModel:
-    """last_hidden_state of a Hugging Face encoder, computed by an int8 ONNX Runtime session."""
+class OnnxModel:
+    """last_hidden_state of a Hugging Face encoder, computed by an ONNX Runtime session."""
 
     def __init__(self, path: Path, threads: int) -> None:
         import onnxruntime as ort
@@ -49,30 +50,29 @@ class FastModel:
         self(tiny_batch, options)
 
 
-def load_fast_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int) -> FastModel:
-    """The int8 ONNX model for this encoder: from the cache, or exported from the loaded torch model and
-    quantized (per-channel int8 weights, dynamic int8 activations) into the cache first (once, ~20 s)."""
+def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int, int8: bool) -> OnnxModel:
+    """The ONNX model for this encoder: from the cache, or exported from the loaded torch model into the cache
+    first (once: ~5 s; int8 ~20 s: per-channel int8 weights, dynamic int8 activations)."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
-        raise ModelError("encoder.precision = \"fast\" needs onnxruntime, which is not installed",
+        raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
                          "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from None
     cache = cache_dir or default_cache_dir()
-    path = cache / f"{fingerprint[:20]}-int8.onnx"
+    path = cache / f"{fingerprint[:20]}-{'int8' if int8 else 'fp32'}.onnx"
     if not path.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            _export_int8(model, tokenizer, path)
+            _export(model, tokenizer, path, int8)
         except OSError as exc:
-            raise ModelError(f"cannot write the fast model to {cache}: {exc.strerror or exc}",
+            raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}",
                              "set encoder.cache_dir to a writable folder") from None
-    return FastModel(path, threads)
+    return OnnxModel(path, threads)
 
 
-def _export_int8(model: Any, tokenizer: Any, path: Path) -> None:
-    """torch → ONNX (fp32, dynamic batch and length) → int8 weights, written atomically to `path`."""
+def _export(model: Any, tokenizer: Any, path: Path, int8: bool) -> None:
+    """torch → ONNX (fp32, dynamic batch and length) → int8 weights when asked, written atomically to `path`."""
     import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
 
@@ -87,15 +87,19 @@ def _export_int8(model: Any, tokenizer: Any, path: Path) -> None:
     sample = tokenizer(["a short sentence", "and another, somewhat longer sentence"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "hidden"]}
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
-        fp32 = Path(tmp) / "model.onnx"
+        exported = Path(tmp) / "model.onnx"
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(Hidden(model).eval(), tuple(sample[n] for n in names), str(fp32), dynamo=False, opset_version=17,
+            torch.onnx.export(Hidden(model).eval(), tuple(sample[n] for n in names), str(exported), dynamo=False, opset_version=17,
                               input_names=names, output_names=["hidden"], dynamic_axes=axes)
-        int8 = Path(tmp) / "model.int8.onnx"
-        logging.disable(logging.WARNING)  # the quantizer's advice lines are not for users
-        try:
-            quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True)
-        finally:
-            logging.disable(logging.NOTSET)
-        os.replace(int8, path)
+        if int8:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quantized = Path(tmp) / "model.int8.onnx"
+            logging.disable(logging.WARNING)  # the quantizer's advice lines are not for users
+            try:
+                quantize_dynamic(str(exported), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
+            finally:
+                logging.disable(logging.NOTSET)
+            exported = quantized
+        os.replace(exported, path)

@@ -3,6 +3,7 @@
 import copy
 import hashlib
 import json
+import logging
 import os
 import threading
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from indexer.encoder import Encoder
+from indexer.onnx_model import OnnxModel, load_onnx_model
 from store.errors import ModelError
 from store.heap import release_freed
 
@@ -127,12 +129,14 @@ class TransformersEncoder(Encoder):
         if precision not in ("exact", "fast"):
             raise ModelError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
         self.precision = precision
-        self._fast = None
+        self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None
+        self._threads = threads or physical_cores()
+        self._fast: OnnxModel | None = None
+        self._queries: OnnxModel | None = None  # exact mode: float32 ONNX for queries, loaded at the first one
+        self._query_fallback = False
+        self._query_lock = threading.Lock()
         if precision == "fast":
-            from indexer.fast_model import load_fast_model
-
-            cache = Path(cache_dir).expanduser() if cache_dir else None
-            self._fast = load_fast_model(self.model, self.tokenizer, self.fingerprint, cache, threads or physical_cores())
+            self._fast = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True)
 
     def _tokenizer(self):  # noqa: ANN202 - a transformers fast tokenizer
         """This thread's own copy of the tokenizer. One instance must not be shared: each call sets padding and
@@ -153,10 +157,32 @@ class TransformersEncoder(Encoder):
             self._fast.release_memory(self._tokenizer()([""], return_tensors="np"))
         release_freed()
 
+    def _query_model(self) -> "OnnxModel | None":
+        """The ONNX model for queries: int8 in fast mode; in exact mode the same float32 weights (same vectors to
+        1e-6, one runtime call per batch instead of one per layer), exported at the first query; None (PyTorch
+        then) when it cannot be had."""
+        if self._fast is not None or self._queries is not None or self._query_fallback:
+            return self._fast or self._queries
+        with self._query_lock:
+            if self._queries is None and not self._query_fallback:
+                try:
+                    self._queries = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=False)
+                except ModelError as exc:
+                    self._query_fallback = True
+                    logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", exc.one_line())
+        return self._queries
+
+    def _onnx_batch(self, model: "OnnxModel", texts: list[str]) -> np.ndarray:
+        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+        return _pool(model(batch), batch["attention_mask"], self.pooling)
+
+    def _query_batch(self, texts: list[str]) -> np.ndarray:
+        model = self._query_model()
+        return self._embed_batch(texts) if model is None else self._onnx_batch(model, texts)
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         if self._fast is not None:
-            batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
-            return _pool(self._fast(batch), batch["attention_mask"], self.pooling)
+            return self._onnx_batch(self._fast, texts)
         batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state

@@ -96,3 +96,22 @@ def test_chunking_and_encoding_at_once_do_not_share_tokenizer_settings(real_enco
         stop.set()
         worker.join()
         sys.setswitchinterval(interval)
+
+
+@pytest.mark.slow
+def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder, tmp_path) -> None:
+    """Queries go through a float32 ONNX copy of the model (exported once); a query embedded as a query and as
+    a document gives the same vector, and without a usable cache PyTorch answers instead."""
+    from indexer.transformers_encoder import TransformersEncoder
+
+    queries = ["heat transfer in hypersonic flow", "what is the effect of sweep on the drag of wings at transonic speed",
+               "a", "Boundary layer. " * 300]  # short, long, tiny and truncated
+    encoder = TransformersEncoder(cache_dir=tmp_path / "cache")
+    as_queries = encoder.embed(queries, kind="query")
+    assert encoder._queries is not None and len(list((tmp_path / "cache").glob("*-fp32.onnx"))) == 1
+    assert np.abs(as_queries - real_encoder.embed(queries, kind="document")).max() < 1e-5
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    fallback = TransformersEncoder(cache_dir=blocked)
+    assert np.abs(fallback.embed(queries, kind="query") - as_queries).max() < 1e-5
+    assert fallback._queries is None and fallback._query_fallback

@@ -113,9 +113,18 @@ class _Context:
     def chunk_vectors(self, doc_id: str) -> tuple[list[int], np.ndarray]:
         """Every chunk of a document's current version and its vector (cached per batch)."""
         if doc_id not in self.vectors:
-            members = self.owners.members(doc_id, self.docs[doc_id]["content_hash"])
-            self.vectors[doc_id] = (members, self.index.vectors(members))
+            self.load_vectors([doc_id])
         return self.vectors[doc_id]
+
+    def load_vectors(self, doc_ids: list[str]) -> None:
+        """Read the chunk vectors of these documents (those not cached yet) from the index in one call."""
+        missing = [d for d in dict.fromkeys(doc_ids) if d not in self.vectors]
+        if not missing:
+            return
+        members = [self.owners.members(d, self.docs[d]["content_hash"]) for d in missing]
+        vectors = self.index.vectors([c for m in members for c in m])
+        for doc_id, chunk_ids, block in zip(missing, members, np.split(vectors, np.cumsum([len(m) for m in members])[:-1])):
+            self.vectors[doc_id] = (chunk_ids, block)
 
 
 class Searcher:
@@ -230,7 +239,8 @@ class Searcher:
             chunk_scores = {c: s for c, _, s in dense_hits}
             if ranking == "max":
                 return _best_per_document(dense_hits), chunk_scores
-            return {d: self._dense_score(ctx, d, vector, ranking) for d in dict.fromkeys(d for _, d, _ in dense_hits)}, chunk_scores
+            docs = list(dict.fromkeys(d for _, d, _ in dense_hits))
+            return dict(zip(docs, self._dense_scores(ctx, docs, vector, ranking))), chunk_scores
         fused, owner = f.fuse(dense_hits, bm25_hits)
         by_doc: dict[str, list[float]] = {}
         for c, s in sorted(fused.items(), key=lambda item: -item[1]):
@@ -242,24 +252,28 @@ class Searcher:
         # blend / mean: a dense score per document (for the feedback vector), fused with BM25's best chunk per
         # document, at document level
         alpha = f.hybrid_blend_alpha if ranking == "blend" else 0.0
-        dense_docs = sorted(((d, d, self._dense_score(ctx, d, moved, "blend", alpha)) for d in by_doc), key=lambda h: -h[2])
+        docs = list(by_doc)
+        dense_docs = sorted(((d, d, s) for d, s in zip(docs, self._dense_scores(ctx, docs, moved, "blend", alpha))), key=lambda h: -h[2])
         keyword_docs = [(d, d, s) for d, s in _best_per_document(bm25_hits).items()]
         return self._doc_fusion.fuse(dense_docs, keyword_docs)[0], fused
 
-    def _dense_score(self, ctx: _Context, doc_id: str, vector: np.ndarray, ranking: str, alpha: float | None = None) -> float:
-        """A document's dense score under `ranking` (its chunks scored exactly); `alpha`: the blend's best-chunk share."""
-        _, vectors = ctx.chunk_vectors(doc_id)
-        sims = vectors @ vector
-        best = float(sims.max()) if len(sims) else 0.0
+    def _dense_scores(self, ctx: _Context, doc_ids: list[str], vector: np.ndarray, ranking: str, alpha: float | None = None) -> list[float]:
+        """Documents' dense scores under `ranking` (their chunks scored exactly, in one matrix product);
+        `alpha`: the blend's best-chunk share."""
+        if not doc_ids:
+            return []
+        ctx.load_vectors(doc_ids)
+        blocks = [ctx.vectors[d][1] for d in doc_ids]
+        sims = np.split(np.concatenate(blocks) @ vector, np.cumsum([len(b) for b in blocks])[:-1])
+        best = [float(s.max()) if len(s) else 0.0 for s in sims]
         if ranking == "max":
             return best
         if ranking == "topm":
-            m = min(self.fusion.top_m, len(sims))
-            return float(np.sort(sims)[-m:].mean()) if m else 0.0
+            return [float(np.sort(s)[-self.fusion.top_m:].mean()) if len(s) else 0.0 for s in sims]
         rows, matrix = ctx.doc_vectors()
-        mean = float(matrix[rows[doc_id]] @ vector) if doc_id in rows else 0.0
+        means = [float(matrix[rows[d]] @ vector) if d in rows else 0.0 for d in doc_ids]
         alpha = self.fusion.blend_alpha if alpha is None else alpha
-        return mean if ranking == "mean" else alpha * best + (1 - alpha) * mean
+        return means if ranking == "mean" else [alpha * b + (1 - alpha) * m for b, m in zip(best, means)]
 
     def _passages(self, ctx: _Context, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[str, float]]],
                   chunk_order: list[dict[int, float]]) -> dict[tuple[int, str], list[Passage]]:

@@ -50,29 +50,36 @@ class OnnxModel:
         self(tiny_batch, options)
 
 
-def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int, int8: bool) -> OnnxModel:
+def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int, int8: bool,
+                    max_length: int = 512) -> OnnxModel:
     """The ONNX model for this encoder: from the cache, or exported from the loaded torch model into the cache
-    first (once: ~5 s; int8 ~20 s: per-channel int8 weights, dynamic int8 activations)."""
+    first (once: ~5 s; int8 ~20 s: smoothed activations, per-channel int8 weights, dynamic int8 activations)."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
         raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
                          "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from None
     cache = cache_dir or default_cache_dir()
-    path = cache / f"{fingerprint[:20]}-{'int8' if int8 else 'fp32'}.onnx"
+    path = cache / f"{fingerprint[:20]}-{'int8s' if int8 else 'fp32'}.onnx"
     if not path.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            _export(model, tokenizer, path, int8)
+            _export(model, tokenizer, path, int8, max_length)
         except OSError as exc:
             raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}",
                              "set encoder.cache_dir to a writable folder") from None
     return OnnxModel(path, threads)
 
 
-def _export(model: Any, tokenizer: Any, path: Path, int8: bool) -> None:
-    """torch → ONNX (fp32, dynamic batch and length) → int8 weights when asked, written atomically to `path`."""
+def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int) -> None:
+    """torch → ONNX (fp32, dynamic batch and length) → int8 weights when asked (of the smoothed model),
+    written atomically to `path`."""
     import torch
+
+    from indexer.smoothing import smoothed_copy
+
+    if int8:
+        model = smoothed_copy(model, tokenizer, max_length)
 
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
 

@@ -136,7 +136,8 @@ class TransformersEncoder(Encoder):
         self._query_fallback = False
         self._query_lock = threading.Lock()
         if precision == "fast":
-            self._fast = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True)
+            self._fast = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
+                                         max_length=self.max_length)
 
     def _tokenizer(self):  # noqa: ANN202 - a transformers fast tokenizer
         """This thread's own copy of the tokenizer. One instance must not be shared: each call sets padding and

@@ -56,7 +56,7 @@ def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, 
 def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) -> None:
     from indexer.transformers_encoder import TransformersEncoder
 
-    files = list(fast_cache.glob("*-int8.onnx"))
+    files = list(fast_cache.glob("*-int8s.onnx"))
     assert len(files) == 1
     stamp = files[0].stat().st_mtime_ns
     again = TransformersEncoder(precision="fast", cache_dir=fast_cache)
@@ -82,3 +82,33 @@ def test_switching_precision_on_an_index_is_refused(tmp_path: Path, monkeypatch:
     assert result.exit_code == 0 and json.loads(result.stdout)["added"] == 1
     assert json.loads((tmp_path / ".lodex" / "origin.json").read_text())["precision"] == "fast"
     assert runner.invoke(app, ["search", "wings", "--json"]).exit_code == 0
+
+
+def test_smoothing_keeps_the_model_function_and_evens_out_input_ranges(real_encoder) -> None:
+    """The smoothed copy computes the same hidden states (it only refactors each linear layer), and the inputs
+    its int8 matrix products see have less uneven channel ranges than the original's."""
+    import torch
+
+    from indexer.smoothing import calibration_texts, smoothed_copy
+
+    model, tokenizer = real_encoder.model, real_encoder.tokenizer
+    smoothed = smoothed_copy(model, tokenizer, real_encoder.max_length)
+    batch = tokenizer(calibration_texts()[:8], padding=True, truncation=True, max_length=256, return_tensors="pt")
+    with torch.inference_mode():
+        before, after = model(**batch).last_hidden_state, smoothed(**batch).last_hidden_state
+    assert torch.allclose(before, after, atol=1e-3), (before - after).abs().max()
+    assert sum(type(m).__name__ == "Smoothed" for m in smoothed.modules()) == 6 * 6 + 1  # 6 per layer, and the pooler
+    assert not any(type(m).__name__ == "Smoothed" for m in model.modules())  # the encoder's own model is untouched
+
+    def spread(m: torch.nn.Module) -> float:
+        """max/median of the channel ranges at the first feed-forward output layer's input."""
+        seen: list[torch.Tensor] = []
+        target = m.encoder.layer[0].output.dense
+        target = getattr(target, "linear", target)  # the smoothed layer's matrix product sees x / s
+        hook = target.register_forward_hook(lambda _m, i, _o: seen.append(i[0].abs().reshape(-1, i[0].shape[-1]).amax(0)))
+        with torch.inference_mode():
+            m(**batch)
+        hook.remove()
+        return float(seen[0].max() / seen[0].median())
+
+    assert spread(smoothed) < spread(model)

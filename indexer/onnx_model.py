@@ -21,7 +21,7 @@ def default_cache_dir() -> Path:
 class OnnxModel:
     """last_hidden_state of a Hugging Face encoder, computed by an ONNX Runtime session."""
 
-    def __init__(self, path: Path, threads: int) -> None:
+    def __init__(self, path: Path, threads: int, spin: bool = True) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -31,6 +31,8 @@ class OnnxModel:
         # Memory patterns are planned and kept per input shape; with batches of every length they pile up
         # (hundreds of MB over a long run) and measured no faster here.
         options.enable_mem_pattern = False
+        if not spin:  # idle runtime threads sleep at once instead of spinning on a core the rest of the process needs
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.path = path
@@ -51,7 +53,7 @@ class OnnxModel:
 
 
 def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int, int8: bool,
-                    max_length: int = 512) -> OnnxModel:
+                    max_length: int = 512, spin: bool = True) -> OnnxModel:
     """The ONNX model for this encoder: from the cache, or exported from the loaded torch model into the cache
     first (once: ~5 s; int8 ~20 s: smoothed activations, per-channel int8 weights, dynamic int8 activations)."""
     try:
@@ -68,7 +70,7 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
         except OSError as exc:
             raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}",
                              "set encoder.cache_dir to a writable folder") from None
-    return OnnxModel(path, threads)
+    return OnnxModel(path, threads, spin)
 
 
 def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int) -> None:

@@ -167,7 +167,8 @@ class TransformersEncoder(Encoder):
         with self._query_lock:
             if self._queries is None and not self._query_fallback:
                 try:
-                    self._queries = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=False)
+                    self._queries = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=False,
+                                                    spin=False)
                 except ModelError as exc:
                     self._query_fallback = True
                     logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", exc.one_line())

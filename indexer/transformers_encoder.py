@@ -169,9 +169,10 @@ class TransformersEncoder(Encoder):
                 try:
                     self._queries = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=False,
                                                     spin=False)
-                except ModelError as exc:
+                except Exception as exc:  # noqa: BLE001 - a model the exporter or the runtime cannot take: PyTorch answers
                     self._query_fallback = True
-                    logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", exc.one_line())
+                    reason = exc.one_line() if isinstance(exc, ModelError) else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", reason)
         return self._queries
 
     def _onnx_batch(self, model: "OnnxModel", texts: list[str]) -> np.ndarray:

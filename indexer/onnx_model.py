@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from indexer.smoothing import SCHEME, smoothed_copy
 from store.errors import ModelError
 
 
@@ -62,7 +63,7 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
         raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
                          "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from None
     cache = cache_dir or default_cache_dir()
-    path = cache / f"{fingerprint[:20]}-{'int8s' if int8 else 'fp32'}.onnx"
+    path = cache / f"{fingerprint[:20]}-{SCHEME if int8 else 'fp32'}.onnx"
     if not path.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
@@ -77,8 +78,6 @@ def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int)
     """torch → ONNX (fp32, dynamic batch and length) → int8 weights when asked (of the smoothed model),
     written atomically to `path`."""
     import torch
-
-    from indexer.smoothing import smoothed_copy
 
     if int8:
         model = smoothed_copy(model, tokenizer, max_length)

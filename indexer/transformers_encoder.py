@@ -12,6 +12,7 @@ import numpy as np
 
 from indexer.encoder import Encoder
 from indexer.onnx_model import OnnxModel, load_onnx_model
+from indexer.smoothing import SCHEME
 from store.errors import ModelError
 from store.heap import release_freed
 
@@ -138,6 +139,10 @@ class TransformersEncoder(Encoder):
         if precision == "fast":
             self._fast = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
                                          max_length=self.max_length)
+
+    def origin(self) -> dict:
+        """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused)."""
+        return super().origin() | ({"quantization": SCHEME} if self.precision == "fast" else {})
 
     def _tokenizer(self):  # noqa: ANN202 - a transformers fast tokenizer
         """This thread's own copy of the tokenizer. One instance must not be shared: each call sets padding and

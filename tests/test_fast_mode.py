@@ -56,7 +56,7 @@ def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, 
 def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) -> None:
     from indexer.transformers_encoder import TransformersEncoder
 
-    files = list(fast_cache.glob("*-int8s.onnx"))
+    files = list(fast_cache.glob("*-int8-sq75.onnx"))
     assert len(files) == 1
     stamp = files[0].stat().st_mtime_ns
     again = TransformersEncoder(precision="fast", cache_dir=fast_cache)
@@ -112,3 +112,17 @@ def test_smoothing_keeps_the_model_function_and_evens_out_input_ranges(real_enco
         return float(seen[0].max() / seen[0].median())
 
     assert spread(smoothed) < spread(model)
+
+
+def test_a_fast_index_of_another_quantization_scheme_is_refused(fast_encoder, real_encoder, tmp_path: Path) -> None:
+    """Fast vectors of another scheme (the unsmoothed int8 of earlier versions) are not comparable: refused, with the fix."""
+    from store.errors import OriginMismatchError
+    from store.origin import check_origin, make_origin
+
+    current = make_origin(fast_encoder.origin(), 254, 32)
+    assert current["quantization"] == "int8-sq75" and "quantization" not in real_encoder.origin()
+    check_origin(current, current, tmp_path)
+    earlier = {k: v for k, v in current.items() if k != "quantization"}
+    with pytest.raises(OriginMismatchError, match="quantization: index has None, configured 'int8-sq75'") as caught:
+        check_origin(earlier, current, tmp_path)
+    assert "--rebuild" in caught.value.fix

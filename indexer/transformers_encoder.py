@@ -17,6 +17,9 @@ from store.errors import ModelError
 from store.heap import release_freed
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
+# (an exporter can bake a traced length into a graph: its vectors would be wrong, silently).
+_CHECK_TEXTS = ["a", "How are lift and drag of a swept wing measured in a transonic wind tunnel?", "Boundary layers. " * 60]
 
 
 def bundled_model_dir() -> Path:
@@ -137,8 +140,12 @@ class TransformersEncoder(Encoder):
         self._query_fallback = False
         self._query_lock = threading.Lock()
         if precision == "fast":
-            self._fast = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
-                                         max_length=self.max_length)
+            fast = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
+                                   max_length=self.max_length)
+            if (agreement := self._agreement(fast)) < 0.95:
+                raise ModelError(f"fast mode's int8 model does not reproduce this model (cosine {agreement:.3f} to PyTorch)",
+                                 "set encoder.precision = \"exact\"")
+            self._fast = fast
 
     def origin(self) -> dict:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused)."""
@@ -172,13 +179,22 @@ class TransformersEncoder(Encoder):
         with self._query_lock:
             if self._queries is None and not self._query_fallback:
                 try:
-                    self._queries = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=False,
-                                                    spin=False)
+                    model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=False,
+                                            spin=False)
+                    if (agreement := self._agreement(model)) < 0.9999:
+                        raise ModelError(f"its ONNX copy does not reproduce the model (cosine {agreement:.6f})")
+                    self._queries = model
                 except Exception as exc:  # noqa: BLE001 - a model the exporter or the runtime cannot take: PyTorch answers
                     self._query_fallback = True
                     reason = exc.one_line() if isinstance(exc, ModelError) else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
                     logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", reason)
         return self._queries
+
+    def _agreement(self, model: "OnnxModel") -> float:
+        """The lowest cosine between an ONNX model's vectors and PyTorch's, on inputs of several lengths."""
+        ours, reference = self._onnx_batch(model, _CHECK_TEXTS), self._torch_batch(_CHECK_TEXTS)
+        cosines = (ours * reference).sum(axis=1) / np.maximum(np.linalg.norm(ours, axis=1) * np.linalg.norm(reference, axis=1), 1e-12)
+        return float(cosines.min())
 
     def _onnx_batch(self, model: "OnnxModel", texts: list[str]) -> np.ndarray:
         batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
@@ -189,8 +205,9 @@ class TransformersEncoder(Encoder):
         return self._embed_batch(texts) if model is None else self._onnx_batch(model, texts)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        if self._fast is not None:
-            return self._onnx_batch(self._fast, texts)
+        return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
+
+    def _torch_batch(self, texts: list[str]) -> np.ndarray:
         batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state

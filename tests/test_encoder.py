@@ -115,3 +115,33 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
     fallback = TransformersEncoder(cache_dir=blocked)
     assert np.abs(fallback.embed(queries, kind="query") - as_queries).max() < 1e-5
     assert fallback._queries is None and fallback._query_fallback
+
+
+@pytest.mark.slow
+def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, monkeypatch, caplog) -> None:
+    """The query model is checked against PyTorch when loaded (a traced length baked into a graph would give
+    wrong vectors silently): one that disagrees is dropped, with a warning, and PyTorch answers."""
+    import indexer.transformers_encoder as module
+
+    class Garbled:
+        def __init__(self, model) -> None:
+            self.model = model
+
+        def __call__(self, batch):
+            hidden = self.model(batch)
+            return hidden + np.random.default_rng(0).standard_normal(hidden.shape).astype(np.float32)
+
+    real_load = module.load_onnx_model
+
+    def garbled_load(*args, **kwargs):
+        model = real_load(*args, **kwargs)
+        return Garbled(model) if not kwargs.get("int8") else model
+
+    monkeypatch.setattr(module, "load_onnx_model", garbled_load)
+    encoder = module.TransformersEncoder(cache_dir=tmp_path / "cache")
+    queries = ["heat transfer in hypersonic flow", "drag of swept wings"]
+    with caplog.at_level("WARNING"):
+        vectors = encoder.embed(queries, kind="query")
+    assert encoder._queries is None and encoder._query_fallback
+    assert "does not reproduce the model" in caplog.text
+    assert np.abs(vectors - encoder.embed(queries, kind="document")).max() < 1e-6

@@ -65,9 +65,12 @@ class Encoder(ABC):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        lengths = lengths if lengths is not None else self.token_lengths(texts)
+        if lengths is None and len(texts) * self.max_length <= self.batch_tokens and len(texts) <= self.max_batch:
+            batches = [list(range(len(texts)))]  # one batch whatever their lengths (a few queries): not tokenized twice
+        else:
+            batches = self._batches(lengths if lengths is not None else self.token_lengths(texts))
         run = self._query_batch if kind == "query" else self._embed_batch
-        for batch in self._batches(lengths):
+        for batch in batches:
             out[batch] = run([texts[i] for i in batch])
             self.texts_encoded += len(batch)
         if self.normalize:

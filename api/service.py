@@ -39,8 +39,8 @@ class LodexService:
                                   "serve that folder, or use another --data-dir")
             self.jobs.set_root(str(root))
             self.encoder = encoder or build_encoder(settings)
-            self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
             self.indexer = build_indexer(settings, self.encoder, open_store(settings, self.encoder, self.data_dir, True), self.jobs)
+            self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
         except BaseException:
             self.lock.release()
             raise

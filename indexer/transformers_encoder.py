@@ -186,7 +186,7 @@ class TransformersEncoder(Encoder):
                     self._queries = model
                 except Exception as exc:  # noqa: BLE001 - a model the exporter or the runtime cannot take: PyTorch answers
                     self._query_fallback = True
-                    reason = exc.one_line() if isinstance(exc, ModelError) else f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    reason = exc.one_line() if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}".splitlines()[0]
                     logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", reason)
         return self._queries
 

@@ -16,7 +16,7 @@ from store.errors import StoreError
 from store.heap import release_freed
 from store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
 from store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
-from store.vector_index import NPROBE, VectorIndex, ivf_lists, train_size
+from store.vector_index import NPROBE, VectorIndex, ivf_lists, train_stride
 
 _IN_BATCH = 2_000  # ids per `IN (...)` predicate
 _SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
@@ -261,7 +261,7 @@ class Store:
         n = self.chunks.count_rows()
         if (kind or self.ann.kind_for(n)) == "ivf":
             nlist = ivf_lists(n)
-            every = max(1, n // train_size(n, nlist))
+            every = train_stride(n, nlist)
             sample, filled = np.empty((len(range(0, n, every)), self.dim), np.float32), 0
             for _, vectors in self._vector_batches(every):
                 sample[filled:filled + len(vectors)] = vectors

@@ -16,9 +16,10 @@ def ivf_lists(n: int) -> int:
     return int(max(min(4 * np.sqrt(max(n, 1)), 65_536, n // 40), 1))
 
 
-def train_size(n: int, nlist: int) -> int:
-    """Vectors to train `nlist` clusters on: 40 per cluster (FAISS asks for at least 39), at most n."""
-    return min(n, 40 * nlist)
+def train_stride(n: int, nlist: int) -> int:
+    """Train `nlist` clusters on every k-th of n vectors: an even sample of at least 40 per cluster (FAISS asks
+    for 39), or all of them."""
+    return max(1, n // (40 * nlist))
 
 
 class VectorIndex:
@@ -58,15 +59,12 @@ class VectorIndex:
         out._set_nprobe()
         return out
 
-    def to_ivf(self, nlist: int | None = None, seed: int = 0) -> "VectorIndex":
-        """An IVF index holding the same ids and vectors, its clusters trained on (a sample of) them."""
+    def to_ivf(self, nlist: int | None = None) -> "VectorIndex":
+        """An IVF index holding the same ids and vectors, its clusters trained on an even sample of them."""
         ids = self.ids()
         vectors = self.vectors(ids.tolist())
         nlist = nlist or ivf_lists(len(ids))
-        sample = train_size(len(ids), nlist)
-        rng = np.random.default_rng(seed)
-        train = vectors if len(vectors) <= sample else vectors[rng.choice(len(vectors), sample, replace=False)]
-        out = VectorIndex.ivf(self.dim, train, nlist, self.nprobe)
+        out = VectorIndex.ivf(self.dim, vectors[:: train_stride(len(ids), nlist)], nlist, self.nprobe)
         out.add(ids, vectors)
         return out
 

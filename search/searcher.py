@@ -203,9 +203,9 @@ class Searcher:
             scores, ids = ctx.index.search_batch(vectors[picked], width)
             for i, row_scores, row_ids in zip(picked, scores, ids):
                 dense[i] = self._candidates(ctx, queries[i], row_ids, row_scores)
-        for i, (q, m) in enumerate(zip(queries, modes)):
-            if m != "dense":
-                keyword[i] = self._candidates(ctx, q, *ctx.store.keyword_search(q.text, width))
+        worded = [i for i, m in enumerate(modes) if m != "dense"]
+        for i, hits in zip(worded, ctx.store.keyword_search([queries[i].text for i in worded], width)):
+            keyword[i] = self._candidates(ctx, queries[i], *hits)
         feedback = [i for i, m in enumerate(modes) if m == "hybrid" and self.fusion.feedback_chunks > 0 and self.fusion.feedback_weight > 0]
         used = list(vectors)
         moved = []

@@ -136,12 +136,25 @@ class Store:
         docs = self.document_table()
         return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
 
-    def keyword_search(self, text: str, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 over chunk text: the ids and scores of the best `limit` chunks, best first."""
-        if not text.strip():
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        table = self.chunks.search(text, query_type="fts").select(["id", "_score"]).limit(limit).to_arrow()
-        return table["id"].to_numpy(), table["_score"].to_numpy().astype(np.float32)
+    def keyword_search(self, texts: list[str], limit: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """BM25 over chunk text, per text: the ids and scores of the best `limit` chunks, best first. The
+        queries run concurrently in Lance's runtime at this handle's checked-out version, one round trip for all."""
+        import asyncio
+
+        from lancedb.background_loop import LOOP
+
+        table = self.chunks._table  # the async table behind the sync handle: same checked-out version
+
+        async def one(text: str) -> pa.Table | None:
+            if not text.strip():
+                return None
+            return await table.query().nearest_to_text(text).select(["id", "_score"]).limit(limit).to_arrow()
+
+        async def every() -> list[pa.Table | None]:
+            return await asyncio.gather(*(one(text) for text in texts))
+
+        return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) if t is None else
+                (t["id"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in LOOP.run(every())]
 
     def chunks_where(self, predicate: str, columns: list[str]) -> pa.Table:
         """Chunk rows matching a Lance SQL predicate."""

@@ -153,8 +153,12 @@ class Store:
         async def every() -> list[pa.Table | None]:
             return await asyncio.gather(*(one(text) for text in texts))
 
-        return [(np.zeros(0, np.int64), np.zeros(0, np.float32)) if t is None else
-                (t["id"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in LOOP.run(every())]
+        out = []
+        for t in LOOP.run(every()):
+            ids, scores = (np.zeros(0, np.int64), np.zeros(0, np.float32)) if t is None else (t["id"].to_numpy(), t["_score"].to_numpy().astype(np.float32))
+            order = np.lexsort((ids, -scores))  # equal scores (copies of a text) in id order, however the queries ran
+            out.append((ids[order], scores[order]))
+        return out
 
     def chunks_where(self, predicate: str, columns: list[str]) -> pa.Table:
         """Chunk rows matching a Lance SQL predicate."""
@@ -344,35 +348,39 @@ class AnnPolicy:
 
 
 class ChunkOwners:
-    """chunk id → (document id, content hash), and a document version → its chunk ids: lookups without Lance,
-    built with Arrow and numpy (no Python object per chunk), so that a new table version costs little."""
+    """chunk id → the code of its document version (document id and content hash, `keys[code]` = "id:hash"), and a
+    code → its chunk ids: lookups without Lance, built with Arrow and numpy (no Python object per chunk), so that
+    a new table version costs little."""
 
     def __init__(self, table: pa.Table) -> None:
         ids = table["id"].to_numpy()
         keys = pc.binary_join_element_wise(table["document_id"], table["content_hash"], ":")
         encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        self._pairs = [tuple(key.split(":", 1)) for key in encoded.dictionary.to_pylist()]
-        self._code_of = {pair: code for code, pair in enumerate(self._pairs)}
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        self.keys: pa.Array = encoded.dictionary
         order = np.argsort(ids, kind="stable")
         self._ids, self._codes = ids[order], codes[order]
         by_code = np.argsort(codes, kind="stable")  # stable: a document's chunks stay in table (ordinal) order
         self._members = ids[by_code]
-        self._starts = np.searchsorted(codes[by_code], np.arange(len(self._pairs) + 1))
+        self._starts = np.searchsorted(codes[by_code], np.arange(len(self.keys) + 1))
 
-    def owners(self, chunk_ids: np.ndarray) -> list[tuple[str, str] | None]:
-        """(document id, content hash) of each chunk id; None for ids not in this version."""
+    def codes(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The document-version code of each chunk id; -1 for ids not in this version."""
         chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
         if not len(self._ids) or not len(chunk_ids):
-            return [None] * len(chunk_ids)
+            return np.full(len(chunk_ids), -1, np.int64)
         pos = np.minimum(np.searchsorted(self._ids, chunk_ids), len(self._ids) - 1)
-        found = self._ids[pos] == chunk_ids
-        return [self._pairs[c] if f else None for c, f in zip(self._codes[pos].tolist(), found.tolist())]
+        return np.where(self._ids[pos] == chunk_ids, self._codes[pos], -1)
 
-    def members(self, doc_id: str, content_hash: str) -> list[int]:
-        """The chunk ids of one document version, in order."""
-        code = self._code_of.get((doc_id, content_hash))
-        return [] if code is None else self._members[self._starts[code]:self._starts[code + 1]].tolist()
+    def members(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The chunk ids of these document versions, concatenated (each one's in order), and how many each has
+        (none for a code of -1)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        known = codes >= 0
+        low = np.where(known, self._starts[np.maximum(codes, 0)], 0)
+        lengths = np.where(known, self._starts[np.maximum(codes, 0) + 1] - low, 0)
+        offsets = np.cumsum(lengths) - lengths
+        return self._members[np.repeat(low - offsets, lengths) + np.arange(int(lengths.sum()))], lengths
 
 
 def vectors_of(table: pa.Table) -> np.ndarray:

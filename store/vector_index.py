@@ -105,9 +105,9 @@ class VectorIndex:
             return np.zeros((len(queries), 0), dtype=np.float32), np.zeros((len(queries), 0), dtype=np.int64)
         return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), n)
 
-    def vectors(self, ids: list[int]) -> np.ndarray:
+    def vectors(self, ids: "list[int] | np.ndarray") -> np.ndarray:
         """The stored vectors of these chunk ids."""
-        if not ids:
+        if not len(ids):
             return np.zeros((0, self.dim), dtype=np.float32)
         return self.index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
 

@@ -72,8 +72,10 @@ def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:
     table = pa.table({"id": [30, 10, 20, 40, 50], "document_id": ["a", "a", "b", "a", "a"],
                       "content_hash": ["h1", "h1", "h9", "h2", "h1"]})
     owners = ChunkOwners(table)
-    assert owners.owners(np.array([10, 20, 40, 99, -1])) == [("a", "h1"), ("b", "h9"), ("a", "h2"), None, None]
-    assert owners.members("a", "h1") == [30, 10, 50]  # in table (ordinal) order
-    assert owners.members("a", "h2") == [40] and owners.members("b", "h1") == [] and owners.members("z", "h1") == []
+    codes = owners.codes(np.array([10, 20, 40, 99, -1]))
+    assert [owners.keys[c].as_py() if c >= 0 else None for c in codes] == ["a:h1", "b:h9", "a:h2", None, None]
+    ids, lengths = owners.members(codes[[0, 2, 1]])
+    assert ids.tolist() == [30, 10, 50, 40, 20] and lengths.tolist() == [3, 1, 1]  # each in table (ordinal) order
+    assert owners.members(np.array([], np.int64))[0].tolist() == []
     empty = ChunkOwners(table.slice(0, 0))
-    assert empty.owners(np.array([10])) == [None] and empty.members("a", "h1") == []
+    assert empty.codes(np.array([10])).tolist() == [-1] and len(empty.keys) == 0

@@ -1,0 +1,75 @@
+"""Ranked hit lists as numpy arrays, and how hybrid mode fuses two of them (convex or reciprocal-rank fusion)."""
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+
+class Hits(NamedTuple):
+    """A ranked list, best first: item keys (chunk ids; document rows when fusing documents), the document row
+    of each, and scores (float64)."""
+
+    ids: np.ndarray
+    rows: np.ndarray
+    scores: np.ndarray
+
+    @classmethod
+    def empty(cls) -> "Hits":
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+
+    def firsts(self) -> np.ndarray:
+        """Positions of each document's first (best) hit, in list order."""
+        _, first = np.unique(self.rows, return_index=True)
+        return np.sort(first)
+
+    def best_per_document(self) -> "Hits":
+        """Each document's best hit, keyed by document row, in list order."""
+        first = self.firsts()
+        return Hits(self.rows[first], self.rows[first], self.scores[first])
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid mode combines its two chunk rankings, then feeds the result back to the dense side.
+
+    `convex`: dense_weight * min-max-normalized cosine + (1 - dense_weight) * min-max-normalized BM25;
+    `rrf`: 1 / (rrf_k + dense rank) + bm25_weight / (rrf_k + BM25 rank). With `feedback_chunks` > 0 the
+    query vector is moved toward the mean of the best fused chunks (weight `feedback_weight`), searched
+    again, and fused again with BM25 (pseudo-relevance feedback; no extra encoding)."""
+
+    method: Literal["convex", "rrf"] = "convex"
+    dense_weight: float = 0.6
+    rrf_k: float = 60.0
+    bm25_weight: float = 1.0
+    feedback_chunks: int = 5
+    feedback_weight: float = 1.0
+    doc_dense_weight: float = 0.7  # hybrid blend: the dense share when document scores are fused
+    hybrid_blend_alpha: float = 0.6  # hybrid blend: the best chunk's share of the dense document score
+    top_m: int = 3
+    blend_alpha: float = 0.5  # dense blend: alpha * best chunk + (1 - alpha) * mean-vector cosine
+    depth: int = 100  # convex: scores are normalized over each list's top `depth` hits, so k does not change them
+
+    def fuse(self, dense: Hits, keyword: Hits) -> Hits:
+        """Both lists fused into one, best first (ties: in order of first appearance, dense list first)."""
+        if self.method == "rrf":
+            parts = [1.0 / (self.rrf_k + np.arange(1, len(dense.ids) + 1)),
+                     self.bm25_weight / (self.rrf_k + np.arange(1, len(keyword.ids) + 1))]
+        else:
+            parts = [self._convex(self.dense_weight, dense.scores), self._convex(1.0 - self.dense_weight, keyword.scores)]
+        ids = np.concatenate([dense.ids, keyword.ids])
+        keys, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+        totals = np.bincount(inverse, weights=np.concatenate(parts), minlength=len(keys))
+        appearance = np.argsort(first)
+        order = appearance[np.argsort(-totals[appearance], kind="stable")]
+        rows = np.concatenate([dense.rows, keyword.rows])[first]
+        return Hits(keys[order], rows[order], totals[order])
+
+    def _convex(self, weight: float, scores: np.ndarray) -> np.ndarray:
+        """weight * min-max-normalized scores (over the list's top `depth`)."""
+        if not len(scores):
+            return scores
+        top = scores[: self.depth]
+        low = float(top.min())
+        span = max(float(top.max()) - low, 1e-9)
+        return weight * np.maximum(scores - low, 0.0) / span

@@ -66,10 +66,13 @@ class Fusion:
         return Hits(keys[order], rows[order], totals[order])
 
     def _convex(self, weight: float, scores: np.ndarray) -> np.ndarray:
-        """weight * min-max-normalized scores (over the list's top `depth`)."""
+        """weight * min-max-normalized scores (over the list's top `depth`); a list whose top scores are all equal
+        (a lone hit: a rare word found in one chunk) scores `weight` for them, not nothing."""
         if not len(scores):
             return scores
         top = scores[: self.depth]
         low = float(top.min())
-        span = max(float(top.max()) - low, 1e-9)
+        span = float(top.max()) - low
+        if span <= 1e-9:
+            return np.where(scores >= low, weight, 0.0)
         return weight * np.maximum(scores - low, 0.0) / span

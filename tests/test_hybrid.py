@@ -2,10 +2,12 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from api.factory import build_writer
 from api.settings import Settings
+from search.fusion import Fusion, Hits
 from search.highlight import highlight_spans, query_stems
 from search.searcher import RANKINGS
 from store import lance_store
@@ -74,6 +76,16 @@ def test_hybrid_returns_documents_only_one_retriever_found(tmp_path: Path, real_
     assert keyword == ["errors.txt"]  # the code: no other document holds a query word that BM25 keeps (wings.txt never)
     hybrid = _paths(searcher, query, "hybrid", k=2)
     assert set(hybrid) == {"wings.txt", "errors.txt"}
+
+
+def test_convex_fusion_normalizes_each_list_and_a_lone_keyword_hit_counts() -> None:
+    dense = Hits(np.array([1, 2, 3]), np.array([0, 1, 2]), np.array([0.9, 0.5, 0.1]))
+    keyword = Hits(np.array([3]), np.array([2]), np.array([7.0]))  # a rare word, in one chunk only
+    fused = Fusion(dense_weight=0.6).fuse(dense, keyword)
+    assert fused.ids.tolist() == [1, 3, 2] and fused.rows.tolist() == [0, 2, 1]
+    assert fused.scores.tolist() == pytest.approx([0.6, 0.4, 0.3])  # the lone hit gets BM25's whole share
+    rrf = Fusion(method="rrf", rrf_k=10).fuse(dense, keyword)
+    assert rrf.ids.tolist() == [3, 1, 2] and rrf.scores[0] == pytest.approx(1 / 13 + 1 / 11)
 
 
 @pytest.mark.slow

@@ -46,8 +46,18 @@ def query_stems(query: str) -> set[str]:
     return {s for w in _WORD.findall(query) if (s := _content_stem(w)) is not None}
 
 
+@lru_cache(maxsize=1024)
+def _candidates(stems: frozenset[str]) -> re.Pattern:
+    """Words that could have one of these stems: a stem less its last letter ("flies" → "fly") starts the
+    lower-cased word, so only words with one of those beginnings need stemming."""
+    starts = sorted({s[:-1] if len(s) > 1 else s for s in stems}, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, starts)) + r")\w*")
+
+
 def highlight_spans(text: str, stems: set[str]) -> list[tuple[int, int]]:
     """[start, end) character spans of the words in `text` whose stem is one of `stems`."""
     if not stems:
         return []
-    return [(m.start(), m.end()) for m in _WORD.finditer(text) if _content_stem(m.group()) in stems]
+    # accents are folded away before stemming: only plain-ASCII text can be narrowed down by word beginnings
+    words = _candidates(frozenset(stems)).finditer(text.lower()) if text.isascii() else _WORD.finditer(text)
+    return [(m.start(), m.end()) for m in words if _content_stem(m.group()) in stems]

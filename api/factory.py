@@ -26,7 +26,7 @@ def _transformers(cfg: EncoderSettings) -> Encoder:
     return TransformersEncoder(
         model_dir=cfg.model or None, pooling=cfg.pooling, normalize=cfg.normalize, max_length=cfg.max_length,
         threads=cfg.threads, batch_tokens=cfg.batch_tokens, query_prefix=cfg.query_prefix, document_prefix=cfg.document_prefix,
-        precision=cfg.precision, cache_dir=cfg.cache_dir or None,
+        precision=cfg.precision, cache_dir=cfg.cache_dir or None, fast_queries=cfg.fast_queries,
     )
 
 

@@ -66,6 +66,7 @@ class EncoderSettings(_Section):
     query_prefix: str = ""
     document_prefix: str = ""
     precision: Literal["exact", "fast"] = "exact"
+    fast_queries: bool = False
     cache_dir: str = ""
 
 

@@ -96,6 +96,7 @@ class TransformersEncoder(Encoder):
         document_prefix: str = "",
         precision: str = "exact",
         cache_dir: str | Path | None = None,
+        fast_queries: bool = False,
     ) -> None:
         super().__init__(batch_tokens=batch_tokens)
         import torch
@@ -136,7 +137,8 @@ class TransformersEncoder(Encoder):
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self._threads = threads or physical_cores()
         self._fast: OnnxModel | None = None
-        self._queries: OnnxModel | None = None  # exact mode: float32 ONNX for queries, loaded at the first one
+        self._queries: OnnxModel | None = None  # exact mode: float32 (or int8: fast_queries) ONNX for queries, loaded at the first one
+        self.fast_queries = fast_queries
         self._query_fallback = False
         self._query_lock = threading.Lock()
         if precision == "fast":
@@ -171,7 +173,7 @@ class TransformersEncoder(Encoder):
         release_freed()
 
     def _query_model(self) -> "OnnxModel | None":
-        """The ONNX model for queries: int8 in fast mode; in exact mode the same float32 weights (same vectors to
+        """The ONNX model for queries: int8 in fast mode (or with fast_queries); in exact mode the same float32 weights (same vectors to
         1e-6, one runtime call per batch instead of one per layer), exported at the first query; None (PyTorch
         then) when it cannot be had."""
         if self._fast is not None or self._queries is not None or self._query_fallback:
@@ -179,9 +181,9 @@ class TransformersEncoder(Encoder):
         with self._query_lock:
             if self._queries is None and not self._query_fallback:
                 try:
-                    model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=False,
-                                            spin=False)
-                    if (agreement := self._agreement(model)) < 0.9999:
+                    model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads,
+                                            int8=self.fast_queries, max_length=self.max_length, spin=False)
+                    if (agreement := self._agreement(model)) < (0.95 if self.fast_queries else 0.9999):
                         raise ModelError(f"its ONNX copy does not reproduce the model (cosine {agreement:.6f})")
                     self._queries = model
                 except Exception as exc:  # noqa: BLE001 - a model the exporter or the runtime cannot take: PyTorch answers

@@ -126,3 +126,18 @@ def test_a_fast_index_of_another_quantization_scheme_is_refused(fast_encoder, re
     with pytest.raises(OriginMismatchError, match="quantization: index has None, configured 'int8-sq75'") as caught:
         check_origin(earlier, current, tmp_path)
     assert "--rebuild" in caught.value.fix
+
+
+def test_fast_queries_on_an_exact_index_use_the_int8_model_for_queries_only(real_encoder, fast_encoder, fast_cache: Path) -> None:
+    """encoder.fast_queries: queries through the (cached) int8 model, documents exact, the index's origin unchanged."""
+    from indexer.transformers_encoder import TransformersEncoder
+
+    encoder = TransformersEncoder(cache_dir=fast_cache, fast_queries=True)
+    texts = _real_chunks(real_encoder, per_collection=25)
+    assert np.allclose(encoder.embed(texts, kind="document"), real_encoder.embed(texts, kind="document"), atol=1e-5)
+    queries = ["heat transfer in hypersonic flow", "information retrieval evaluation", "blood pressure in children"]
+    ours, exact = encoder.embed(queries, kind="query"), real_encoder.embed(queries, kind="query")
+    assert np.allclose(ours, fast_encoder.embed(queries, kind="query"), atol=1e-5)  # the fast model's vectors
+    assert not np.allclose(ours, exact, atol=1e-4) and (ours * exact).sum(axis=1).min() >= 0.97
+    assert encoder.origin() == real_encoder.origin()  # an exact index: opened by either setting
+    assert encoder._queries.path.name.endswith("-int8-sq75.onnx") and len(list(fast_cache.glob("*-int8-sq75.onnx"))) == 1

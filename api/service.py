@@ -53,7 +53,7 @@ class LodexService:
         self._local = threading.local()
         self._closed = False
         self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, Store(self.data_dir, self.encoder.dim, ann_policy(settings))),
-                                    workers=settings.api.query_threads)
+                                    lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
 
     # ---- lifecycle -----------------------------------------------------------------------

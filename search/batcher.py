@@ -1,23 +1,34 @@
-"""Micro-batching of concurrent queries: waiting requests are searched together, one encoder call and one scan."""
+"""Micro-batching of concurrent queries, in two stages: one thread encodes every waiting query at once while the
+search workers rank the batch encoded before (the encoder runs in native code, so the stages overlap on two cores)."""
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
+
+import numpy as np
 
 from search.results import SearchResponse
 from search.searcher import Query, Searcher
 
+_Batch = list[tuple[Query, Future]]
+
 
 class QueryBatcher:
-    """Worker threads, each with its own Searcher, that take every waiting query (up to max_batch) at once."""
+    """An encoding thread feeding search workers, each with its own Searcher; each stage takes everything waiting
+    for it (up to max_batch queries) at once."""
 
-    def __init__(self, make_searcher: Callable[[], Searcher], workers: int = 1, max_batch: int = 16) -> None:
+    def __init__(self, make_searcher: Callable[[], Searcher], encode: Callable[[list[str]], np.ndarray],
+                 workers: int = 1, max_batch: int = 16) -> None:
         self.max_batch = max_batch
+        self._encode = encode
         self._queue: queue.Queue = queue.Queue()
+        self._encoded: queue.Queue = queue.Queue(maxsize=1)  # a full hand-off holds the encoder back: batches grow instead
+        self._encoder = threading.Thread(target=self._encode_batches, name="lodex-query-encoder", daemon=True)
         self._threads = [threading.Thread(target=self._serve, args=(make_searcher,), name=f"lodex-query-{i}", daemon=True)
                          for i in range(workers)]
-        for thread in self._threads:
+        for thread in (self._encoder, *self._threads):
             thread.start()
 
     def submit(self, query: Query) -> "Future[SearchResponse]":
@@ -27,30 +38,57 @@ class QueryBatcher:
         return future
 
     def close(self) -> None:
-        """Answer what is queued, then stop the workers."""
-        for _ in self._threads:
-            self._queue.put(None)
+        """Answer what is queued, then stop the threads."""
+        self._queue.put(None)
+        self._encoder.join(timeout=30)
         for thread in self._threads:
             thread.join(timeout=30)
 
+    def _encode_batches(self) -> None:
+        while (batch := _take(self._queue, self.max_batch)) is not None:
+            live = [(q, f) for q, f in batch if f.set_running_or_notify_cancel()]
+            if not live:
+                continue
+            started = time.perf_counter()
+            try:
+                vectors = self._encode([q.text for q, _ in live])
+            except Exception as exc:  # noqa: BLE001 — every waiting caller gets the error
+                _fail(live, exc)
+                continue
+            self._encoded.put((live, vectors, started))
+        for _ in self._threads:
+            self._encoded.put(None)
+
     def _serve(self, make_searcher: Callable[[], Searcher]) -> None:
         searcher = make_searcher()
-        while (first := self._queue.get()) is not None:
-            batch = [first]
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._queue.put(None)  # leave the stop signal for after this batch
-                    break
-                batch.append(item)
-            live = [(q, f) for q, f in batch if f.set_running_or_notify_cancel()]
+        while (item := self._encoded.get()) is not None:
+            live, vectors, started = item
             try:
-                for (_, future), response in zip(live, searcher.search_many([q for q, _ in live])):
+                for (_, future), response in zip(live, searcher.search_many([q for q, _ in live], vectors, started)):
                     future.set_result(response)
             except Exception as exc:  # noqa: BLE001 — every waiting caller gets the error
-                for _, future in live:
-                    if not future.done():
-                        future.set_exception(exc)
+                _fail(live, exc)
+
+
+def _take(source: queue.Queue, limit: int) -> _Batch | None:
+    """The next item and whatever else is waiting (up to `limit`); None at the stop signal (left for the rest)."""
+    first = source.get()
+    if first is None:
+        return None
+    batch = [first]
+    while len(batch) < limit:
+        try:
+            item = source.get_nowait()
+        except queue.Empty:
+            break
+        if item is None:
+            source.put(None)  # the stop signal, after this batch
+            break
+        batch.append(item)
+    return batch
+
+
+def _fail(batch: _Batch, exc: BaseException) -> None:
+    for _, future in batch:
+        if not future.done():
+            future.set_exception(exc)

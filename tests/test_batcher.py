@@ -1,0 +1,70 @@
+"""The query batcher: concurrent queries are encoded and searched in batches, each caller gets its own answer."""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from search.batcher import QueryBatcher
+from search.searcher import Query, Searcher
+from store.lance_store import Store
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(12):
+        (root / f"doc{i:02d}.txt").write_text(f"topic{i} " + " ".join(f"word{i}x{j}" for j in range(60)))
+    make_pipeline(tmp_path / "data", FakeEncoder())[1].run(root)
+    return tmp_path / "data"
+
+
+def test_concurrent_queries_get_their_own_answers_in_batches(index: Path) -> None:
+    encoder = FakeEncoder()
+    sizes: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        sizes.append(len(texts))
+        return encoder.embed(texts, kind="query")
+
+    batcher = QueryBatcher(lambda: Searcher(Store(index, encoder.dim), encoder), encode)
+    direct = Searcher(Store(index, encoder.dim), encoder)
+    texts = [f"topic{i % 12} word{i % 12}x{i % 7}" for i in range(48)]
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda t: batcher.submit(Query(t, k=3)).result(timeout=60), texts))
+    batcher.close()
+    for text, answer in zip(texts, answers):
+        expected = direct.search(text, k=3)
+        assert answer.query == text and answer.took_ms > 0
+        assert [(h.doc_id, h.score) for h in answer.results] == [(h.doc_id, h.score) for h in expected.results]
+        assert f"doc{int(text[5:text.index(' ')]):02d}.txt" in [h.path for h in answer.results]
+    assert sum(sizes) == 48 and max(sizes) > 1  # waiting queries were encoded together
+
+
+def test_an_encoder_failure_reaches_every_waiting_caller_and_the_batcher_goes_on(index: Path) -> None:
+    encoder = FakeEncoder()
+    started, release = threading.Event(), threading.Event()
+    calls = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        if len(calls) == 1:
+            started.set()
+            release.wait(10)  # the next queries pile up meanwhile
+            raise RuntimeError("encoder broke")
+        return encoder.embed(texts, kind="query")
+
+    batcher = QueryBatcher(lambda: Searcher(Store(index, encoder.dim), encoder), encode)
+    first = batcher.submit(Query("topic1"))
+    assert started.wait(10)
+    later = [batcher.submit(Query(f"topic{i}")) for i in range(3)]
+    release.set()
+    with pytest.raises(RuntimeError, match="encoder broke"):
+        first.result(timeout=30)
+    assert [f.result(timeout=30).results[0].path for f in later] == ["doc00.txt", "doc01.txt", "doc02.txt"]
+    batcher.close()

@@ -24,7 +24,7 @@ class QueryBatcher:
         self.max_batch = max_batch
         self._encode = encode
         self._queue: queue.Queue = queue.Queue()
-        self._encoded: queue.Queue = queue.Queue(maxsize=1)  # a full hand-off holds the encoder back: batches grow instead
+        self._encoded: queue.Queue = queue.Queue()
         self._encoder = threading.Thread(target=self._encode_batches, name="lodex-query-encoder", daemon=True)
         self._threads = [threading.Thread(target=self._serve, args=(make_searcher,), name=f"lodex-query-{i}", daemon=True)
                          for i in range(workers)]
@@ -61,16 +61,18 @@ class QueryBatcher:
 
     def _serve(self, make_searcher: Callable[[], Searcher]) -> None:
         searcher = make_searcher()
-        while (item := self._encoded.get()) is not None:
-            live, vectors, started = item
+        while (encoded := _take(self._encoded, self.max_batch)) is not None:  # every batch encoded meanwhile, as one
+            live = [pair for batch, _, _ in encoded for pair in batch]
             try:
-                for (_, future), response in zip(live, searcher.search_many([q for q, _ in live], vectors, started)):
+                vectors = np.concatenate([v for _, v, _ in encoded])
+                responses = searcher.search_many([q for q, _ in live], vectors, min(t for _, _, t in encoded))
+                for (_, future), response in zip(live, responses):
                     future.set_result(response)
             except Exception as exc:  # noqa: BLE001 — every waiting caller gets the error
                 _fail(live, exc)
 
 
-def _take(source: queue.Queue, limit: int) -> _Batch | None:
+def _take(source: queue.Queue, limit: int) -> list | None:
     """The next item and whatever else is waiting (up to `limit`); None at the stop signal (left for the rest)."""
     first = source.get()
     if first is None:

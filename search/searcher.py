@@ -59,15 +59,14 @@ class Searcher:
         """The latest committed version, pinned for a batch of searches (documents and their chunk map cached
         per table version)."""
         store = self.store
-        store.refresh()
-        docs_version = store.documents.version
+        docs_version, chunks_version = store.refresh()
         if self._docs is None or self._docs[0] != docs_version:
             table = store.document_table().select(["id", "path", "title", "content_hash", "mtime"])
             self._docs = (docs_version, DocumentView(table))
-        owners = store.chunk_owners()
-        if self._versions is None or self._versions[:2] != (docs_version, store.chunks.version):
-            self._versions = (docs_version, store.chunks.version, VersionMap(owners, self._docs[1]))
-        return Snapshot(store, self._docs[1], self._versions[2], owners)
+        owners = store.chunk_owners(chunks_version)
+        if self._versions is None or self._versions[:2] != (docs_version, chunks_version):
+            self._versions = (docs_version, chunks_version, VersionMap(owners, self._docs[1]))
+        return Snapshot(store, store.vector_index(chunks_version), self._docs[1], self._versions[2], owners)
 
     def search(self, query: str, k: int = 10, filters: SearchFilters | None = None,
                mode: Mode | None = None, ranking: Ranking | None = None) -> SearchResponse:

@@ -1,5 +1,6 @@
 """The durable record: Lance tables `documents` and `chunks`, with the FAISS index kept in step."""
 
+import asyncio
 import re
 import time
 from collections.abc import Iterator
@@ -44,6 +45,19 @@ class DocRecord:
     token_count: int
     indexed_at: float
     metadata: str = "{}"
+
+
+def _async(table: Any) -> Any:
+    """The async table behind a lancedb sync table handle (at the same checked-out version): queries through it
+    skip the sync builder's schema look-ups, and several can be awaited together."""
+    return table._table
+
+
+def _run(coroutine: Any) -> Any:
+    """Run a coroutine on lancedb's background event loop and wait for its result."""
+    from lancedb.background_loop import LOOP
+
+    return LOOP.run(coroutine)
 
 
 def _sql_list(values: list) -> str:
@@ -111,10 +125,16 @@ class Store:
         return cls(data_dir, int(origin["dim"]), ann)
 
     # ---- reading -------------------------------------------------------------------------
-    def refresh(self) -> None:
-        """See the latest committed versions of both tables (written by this or another process)."""
-        for table in (self.documents, self.chunks):
-            table.checkout_latest()
+    def refresh(self) -> tuple[int, int]:
+        """See the latest committed versions of both tables (written by this or another process): their
+        (documents, chunks) versions, in one round trip to Lance's runtime."""
+        documents, chunks = _async(self.documents), _async(self.chunks)
+
+        async def latest() -> tuple[int, int]:
+            await asyncio.gather(documents.checkout_latest(), chunks.checkout_latest())
+            return await documents.version(), await chunks.version()
+
+        return _run(latest())
 
     def document_table(self) -> pa.Table:
         """Every document's metadata, without vectors."""
@@ -139,11 +159,7 @@ class Store:
     def keyword_search(self, texts: list[str], limit: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """BM25 over chunk text, per text: the ids and scores of the best `limit` chunks, best first. The
         queries run concurrently in Lance's runtime at this handle's checked-out version, one round trip for all."""
-        import asyncio
-
-        from lancedb.background_loop import LOOP
-
-        table = self.chunks._table  # the async table behind the sync handle: same checked-out version
+        table = _async(self.chunks)
 
         async def one(text: str) -> pa.Table | None:
             if not text.strip():
@@ -154,7 +170,7 @@ class Store:
             return await asyncio.gather(*(one(text) for text in texts))
 
         out = []
-        for t in LOOP.run(every()):
+        for t in _run(every()):
             ids, scores = (np.zeros(0, np.int64), np.zeros(0, np.float32)) if t is None else (t["id"].to_numpy(), t["_score"].to_numpy().astype(np.float32))
             order = np.lexsort((ids, -scores))  # equal scores (copies of a text) in id order, however the queries ran
             out.append((ids[order], scores[order]))
@@ -162,7 +178,7 @@ class Store:
 
     def chunks_where(self, predicate: str, columns: list[str]) -> pa.Table:
         """Chunk rows matching a Lance SQL predicate."""
-        return self.chunks.search().where(predicate).select(columns).limit(None).to_arrow()
+        return _run(_async(self.chunks).query().where(predicate).select(columns).to_arrow())
 
     def chunks_by_id(self, ids: list[int], columns: list[str]) -> pa.Table:
         """Chunk rows for the given ids (any order)."""
@@ -229,10 +245,11 @@ class Store:
             self._index_version = self.chunks.version
 
     # ---- the FAISS index -----------------------------------------------------------------
-    def vector_index(self) -> VectorIndex:
-        """The FAISS index for the current chunks version: loaded if persisted for it, else caught up from the
-        newest persisted one (or the one in memory) by diffing chunk ids with Lance, else built from Lance."""
-        version = self.chunks.version
+    def vector_index(self, version: int | None = None) -> VectorIndex:
+        """The FAISS index for the current chunks version (`version`, when the caller has just read it): loaded
+        if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk
+        ids with Lance, else built from Lance."""
+        version = self.chunks.version if version is None else version
         if self._index is not None and self._index_version == version:
             return self._index
         index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
@@ -292,9 +309,10 @@ class Store:
         release_freed()
         return index
 
-    def chunk_owners(self) -> "ChunkOwners":
-        """Which document version each chunk belongs to, for the current chunks version (cached)."""
-        version = self.chunks.version
+    def chunk_owners(self, version: int | None = None) -> "ChunkOwners":
+        """Which document version each chunk belongs to, for the current chunks version (cached; `version` as
+        for vector_index)."""
+        version = self.chunks.version if version is None else version
         if self._owners is None or self._owners_version != version:
             table = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
             self._owners, self._owners_version = ChunkOwners(table), version

@@ -1,5 +1,6 @@
 """Search end to end on the real model: planted passages, document ranking, passages, filters."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -55,7 +56,9 @@ def test_response_shape_is_the_documented_one(tmp_path: Path, real_encoder) -> N
     (root / "a.md").write_text("# Shock waves\n\nShock waves form ahead of blunt bodies in supersonic flow.")
     store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)
     indexer.run(root)
-    body = searcher.search("shock wave", k=5).to_dict()
+    response = searcher.search("shock wave", k=5)
+    body = response.to_dict()
+    assert body == dataclasses.asdict(response)  # built directly, the same as the dataclasses' own
     assert set(body) == {"query", "mode", "took_ms", "results"} and body["mode"] == "hybrid"
     assert isinstance(body["took_ms"], float)
     hit = body["results"][0]

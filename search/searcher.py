@@ -66,7 +66,7 @@ class Searcher:
         owners = store.chunk_owners(chunks_version)
         if self._versions is None or self._versions[:2] != (docs_version, chunks_version):
             self._versions = (docs_version, chunks_version, VersionMap(owners, self._docs[1]))
-        return Snapshot(store, store.vector_index(chunks_version), self._docs[1], self._versions[2], owners)
+        return Snapshot(store, chunks_version, store.vector_index(chunks_version), self._docs[1], self._versions[2], owners)
 
     def search(self, query: str, k: int = 10, filters: SearchFilters | None = None,
                mode: Mode | None = None, ranking: Ranking | None = None) -> SearchResponse:
@@ -115,7 +115,7 @@ class Searcher:
             for i, row_scores, row_ids in zip(picked, scores, ids):
                 dense[i] = self._candidates(snap, queries[i], row_ids, row_scores)
         worded = [i for i, m in enumerate(modes) if m != "dense"]
-        for i, (ids, scores) in zip(worded, snap.store.keyword_search([queries[i].text for i in worded], width)):
+        for i, (ids, scores) in zip(worded, snap.store.keyword_search([queries[i].text for i in worded], width, snap.version)):
             keyword[i] = self._candidates(snap, queries[i], ids, scores)
         f = self.fusion
         feedback = [i for i, m in enumerate(modes) if m == "hybrid" and f.feedback_chunks > 0 and f.feedback_weight > 0]

@@ -47,8 +47,9 @@ class VersionMap:
 class Snapshot:
     """One committed version: the FAISS index, chunk owners and documents, and lookups between them."""
 
-    def __init__(self, store: Store, index: VectorIndex, docs: DocumentView, versions: VersionMap, owners: ChunkOwners) -> None:
+    def __init__(self, store: Store, version: int, index: VectorIndex, docs: DocumentView, versions: VersionMap, owners: ChunkOwners) -> None:
         self.store = store
+        self.version = version  # of the chunks table
         self.index = index
         self.owners = owners
         self.docs = docs

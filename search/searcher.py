@@ -17,7 +17,7 @@ from indexer.encoder import Encoder
 from search.fusion import Fusion, Hits
 from search.highlight import highlight_spans, query_stems
 from search.results import DocumentHit, Passage, SearchFilters, SearchResponse
-from search.snapshot import DocumentView, Snapshot, VersionMap
+from search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
 from store.lance_store import Store
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
@@ -54,6 +54,7 @@ class Searcher:
         self._doc_fusion = replace(fusion, dense_weight=fusion.doc_dense_weight)  # fusing document scores
         self._docs: tuple[int, DocumentView] | None = None
         self._versions: tuple[int, int, VersionMap] | None = None
+        self._means = MeanVectors(store)
 
     def snapshot(self) -> Snapshot:
         """The latest committed version, pinned for a batch of searches (documents and their chunk map cached
@@ -61,12 +62,11 @@ class Searcher:
         store = self.store
         docs_version, chunks_version = store.refresh()
         if self._docs is None or self._docs[0] != docs_version:
-            table = store.document_table().select(["id", "path", "title", "content_hash", "mtime"])
-            self._docs = (docs_version, DocumentView(table))
+            self._docs = (docs_version, DocumentView(store.document_table(DOCUMENT_FIELDS)))
         owners = store.chunk_owners(chunks_version)
         if self._versions is None or self._versions[:2] != (docs_version, chunks_version):
             self._versions = (docs_version, chunks_version, VersionMap(owners, self._docs[1]))
-        return Snapshot(store, chunks_version, store.vector_index(chunks_version), self._docs[1], self._versions[2], owners)
+        return Snapshot(store, chunks_version, store.vector_index(chunks_version), self._docs[1], self._versions[2], owners, self._means)
 
     def search(self, query: str, k: int = 10, filters: SearchFilters | None = None,
                mode: Mode | None = None, ranking: Ranking | None = None) -> SearchResponse:
@@ -91,15 +91,16 @@ class Searcher:
                     break
                 width *= 4  # filters left too few: look deeper for this query
                 hits = self._retrieve_batch(snap, [q], vector[None, :], width)[0]
-            paths = snap.docs.paths
-            tops.append(sorted(zip(ranked.rows.tolist(), ranked.scores.tolist()), key=lambda item: (-item[1], paths[item[0]]))[: q.k])
+            rows = ranked.rows.tolist()
+            paths = snap.docs.rows(rows, "paths")  # ties broken by path
+            tops.append([(r, s) for s, _, r in sorted(zip(ranked.scores.tolist(), paths, rows), key=lambda item: (-item[0], item[1]))[: q.k]])
             chunk_order.append(order)
         passages = self._passages(snap, queries, vectors, tops, chunk_order)
         took = round((time.perf_counter() - started) * 1000, 3)
-        docs = snap.docs
+        shown = sorted({r for top in tops for r, _ in top})
+        docs = {r: hit for r, hit in zip(shown, zip(*(snap.docs.rows(shown, c) for c in ("ids", "paths", "titles"))))}
         return [
-            SearchResponse(q.text, took, [DocumentHit(docs.ids[r], docs.paths[r], docs.titles[r], round(s, 6), passages.get((i, r), []))
-                                          for r, s in top], q.mode or self.mode)
+            SearchResponse(q.text, took, [DocumentHit(*docs[r], round(s, 6), passages.get((i, r), [])) for r, s in top], q.mode or self.mode)
             for i, (q, top) in enumerate(zip(queries, tops))
         ]
 
@@ -190,10 +191,8 @@ class Searcher:
         if ranking == "topm":
             return np.array([float(np.sort(sims[s:s + n])[-self.fusion.top_m:].mean()) if n else 0.0
                              for s, n in zip(starts.tolist(), lengths.tolist())])
-        where, matrix = snap.mean_vectors()
-        at = where[rows]
-        means = np.zeros(len(rows), np.float64)
-        means[at >= 0] = (matrix[at[at >= 0]] @ vector).astype(np.float64)
+        vectors, found = snap.mean_vectors(rows)
+        means = np.where(found, vectors @ vector, 0.0).astype(np.float64)
         alpha = self.fusion.blend_alpha if alpha is None else alpha
         return means if ranking == "mean" else alpha * best + (1 - alpha) * means
 

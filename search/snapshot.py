@@ -9,28 +9,53 @@ from store.lance_store import ChunkOwners, Store, vectors_of
 from store.vector_index import VectorIndex
 
 
+DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime"]
+
+
 class DocumentView:
-    """The documents table of one version, by row: ids, paths, titles, mtimes and "id:hash" version keys."""
+    """The documents table of one version, by row, kept as Arrow columns (values are taken out only for the rows
+    a search needs): ids, paths, titles, mtimes and "id:hash" version keys."""
 
     def __init__(self, table: pa.Table) -> None:
-        self.ids: list[str] = table["id"].to_pylist()
-        self.paths: list[str] = table["path"].to_pylist()
-        self.titles: list[str] = table["title"].to_pylist()
-        self.mtimes: list[float] = table["mtime"].to_pylist()
-        self.id_array = table["id"].combine_chunks()
-        self.keys = pc.binary_join_element_wise(self.id_array, table["content_hash"].combine_chunks(), ":")
-        self._vectors: tuple[np.ndarray, np.ndarray] | None = None
+        table = table.combine_chunks()
+        self.ids, self.paths, self.titles = table["id"], table["path"], table["title"]
+        self.mtimes = table["mtime"].to_numpy()
+        self.keys = pc.binary_join_element_wise(table["id"], table["content_hash"], ":")
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def mean_vectors(self, store: Store) -> tuple[np.ndarray, np.ndarray]:
-        """Each row's mean chunk vector: (row → matrix row, -1 for none; matrix), read once per version."""
-        if self._vectors is None:
-            table = store.documents.search().select(["id", "vector"]).limit(None).to_arrow()
-            where = pc.index_in(self.id_array, value_set=table["id"].combine_chunks())
-            self._vectors = (where.fill_null(-1).to_numpy().astype(np.int64), vectors_of(table))
-        return self._vectors
+    def rows(self, rows: list[int], column: str) -> list:
+        """One column's values for these rows."""
+        return getattr(self, column).take(pa.array(rows, pa.int64())).to_pylist()
+
+
+class MeanVectors:
+    """Documents' mean chunk vectors by "id:hash" version key, read from Lance the first time a search needs
+    them and kept across index versions (a key names one content, so its vector never changes)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def of(self, docs: DocumentView, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(vectors, found) for these document rows; rows without a stored vector get zeros and found False."""
+        keys = docs.keys.take(pa.array(rows, pa.int64())).to_pylist()
+        missing = [k for k in dict.fromkeys(keys) if k not in self._vectors]
+        if missing:
+            if len(self._vectors) + len(missing) > 2 * len(docs) + 1024:
+                current = set(docs.keys.to_pylist())  # drop the vectors of replaced versions
+                self._vectors = {k: v for k, v in self._vectors.items() if k in current}
+            table = self.store.document_rows([k.split(":", 1)[0] for k in missing], ["id", "content_hash", "vector"])
+            stored = pc.binary_join_element_wise(table["id"], table["content_hash"], ":").to_pylist()
+            for key, vector in zip(stored, vectors_of(table)):
+                self._vectors[key] = vector
+        dim = self.store.dim
+        found = np.array([k in self._vectors for k in keys], bool)
+        out = np.zeros((len(keys), dim), np.float32)
+        if found.any():
+            out[found] = np.stack([self._vectors[k] for k, f in zip(keys, found) if f])
+        return out, found
 
 
 class VersionMap:
@@ -47,13 +72,15 @@ class VersionMap:
 class Snapshot:
     """One committed version: the FAISS index, chunk owners and documents, and lookups between them."""
 
-    def __init__(self, store: Store, version: int, index: VectorIndex, docs: DocumentView, versions: VersionMap, owners: ChunkOwners) -> None:
+    def __init__(self, store: Store, version: int, index: VectorIndex, docs: DocumentView, versions: VersionMap, owners: ChunkOwners,
+                 means: MeanVectors) -> None:
         self.store = store
         self.version = version  # of the chunks table
         self.index = index
         self.owners = owners
         self.docs = docs
         self.versions = versions
+        self.means = means
         self._allowed: dict[tuple[SearchFilters, int], bool] = {}
 
     def rows(self, chunk_ids: np.ndarray) -> np.ndarray:
@@ -63,19 +90,17 @@ class Snapshot:
 
     def allowed(self, rows: np.ndarray, filters: SearchFilters) -> np.ndarray:
         """Which of these document rows pass the filters."""
-        out = np.empty(len(rows), bool)
-        for i, row in enumerate(rows.tolist()):
-            key = (filters, row)
-            if key not in self._allowed:
-                self._allowed[key] = filters.allows(self.docs.paths[row], self.docs.mtimes[row])
-            out[i] = self._allowed[key]
-        return out
+        rows_list = rows.tolist()
+        new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in self._allowed]
+        for row, path in zip(new, self.docs.rows(new, "paths")):
+            self._allowed[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))
+        return np.array([self._allowed[(filters, r)] for r in rows_list], bool)
 
     def chunk_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every chunk of these documents' current versions: ids and vectors, concatenated, and how many each has."""
         ids, lengths = self.owners.members(self.versions.code_of_row[rows])
         return ids, self.index.vectors(ids), lengths
 
-    def mean_vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each document row's mean-vector row (-1: none) and the matrix."""
-        return self.docs.mean_vectors(self.store)
+    def mean_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """These documents' mean vectors, and which have one."""
+        return self.means.of(self.docs, rows)

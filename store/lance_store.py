@@ -137,9 +137,15 @@ class Store:
 
         return _run(latest())
 
-    def document_table(self) -> pa.Table:
-        """Every document's metadata, without vectors."""
-        return self.documents.search().select(DOCUMENT_COLUMNS).limit(None).to_arrow()
+    def document_table(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
+        """Every document's metadata (these columns; by default all but the vector)."""
+        return _run(_async(self.documents).query().select(columns).to_arrow())
+
+    def document_rows(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
+        """These documents' rows (any order; ids not found are left out)."""
+        parts = [_run(_async(self.documents).query().where(f"id IN ({_sql_list(doc_ids[i:i + _IN_BATCH])})").select(columns).to_arrow())
+                 for i in range(0, len(doc_ids), _IN_BATCH)]
+        return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
 
     def document_row(self, doc_id: str) -> dict[str, Any] | None:
         """One document's metadata by id (ids are hex), or None."""

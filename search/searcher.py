@@ -66,7 +66,7 @@ class Searcher:
         owners = store.chunk_owners(chunks_version)
         if self._versions is None or self._versions[:2] != (docs_version, chunks_version):
             self._versions = (docs_version, chunks_version, VersionMap(owners, self._docs[1]))
-        return Snapshot(store, chunks_version, store.vector_index(chunks_version), self._docs[1], self._versions[2], owners, self._means)
+        return Snapshot(store, chunks_version, store.vector_index(chunks_version, owners.ids), self._docs[1], self._versions[2], owners, self._means)
 
     def search(self, query: str, k: int = 10, filters: SearchFilters | None = None,
                mode: Mode | None = None, ranking: Ranking | None = None) -> SearchResponse:

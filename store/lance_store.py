@@ -269,17 +269,17 @@ class Store:
             self._index_version = self.chunks.version
 
     # ---- the FAISS index -----------------------------------------------------------------
-    def vector_index(self, version: int | None = None) -> VectorIndex:
+    def vector_index(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
         """The FAISS index for the current chunks version (`version`, when the caller has just read it): loaded
         if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk
-        ids with Lance, else built from Lance."""
+        ids with Lance (`chunk_ids`: that version's ids, when the caller has them), else built from Lance."""
         version = self.chunks.version if version is None else version
         if self._index is not None and self._index_version == version:
             return self._index
         index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
         if index is None:
             index, self._index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe), None
-            if index is None or not self._catch_up(index):
+            if index is None or not self._catch_up(index, chunk_ids):
                 index = None  # freed before the new one is built
                 index = self._build_index()
         self._index, self._index_version, self._unsaved = index, version, 0
@@ -294,10 +294,11 @@ class Store:
             table = self.chunks.take_offsets(list(range(start, min(n, start + step), every))).select(["id", "vector"]).to_arrow()
             yield table["id"].to_numpy(), vectors_of(table)
 
-    def _catch_up(self, index: VectorIndex) -> bool:
-        """Make `index` hold exactly the chunk ids of this Lance version; False (index untouched) when more
-        than half of them are missing, for which building afresh is cheaper."""
-        lance_ids = self.chunks.search().select(["id"]).to_arrow()["id"].to_numpy()
+    def _catch_up(self, index: VectorIndex, lance_ids: np.ndarray | None = None) -> bool:
+        """Make `index` hold exactly the chunk ids of this Lance version (`lance_ids`, read when not given);
+        False (index untouched) when more than half of them are missing, for which building afresh is cheaper."""
+        if lance_ids is None:
+            lance_ids = self.chunks.search().select(["id"]).to_arrow()["id"].to_numpy()
         have = index.ids()
         missing = np.setdiff1d(lance_ids, have, assume_unique=True)
         if len(missing) > len(lance_ids) // 2:
@@ -401,7 +402,7 @@ class ChunkOwners:
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.keys: pa.Array = encoded.dictionary
         order = np.argsort(ids, kind="stable")
-        self._ids, self._codes = ids[order], codes[order]
+        self.ids, self._codes = ids[order], codes[order]  # ids: every chunk id of the version, sorted
         by_code = np.argsort(codes, kind="stable")  # stable: a document's chunks stay in table (ordinal) order
         self._members = ids[by_code]
         self._starts = np.searchsorted(codes[by_code], np.arange(len(self.keys) + 1))
@@ -409,10 +410,10 @@ class ChunkOwners:
     def codes(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The document-version code of each chunk id; -1 for ids not in this version."""
         chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
-        if not len(self._ids) or not len(chunk_ids):
+        if not len(self.ids) or not len(chunk_ids):
             return np.full(len(chunk_ids), -1, np.int64)
-        pos = np.minimum(np.searchsorted(self._ids, chunk_ids), len(self._ids) - 1)
-        return np.where(self._ids[pos] == chunk_ids, self._codes[pos], -1)
+        pos = np.minimum(np.searchsorted(self.ids, chunk_ids), len(self.ids) - 1)
+        return np.where(self.ids[pos] == chunk_ids, self._codes[pos], -1)
 
     def members(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chunk ids of these document versions, concatenated (each one's in order), and how many each has

@@ -362,8 +362,11 @@ class Indexer:
             except ReadError as exc:
                 return _Skipped(entry, exc.message, attempt)
             except OSError as exc:
-                if exc.errno not in _TRANSIENT or attempt > self.retries:
-                    reason = "vanished while being read" if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}"
+                # a missing file may be mid-save (editors replace files by renaming): worth one retry while its folder
+                # is there; a deleted folder's files are not waited for (thousands of them would take hours)
+                missing = exc.errno == errno.ENOENT
+                if missing and (attempt > 1 or not entry.abspath.parent.is_dir()) or exc.errno not in _TRANSIENT or attempt > self.retries:
+                    reason = "vanished while being read" if missing else f"cannot read: {exc.strerror or exc}"
                     return _Skipped(entry, reason, attempt)
                 time.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
             except LodexError as exc:

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -90,10 +91,40 @@ def test_file_vanishing_mid_run_is_recorded_and_retried(tmp_path: Path) -> None:
     summary = indexer.run(root)
     assert summary.added == 39
     assert summary.failures == {"d39.txt": "vanished while being read"}
-    assert jobs.failed()["d39.txt"]["attempts"] == 4  # 1 try + 3 retries
+    assert jobs.failed()["d39.txt"]["attempts"] == 2  # 1 try + 1 retry (a save in progress would be back by then)
     victim.write_text(content)
     retried = indexer.run(root, only=list(jobs.failed()), kind="retry")
     assert retried.added == 1 and jobs.failed() == {}
     records = jobs.files_of_run(jobs.last_run()["id"])
     assert [(r.path, r.status) for r in records] == [("d39.txt", "indexed")]
     assert records[0].chunks > 0 and records[0].tokens > 0 and records[0].seconds >= 0
+
+
+class FolderDeletingEncoder(FakeEncoder):
+    """Deletes a whole subfolder on its first call, while the run still has its files to read."""
+
+    def __init__(self, victim: Path) -> None:
+        super().__init__()
+        self.victim = victim
+
+    def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
+        if self.victim.exists():
+            shutil.rmtree(self.victim)
+        return super().embed(texts, kind, lengths)
+
+
+def test_a_folder_deleted_mid_run_is_not_waited_for(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    (root / "gone").mkdir(parents=True)
+    (root / "a.txt").write_text("first " + " ".join(f"a{j}" for j in range(150)))
+    for i in range(30):
+        (root / "gone" / f"g{i:02d}.txt").write_text(f"doomed {i} " + " ".join(f"g{i}x{j}" for j in range(150)))
+    jobs = JobLog(tmp_path / "data")
+    store, indexer, _ = make_pipeline(tmp_path / "data", FolderDeletingEncoder(root / "gone"))
+    indexer.jobs, indexer.retry_backoff_s, indexer.flush_tokens = jobs, 5.0, 100  # a retry would show in the time
+    started = time.monotonic()
+    summary = indexer.run(root)
+    assert time.monotonic() - started < 5.0  # no file of the deleted folder was waited for
+    assert summary.added + len(summary.failures) == 31 and summary.added >= 1
+    assert set(summary.failures.values()) <= {"vanished while being read"}
+    assert all(record["attempts"] == 1 for record in jobs.failed().values())

@@ -23,6 +23,16 @@ class Hits(NamedTuple):
         _, first = np.unique(self.rows, return_index=True)
         return np.sort(first)
 
+    def score_of(self, ids: np.ndarray) -> np.ndarray:
+        """Each id's score in this list; -inf for ids not in it."""
+        out = np.full(len(ids), -np.inf)
+        if len(self.ids) and len(ids):
+            sorter = np.argsort(self.ids)
+            pos = sorter[np.minimum(np.searchsorted(self.ids, ids, sorter=sorter), len(self.ids) - 1)]
+            found = self.ids[pos] == ids
+            out[found] = self.scores[pos[found]]
+        return out
+
     def best_per_document(self) -> "Hits":
         """Each document's best hit, keyed by document row, in list order."""
         first = self.firsts()

@@ -209,13 +209,7 @@ class Searcher:
             rows = np.array([r for r, _ in top], np.int64)
             ids, chunk_vectors, lengths = snap.chunk_vectors(rows)
             sims = chunk_vectors @ vectors[i]
-            order = chunk_order[i]
-            ranked = np.full(len(ids), -np.inf)
-            pos = np.searchsorted(order.ids, ids, sorter=np.argsort(order.ids)) if len(order.ids) else np.zeros(len(ids), np.int64)
-            sorter = np.argsort(order.ids)
-            found = pos < len(order.ids)
-            found[found] = order.ids[sorter[pos[found]]] == ids[found]
-            ranked[found] = order.scores[sorter[pos[found]]]
+            ranked = chunk_order[i].score_of(ids)
             for row, start, n in zip(rows.tolist(), (np.cumsum(lengths) - lengths).tolist(), lengths.tolist()):
                 part = slice(start, start + n)
                 keys = np.lexsort((np.arange(n), -sims[part], -ranked[part]))[: self.passages]

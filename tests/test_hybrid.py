@@ -91,6 +91,7 @@ def test_convex_fusion_normalizes_each_list_and_a_lone_keyword_hit_counts() -> N
     fused = Fusion(dense_weight=0.6).fuse(dense, keyword)
     assert fused.ids.tolist() == [1, 3, 2] and fused.rows.tolist() == [0, 2, 1]
     assert fused.scores.tolist() == pytest.approx([0.6, 0.4, 0.3])  # the lone hit gets BM25's whole share
+    assert fused.score_of(np.array([2, 9, 1])).tolist() == pytest.approx([0.3, float("-inf"), 0.6])
     rrf = Fusion(method="rrf", rrf_k=10).fuse(dense, keyword)
     assert rrf.ids.tolist() == [3, 1, 2] and rrf.scores[0] == pytest.approx(1 / 13 + 1 / 11)
 

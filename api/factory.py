@@ -97,7 +97,7 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
 def build_writer(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> IndexWriter:
     """The one writer of a long-lived process (watch, serve): its runs keep the full-text index caught up."""
     indexer.optimize_every_s = settings.watch.optimize_every_s
-    return IndexWriter(indexer, root, **run_options)
+    return IndexWriter(indexer, root, nice=settings.watch.writer_nice, **run_options)
 
 
 def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> WatchService:

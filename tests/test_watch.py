@@ -198,3 +198,22 @@ def test_polling_observer(tmp_path: Path) -> None:
         h.wait(lambda d: "polled.md" in d)
     finally:
         h.service.stop()
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="thread priorities are a POSIX feature")
+def test_the_writer_runs_at_the_configured_low_priority(tmp_path: Path) -> None:
+    import threading
+
+    from api.factory import build_writer
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    _, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
+    settings = Settings(base_dir=tmp_path, watch={"writer_nice": 7})
+    writer = build_writer(settings, indexer, root).start()
+    try:
+        nice = writer.submit(lambda ix: os.getpriority(os.PRIO_PROCESS, threading.get_native_id())).result(timeout=30)
+    finally:
+        writer.stop(timeout=30)
+    assert nice == max(7, os.getpriority(os.PRIO_PROCESS, 0))  # raised, never lowered below the process's own
+    assert Settings().watch.writer_nice == 19

@@ -17,7 +17,7 @@ class IndexWriter:
     """A bounded queue of write requests served by one thread; submitters get a Future of the result."""
 
     def __init__(self, indexer: Indexer, root: Path, maxsize: int = 256,
-                 on_error: Callable[[BaseException], None] | None = None, nice: int = 10, **run_options: Any) -> None:
+                 on_error: Callable[[BaseException], None] | None = None, nice: int = 19, **run_options: Any) -> None:
         self.indexer = indexer
         self.nice = nice
         self.root = root

@@ -108,8 +108,10 @@ class FolderDeletingEncoder(FakeEncoder):
         self.victim = victim
 
     def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
-        if self.victim.exists():
-            shutil.rmtree(self.victim)
+        if self.victim.exists():  # moved out at once (as a file manager's delete does), then removed
+            trash = self.victim.parent.parent / "trash"
+            self.victim.rename(trash)
+            shutil.rmtree(trash)
         return super().embed(texts, kind, lengths)
 
 

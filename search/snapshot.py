@@ -31,8 +31,11 @@ class DocumentView:
 
 
 class MeanVectors:
-    """Documents' mean chunk vectors by "id:hash" version key, read from Lance the first time a search needs
-    them and kept across index versions (a key names one content, so its vector never changes)."""
+    """Documents' mean chunk vectors by "id:hash" version key, kept across index versions (a key names one
+    content, so its vector never changes): every document's read at the first search, then only those of
+    documents that changed since (all again when many did)."""
+
+    FEW = 64  # missing vectors read one by one up to this many; above, all of them in one scan
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -42,20 +45,22 @@ class MeanVectors:
         """(vectors, found) for these document rows; rows without a stored vector get zeros and found False."""
         keys = docs.keys.take(pa.array(rows, pa.int64())).to_pylist()
         missing = [k for k in dict.fromkeys(keys) if k not in self._vectors]
-        if missing:
-            if len(self._vectors) + len(missing) > 2 * len(docs) + 1024:
-                current = set(docs.keys.to_pylist())  # drop the vectors of replaced versions
-                self._vectors = {k: v for k, v in self._vectors.items() if k in current}
-            table = self.store.document_rows([k.split(":", 1)[0] for k in missing], ["id", "content_hash", "vector"])
-            stored = pc.binary_join_element_wise(table["id"], table["content_hash"], ":").to_pylist()
-            for key, vector in zip(stored, vectors_of(table)):
-                self._vectors[key] = vector
+        if len(missing) > self.FEW or len(self._vectors) + len(missing) > 2 * len(docs) + 1024:
+            self._vectors = {}  # the first search, many changed documents, or too many replaced versions kept
+            self._add(self.store.document_table(["id", "content_hash", "vector"]))
+        elif missing:
+            self._add(self.store.document_rows([k.split(":", 1)[0] for k in missing], ["id", "content_hash", "vector"]))
         dim = self.store.dim
         found = np.array([k in self._vectors for k in keys], bool)
         out = np.zeros((len(keys), dim), np.float32)
         if found.any():
             out[found] = np.stack([self._vectors[k] for k, f in zip(keys, found) if f])
         return out, found
+
+    def _add(self, table: pa.Table) -> None:
+        """Keep these documents' vectors (rows of id, content_hash, vector)."""
+        keys = pc.binary_join_element_wise(table["id"], table["content_hash"], ":").to_pylist()
+        self._vectors.update(zip(keys, vectors_of(table)))
 
 
 class VersionMap:

@@ -4,6 +4,7 @@ import re
 import threading
 from pathlib import Path
 
+from indexer.pipeline import document_id
 from search.searcher import Searcher
 from store.lance_store import Store
 from tests.conftest import make_pipeline
@@ -50,3 +51,35 @@ def test_searches_during_writes_see_one_version_per_document(tmp_path: Path) -> 
     assert searches >= 5
     final = reader.search("paragraph file", k=20)
     assert all(set(TAG.findall(h.passages[0].text)) == {"5"} for h in final.results)
+
+
+def test_mean_vectors_follow_document_versions_reading_only_what_changed(tmp_path: Path, monkeypatch) -> None:
+    import numpy as np
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(5):
+        (root / f"d{i}.txt").write_text(f"document {i} " + " ".join(f"w{i}x{j}" for j in range(40)))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+
+    def check() -> tuple[np.ndarray, list[str]]:
+        snap = searcher.snapshot()
+        rows = np.arange(len(snap.docs))
+        vectors, found = snap.mean_vectors(rows)
+        table = store.documents.search().select(["id", "vector"]).limit(None).to_arrow().to_pylist()
+        stored = {r["id"]: np.asarray(r["vector"], np.float32) for r in table}
+        ids = snap.docs.rows(rows.tolist(), "ids")
+        assert found.all() and np.allclose(vectors, np.stack([stored[i] for i in ids]))
+        return vectors, ids
+
+    before, ids = check()
+    full_reads = []
+    document_table = store.document_table
+    monkeypatch.setattr(store, "document_table", lambda *args: full_reads.append(args) or document_table(*args))
+    (root / "d3.txt").write_text("rewritten entirely " + " ".join(f"z{j}" for j in range(40)))
+    indexer.run(root)
+    after, ids_after = check()
+    assert all("vector" not in (args[0] if args else []) for args in full_reads)  # only the changed document was read
+    moved = [doc for i, doc in enumerate(ids_after) if not np.allclose(after[i], before[ids.index(doc)])]
+    assert moved == [document_id("d3.txt")]

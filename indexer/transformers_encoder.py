@@ -142,12 +142,7 @@ class TransformersEncoder(Encoder):
         self._query_fallback = False
         self._query_lock = threading.Lock()
         if precision == "fast":
-            fast = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
-                                   max_length=self.max_length)
-            if (agreement := self._agreement(fast)) < 0.95:
-                raise ModelError(f"fast mode's int8 model does not reproduce this model (cosine {agreement:.3f} to PyTorch)",
-                                 "set encoder.precision = \"exact\"")
-            self._fast = fast
+            self._fast = self._checked_onnx_model(int8=True, spin=True)
 
     def origin(self) -> dict:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused)."""
@@ -181,16 +176,22 @@ class TransformersEncoder(Encoder):
         with self._query_lock:
             if self._queries is None and not self._query_fallback:
                 try:
-                    model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads,
-                                            int8=self.fast_queries, max_length=self.max_length, spin=False)
-                    if (agreement := self._agreement(model)) < (0.95 if self.fast_queries else 0.9999):
-                        raise ModelError(f"its ONNX copy does not reproduce the model (cosine {agreement:.6f})")
-                    self._queries = model
+                    self._queries = self._checked_onnx_model(int8=self.fast_queries, spin=False)
                 except Exception as exc:  # noqa: BLE001 - a model the exporter or the runtime cannot take: PyTorch answers
                     self._query_fallback = True
                     reason = exc.one_line() if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}".splitlines()[0]
                     logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", reason)
         return self._queries
+
+    def _checked_onnx_model(self, int8: bool, spin: bool) -> "OnnxModel":
+        """The cached (or newly exported) ONNX model, checked against PyTorch: a ModelError unless its vectors keep a
+        cosine of 0.95 (int8) or 0.9999 (float32) to PyTorch's."""
+        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=int8,
+                                max_length=self.max_length, spin=spin)
+        if (agreement := self._agreement(model)) < (0.95 if int8 else 0.9999):
+            raise ModelError(f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
+                             "set encoder.precision = \"exact\"" if self.precision == "fast" else "")
+        return model
 
     def _agreement(self, model: "OnnxModel") -> float:
         """The lowest cosine between an ONNX model's vectors and PyTorch's, on inputs of several lengths."""

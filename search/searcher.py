@@ -98,7 +98,7 @@ class Searcher:
         passages = self._passages(snap, queries, vectors, tops, chunk_order)
         took = round((time.perf_counter() - started) * 1000, 3)
         shown = sorted({r for top in tops for r, _ in top})
-        docs = {r: hit for r, hit in zip(shown, zip(*(snap.docs.rows(shown, c) for c in ("ids", "paths", "titles"))))}
+        docs = dict(zip(shown, zip(*(snap.docs.rows(shown, c) for c in ("ids", "paths", "titles")))))
         return [
             SearchResponse(q.text, took, [DocumentHit(*docs[r], round(s, 6), passages.get((i, r), [])) for r, s in top], q.mode or self.mode)
             for i, (q, top) in enumerate(zip(queries, tops))
@@ -160,12 +160,12 @@ class Searcher:
         if ranking == "max":
             return Hits(rows, rows, fused.scores[first]), fused
         if ranking == "topm":
-            rank = np.searchsorted(np.sort(rows), fused.rows)  # any fixed number per document: group, keep list order
-            grouped = np.argsort(rank, kind="stable")
-            starts = np.searchsorted(rank[grouped], rank[grouped])
+            docs, group = np.unique(fused.rows, return_inverse=True)  # each hit's document; grouped in list order
+            grouped = np.argsort(group, kind="stable")
+            starts = np.searchsorted(group[grouped], group[grouped])
             keep = grouped[np.arange(len(grouped)) - starts < f.top_m]
-            sums = np.bincount(rank[keep], weights=fused.scores[keep], minlength=len(rows))
-            return Hits(rows, rows, sums[np.searchsorted(np.sort(rows), rows)] / f.top_m), fused
+            sums = np.bincount(group[keep], weights=fused.scores[keep], minlength=len(docs))
+            return Hits(rows, rows, sums[np.searchsorted(docs, rows)] / f.top_m), fused
         # blend / mean: a dense score per document (for the feedback vector), fused with BM25's best chunk per
         # document, at document level
         alpha = f.hybrid_blend_alpha if ranking == "blend" else 0.0

@@ -1,5 +1,6 @@
-"""Micro-batching of concurrent queries, in two stages: one thread encodes every waiting query at once while the
-search workers rank the batch encoded before (the encoder runs in native code, so the stages overlap on two cores)."""
+"""Micro-batching of concurrent queries, in two stages: one thread encodes every waiting query at once (their BM25
+runs in Lance meanwhile) while the search workers rank the batch encoded before (the encoder and Lance run in native
+code, so the stages overlap on two cores)."""
 
 import queue
 import threading
@@ -25,7 +26,7 @@ class QueryBatcher:
         self._encode = encode
         self._queue: queue.Queue = queue.Queue()
         self._encoded: queue.Queue = queue.Queue()
-        self._encoder = threading.Thread(target=self._encode_batches, name="lodex-query-encoder", daemon=True)
+        self._encoder = threading.Thread(target=self._encode_batches, args=(make_searcher,), name="lodex-query-encoder", daemon=True)
         self._threads = [threading.Thread(target=self._serve, args=(make_searcher,), name=f"lodex-query-{i}", daemon=True)
                          for i in range(workers)]
         for thread in (self._encoder, *self._threads):
@@ -44,28 +45,31 @@ class QueryBatcher:
         for thread in self._threads:
             thread.join(timeout=30)
 
-    def _encode_batches(self) -> None:
+    def _encode_batches(self, make_searcher: Callable[[], Searcher]) -> None:
+        searcher = make_searcher()  # its own store handle, for the BM25 half of each batch
         while (batch := _take(self._queue, self.max_batch)) is not None:
             live = [(q, f) for q, f in batch if f.set_running_or_notify_cancel()]
             if not live:
                 continue
             started = time.perf_counter()
             try:
+                keywords = searcher.start_keyword_search([q for q, _ in live])  # in Lance while the queries are encoded
                 vectors = self._encode([q.text for q, _ in live])
             except Exception as exc:  # noqa: BLE001 — every waiting caller gets the error
                 _fail(live, exc)
                 continue
-            self._encoded.put((live, vectors, started))
+            self._encoded.put((live, vectors, started, keywords))
         for _ in self._threads:
             self._encoded.put(None)
 
     def _serve(self, make_searcher: Callable[[], Searcher]) -> None:
         searcher = make_searcher()
         while (encoded := _take(self._encoded, self.max_batch)) is not None:  # every batch encoded meanwhile, as one
-            live = [pair for batch, _, _ in encoded for pair in batch]
+            live = [pair for batch, _, _, _ in encoded for pair in batch]
             try:
-                vectors = np.concatenate([v for _, v, _ in encoded])
-                responses = searcher.search_many([q for q, _ in live], vectors, min(t for _, _, t in encoded))
+                vectors = np.concatenate([v for _, v, _, _ in encoded])
+                keywords = [hits for _, _, _, wait in encoded for hits in wait()]
+                responses = searcher.search_many([q for q, _ in live], vectors, min(t for _, _, t, _ in encoded), keywords)
                 for (_, future), response in zip(live, responses):
                     future.set_result(response)
             except Exception as exc:  # noqa: BLE001 — every waiting caller gets the error

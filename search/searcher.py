@@ -8,6 +8,7 @@ candidates are ranked as numpy arrays, which is what keeps latency low when many
 """
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -25,6 +26,7 @@ __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"
 Mode = Literal["dense", "bm25", "hybrid"]
 Ranking = Literal["max", "topm", "mean", "blend"]
 MODES: tuple[str, ...] = ("dense", "bm25", "hybrid")
+KeywordHits = tuple[int, np.ndarray, np.ndarray]  # a query's BM25 hits: chunks version, Lance row ids, scores
 RANKINGS: tuple[str, ...] = ("max", "topm", "mean", "blend")
 
 
@@ -73,24 +75,41 @@ class Searcher:
         """Top-k documents for `query`, each with up to `passages` best passages."""
         return self.search_many([Query(query, k, filters or SearchFilters(), mode, ranking)])[0]
 
-    def search_many(self, queries: list[Query], vectors: np.ndarray | None = None, started: float | None = None) -> list[SearchResponse]:
+    def start_keyword_search(self, queries: list[Query]) -> "Callable[[], list[KeywordHits | None]]":
+        """Start these queries' BM25 at the latest version (it needs no query vector) and return the function that
+        waits for it: run it while the queries are encoded, and pass its answer to `search_many` (which uses it if
+        its own snapshot is of the same version). Dense-mode queries get None."""
+        _, version = self.store.refresh()
+        worded = [i for i, q in enumerate(queries) if (q.mode or self.mode) != "dense"]
+        wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version)
+
+        def answer() -> list[KeywordHits | None]:
+            out: list[KeywordHits | None] = [None] * len(queries)
+            for i, (row_ids, scores) in zip(worded, wait()):
+                out[i] = (version, row_ids, scores)
+            return out
+
+        return answer
+
+    def search_many(self, queries: list[Query], vectors: np.ndarray | None = None, started: float | None = None,
+                    keywords: "list[KeywordHits | None] | None" = None) -> list[SearchResponse]:
         """Several searches against one committed version of the index, sharing the encoder call and the scans;
-        `vectors`: the queries already encoded (from `started`, a perf_counter time, for took_ms)."""
+        `vectors`: the queries already encoded (from `started`, a perf_counter time, for took_ms); `keywords`: their
+        BM25 hits from `start_keyword_search`."""
         started = time.perf_counter() if started is None else started
         if vectors is None:
             vectors = self.encoder.embed([q.text for q in queries], kind="query")
         snap = self.snapshot()
-        n = max(self.candidates, 10 * max(q.k for q in queries))
-        first = self._retrieve_batch(snap, queries, vectors, n)
+        widths = [self._width(q) for q in queries]
+        first = self._retrieve_batch(snap, queries, vectors, widths, keywords)
         tops, chunk_order = [], []
-        for q, vector, hits in zip(queries, vectors, first):
-            width = n
+        for q, vector, hits, width in zip(queries, vectors, first, widths):
             while True:
                 ranked, order = self._rank(snap, q, vector, *hits)
                 if len(ranked.ids) >= q.k or width >= len(snap.index):
                     break
                 width *= 4  # filters left too few: look deeper for this query
-                hits = self._retrieve_batch(snap, [q], vector[None, :], width)[0]
+                hits = self._retrieve_batch(snap, [q], vector[None, :], [width])[0]
             rows = ranked.rows.tolist()
             paths = snap.docs.rows(rows, "paths")  # ties broken by path
             tops.append([(r, s) for s, _, r in sorted(zip(ranked.scores.tolist(), paths, rows), key=lambda item: (-item[0], item[1]))[: q.k]])
@@ -104,20 +123,28 @@ class Searcher:
             for i, (q, top) in enumerate(zip(queries, tops))
         ]
 
-    def _retrieve_batch(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, width: int) -> list[tuple[Hits, Hits, np.ndarray]]:
+    def _width(self, q: Query) -> int:
+        """Candidate chunks a retriever returns for a query (its own: answers do not depend on batch mates)."""
+        return max(self.candidates, 10 * q.k)
+
+    def _retrieve_batch(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, widths: list[int],
+                        keywords: "list[KeywordHits | None] | None" = None) -> list[tuple[Hits, Hits, np.ndarray]]:
         """(dense hits, BM25 hits, the vector dense search used) per query: one FAISS scan for the batch, one round
-        of keyword queries, one more scan for hybrid queries' feedback vectors."""
+        of keyword queries (for those `keywords` has not answered at this version), one more scan for hybrid queries'
+        feedback vectors."""
         modes = [q.mode or self.mode for q in queries]
         dense = [Hits.empty() for _ in queries]
         keyword = [Hits.empty() for _ in queries]
         picked = [i for i, m in enumerate(modes) if m != "bm25"]
         if picked:
-            scores, ids = snap.index.search_batch(vectors[picked], width)
-            for i, row_scores, row_ids in zip(picked, scores, ids):
-                dense[i] = self._candidates(snap, queries[i], row_ids, row_scores)
+            self._dense_hits(snap, queries, vectors[picked], widths, picked, dense)
         worded = [i for i, m in enumerate(modes) if m != "dense"]
-        for i, (ids, scores) in zip(worded, snap.store.keyword_search([queries[i].text for i in worded], width, snap.version)):
-            keyword[i] = self._candidates(snap, queries[i], ids, scores)
+        given = {i: k[1:] for i in worded if keywords and (k := keywords[i]) is not None and k[0] == snap.version}
+        asked = [i for i in worded if i not in given]
+        if asked:
+            given |= dict(zip(asked, snap.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version)()))
+        for i, (row_ids, scores) in given.items():
+            keyword[i] = self._candidates(snap, queries[i], *snap.owners.ranked(row_ids, scores))
         f = self.fusion
         feedback = [i for i, m in enumerate(modes) if m == "hybrid" and f.feedback_chunks > 0 and f.feedback_weight > 0]
         used = list(vectors)
@@ -127,11 +154,16 @@ class Searcher:
             vector = vectors[i] + f.feedback_weight * (snap.index.vectors(best).mean(axis=0) if len(best) else 0.0)
             moved.append((vector / max(float(np.linalg.norm(vector)), 1e-9)).astype(np.float32))
         if moved:
-            scores, ids = snap.index.search_batch(np.stack(moved), width)
-            for i, row_scores, row_ids, vector in zip(feedback, scores, ids, moved):
-                dense[i] = self._candidates(snap, queries[i], row_ids, row_scores)
+            self._dense_hits(snap, queries, np.stack(moved), widths, feedback, dense)
+            for i, vector in zip(feedback, moved):
                 used[i] = vector
         return list(zip(dense, keyword, used))
+
+    def _dense_hits(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, widths: list[int], picked: list[int], out: list[Hits]) -> None:
+        """FAISS candidates for the `picked` queries (`vectors`: theirs, in that order), one scan, each cut to its width."""
+        scores, ids = snap.index.search_batch(vectors, max(widths[i] for i in picked))
+        for i, row_scores, row_ids in zip(picked, scores, ids):
+            out[i] = self._candidates(snap, queries[i], row_ids[: widths[i]], row_scores[: widths[i]])
 
     @staticmethod
     def _candidates(snap: Snapshot, q: Query, ids: np.ndarray, scores: np.ndarray) -> Hits:

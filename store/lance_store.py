@@ -3,7 +3,8 @@
 import asyncio
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -58,6 +59,13 @@ def _run(coroutine: Any) -> Any:
     from lancedb.background_loop import LOOP
 
     return LOOP.run(coroutine)
+
+
+def _start(coroutine: Any) -> "Future[Any]":
+    """Start a coroutine on lancedb's background event loop; its result comes through the returned future."""
+    from lancedb.background_loop import LOOP
+
+    return asyncio.run_coroutine_threadsafe(coroutine, LOOP.loop)
 
 
 def _sql_list(values: list) -> str:
@@ -163,30 +171,40 @@ class Store:
         docs = self.document_table()
         return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
 
-    def keyword_search(self, texts: list[str], limit: int, version: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """BM25 over chunk text, per text: the ids and scores of the best `limit` chunks, best first. The
-        queries run concurrently in Lance's runtime at this handle's checked-out version (`version`, when the
-        caller has just read it), one round trip for all."""
+    def keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """BM25 over chunk text, per text: the ids and scores of its best `limit` chunks (one limit, or one per
+        text), best first; see `start_keyword_search`."""
+        owners = self.chunk_owners(version)
+        return [owners.ranked(rows, scores) for rows, scores in self.start_keyword_search(texts, limit, version)()]
+
+    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+        """Start BM25 over chunk text and return the function that waits for its answer, so that other work
+        (encoding the same queries) goes on meanwhile: per text, the Lance row ids and scores of its best `limit`
+        chunks (`ChunkOwners.ranked` of this version turns them into chunk ids, best first). The queries run
+        concurrently in Lance's runtime at this handle's checked-out version (`version`, when the caller has just
+        read it), one round trip for all; row ids spare Lance a read of the id column (a third of its work)."""
         table = _async(self.chunks)
         covered = version is not None and self._text_index_covers(version)
+        limits = [limit] * len(texts) if isinstance(limit, int) else limit
 
-        async def one(text: str) -> pa.Table | None:
+        async def one(text: str, n: int) -> pa.Table | None:
             if not text.strip():
                 return None
             query = table.query().nearest_to_text(text)
             if covered:  # nothing outside the full-text index: skip planning a scan of unindexed rows (~1 ms a query)
                 query = query.fast_search()
-            return await query.select(["id", "_score"]).limit(limit).to_arrow()
+            return await query.select(["_score"]).with_row_id().limit(n).to_arrow()
 
         async def every() -> list[pa.Table | None]:
-            return await asyncio.gather(*(one(text) for text in texts))
+            return await asyncio.gather(*(one(text, n) for text, n in zip(texts, limits)))
 
-        out = []
-        for t in _run(every()):
-            ids, scores = (np.zeros(0, np.int64), np.zeros(0, np.float32)) if t is None else (t["id"].to_numpy(), t["_score"].to_numpy().astype(np.float32))
-            order = np.lexsort((ids, -scores))  # equal scores (copies of a text) in id order, however the queries ran
-            out.append((ids[order], scores[order]))
-        return out
+        pending = _start(every())
+
+        def answer() -> list[tuple[np.ndarray, np.ndarray]]:
+            return [(np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else
+                    (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in pending.result()]
+
+        return answer
 
     def _text_index_covers(self, version: int) -> bool:
         """Whether the full-text index holds every chunk row of this version (asked once per version)."""
@@ -339,7 +357,7 @@ class Store:
         for vector_index)."""
         version = self.chunks.version if version is None else version
         if self._owners is None or self._owners_version != version:
-            table = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
+            table = self.chunks.search().select(["id", "document_id", "content_hash"]).with_row_id(True).limit(None).to_arrow()
             self._owners, self._owners_version = ChunkOwners(table), version
         return self._owners
 
@@ -391,12 +409,16 @@ class AnnPolicy:
 
 
 class ChunkOwners:
-    """chunk id → the code of its document version (document id and content hash, `keys[code]` = "id:hash"), and a
-    code → its chunk ids: lookups without Lance, built with Arrow and numpy (no Python object per chunk), so that
-    a new table version costs little."""
+    """chunk id → the code of its document version (document id and content hash, `keys[code]` = "id:hash"), a
+    code → its chunk ids, and a Lance row id → its chunk id: lookups without Lance, built with Arrow and numpy (no
+    Python object per chunk) from one version's rows (id, document_id, content_hash, _rowid), so that a new table
+    version costs little."""
 
     def __init__(self, table: pa.Table) -> None:
         ids = table["id"].to_numpy()
+        row_ids = table["_rowid"].to_numpy()
+        by_row = np.argsort(row_ids)
+        self._row_ids, self._ids_by_row = row_ids[by_row], ids[by_row]
         keys = pc.binary_join_element_wise(table["document_id"], table["content_hash"], ":")
         encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -414,6 +436,17 @@ class ChunkOwners:
             return np.full(len(chunk_ids), -1, np.int64)
         pos = np.minimum(np.searchsorted(self.ids, chunk_ids), len(self.ids) - 1)
         return np.where(self.ids[pos] == chunk_ids, self._codes[pos], -1)
+
+    def ranked(self, row_ids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Hits given by Lance row id (of this version) as chunk ids and scores, best first (equal scores in id
+        order, however Lance ran the query); row ids not in this version are left out."""
+        if not len(self._row_ids) or not len(row_ids):
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        pos = np.minimum(np.searchsorted(self._row_ids, row_ids), len(self._row_ids) - 1)
+        known = self._row_ids[pos] == row_ids
+        ids, scores = self._ids_by_row[pos[known]], np.asarray(scores)[known]
+        order = np.lexsort((ids, -scores))
+        return ids[order], scores[order]
 
     def members(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chunk ids of these document versions, concatenated (each one's in order), and how many each has

@@ -68,3 +68,23 @@ def test_an_encoder_failure_reaches_every_waiting_caller_and_the_batcher_goes_on
         first.result(timeout=30)
     assert [f.result(timeout=30).results[0].path for f in later] == ["doc00.txt", "doc01.txt", "doc02.txt"]
     batcher.close()
+
+
+def test_keyword_hits_started_before_a_commit_are_searched_again_at_the_new_version(index: Path) -> None:
+    encoder = FakeEncoder()
+    early = Searcher(Store(index, encoder.dim), encoder, mode="bm25")  # the batcher's encoding stage
+    searcher = Searcher(Store(index, encoder.dim), encoder, mode="bm25")  # its search stage
+    queries = [Query("topic3", k=3), Query("novelword", k=3)]
+    vectors = encoder.embed([q.text for q in queries], kind="query")
+    current = early.start_keyword_search(queries)()
+    assert current[0] is not None and len(current[0][1]) > 0
+    same = searcher.search_many(queries, vectors, keywords=current)
+    assert [[h.path for h in r.results] for r in same] == [[h.path for h in searcher.search(q.text, k=3).results] for q in queries]
+    assert same[0].results[0].path == "doc03.txt" and same[1].results == []
+
+    root = index.parent / "docs"
+    (root / "new.txt").write_text("novelword " * 30)
+    make_pipeline(index, FakeEncoder())[1].run(root)  # a commit lands between encoding and searching
+    later = searcher.search_many(queries, vectors, keywords=current)
+    assert [h.path for h in later[1].results] == ["new.txt"]  # searched again at the new version, not the stale hits
+    assert later[0].results[0].path == "doc03.txt"

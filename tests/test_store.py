@@ -70,8 +70,10 @@ def test_faiss_index_is_rebuilt_when_missing_or_stale(tmp_path: Path) -> None:
 
 def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:
     table = pa.table({"id": [30, 10, 20, 40, 50], "document_id": ["a", "a", "b", "a", "a"],
-                      "content_hash": ["h1", "h1", "h9", "h2", "h1"]})
+                      "content_hash": ["h1", "h1", "h9", "h2", "h1"], "_rowid": pa.array([7, 3, 9, 1, 5], pa.uint64())})
     owners = ChunkOwners(table)
+    ids, scores = owners.ranked(np.array([9, 3, 8, 7, 1], np.uint64), np.array([2.0, 5.0, 9.0, 2.0, 1.0], np.float32))
+    assert ids.tolist() == [10, 20, 30, 40] and scores.tolist() == [5.0, 2.0, 2.0, 1.0]  # row 8 unknown; a tie in id order
     codes = owners.codes(np.array([10, 20, 40, 99, -1]))
     assert [owners.keys[c].as_py() if c >= 0 else None for c in codes] == ["a:h1", "b:h9", "a:h2", None, None]
     ids, lengths = owners.members(codes[[0, 2, 1]])
@@ -79,3 +81,4 @@ def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:
     assert owners.members(np.array([], np.int64))[0].tolist() == []
     empty = ChunkOwners(table.slice(0, 0))
     assert empty.codes(np.array([10])).tolist() == [-1] and len(empty.keys) == 0
+    assert empty.ranked(np.array([3], np.uint64), np.array([1.0]))[0].tolist() == []

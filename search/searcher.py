@@ -246,8 +246,9 @@ class Searcher:
                 part = slice(start, start + n)
                 keys = np.lexsort((np.arange(n), -sims[part], -ranked[part]))[: self.passages]
                 chosen[(i, row)] = [(float(sims[part][j]), int(ids[part][j])) for j in keys]
-        wanted = sorted({chunk_id for picks in chosen.values() for _, chunk_id in picks})
-        texts = {r["id"]: r for r in snap.store.chunks_by_id(wanted, ["id", "char_start", "char_end", "text"]).to_pylist()}
+        wanted = np.unique(np.array([chunk_id for picks in chosen.values() for _, chunk_id in picks], np.int64))
+        rows = snap.owners.row_ids[np.searchsorted(snap.owners.ids, wanted)]  # every chosen chunk is of this version
+        texts = {r["id"]: r for r in snap.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text"]).to_pylist()}
         stems = [query_stems(q.text) for q in queries]
         return {
             (i, row): [Passage(texts[c]["text"], texts[c]["char_start"], texts[c]["char_end"], round(s, 6),

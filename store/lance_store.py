@@ -227,6 +227,13 @@ class Store:
         parts = [self.chunks_where(f"id IN ({_sql_list(ids[i:i + _IN_BATCH])})", columns) for i in range(0, len(ids), _IN_BATCH)]
         return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
 
+    def chunks_at_rows(self, row_ids: np.ndarray, columns: list[str]) -> pa.Table:
+        """Chunk rows by Lance row id at this handle's version (`ChunkOwners.row_ids`), any order: a direct read,
+        no predicate to plan."""
+        if not len(row_ids):
+            return pa.table({c: [] for c in columns})
+        return _run(_async(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(columns).to_arrow())
+
     def chunks_of_documents(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
         """Chunk rows (current and not yet collected) of the given documents."""
         parts = [self.chunks_where(f"document_id IN ({_sql_list(doc_ids[i:i + _IN_BATCH])})", columns) for i in range(0, len(doc_ids), _IN_BATCH)]
@@ -425,6 +432,7 @@ class ChunkOwners:
         self.keys: pa.Array = encoded.dictionary
         order = np.argsort(ids, kind="stable")
         self.ids, self._codes = ids[order], codes[order]  # ids: every chunk id of the version, sorted
+        self.row_ids = row_ids[order]  # each one's Lance row id
         by_code = np.argsort(codes, kind="stable")  # stable: a document's chunks stay in table (ordinal) order
         self._members = ids[by_code]
         self._starts = np.searchsorted(codes[by_code], np.arange(len(self.keys) + 1))

@@ -74,6 +74,7 @@ def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:
     owners = ChunkOwners(table)
     ids, scores = owners.ranked(np.array([9, 3, 8, 7, 1], np.uint64), np.array([2.0, 5.0, 9.0, 2.0, 1.0], np.float32))
     assert ids.tolist() == [10, 20, 30, 40] and scores.tolist() == [5.0, 2.0, 2.0, 1.0]  # row 8 unknown; a tie in id order
+    assert owners.ids.tolist() == [10, 20, 30, 40, 50] and owners.row_ids.tolist() == [3, 9, 7, 1, 5]
     codes = owners.codes(np.array([10, 20, 40, 99, -1]))
     assert [owners.keys[c].as_py() if c >= 0 else None for c in codes] == ["a:h1", "b:h9", "a:h2", None, None]
     ids, lengths = owners.members(codes[[0, 2, 1]])
@@ -82,3 +83,21 @@ def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:
     empty = ChunkOwners(table.slice(0, 0))
     assert empty.codes(np.array([10])).tolist() == [-1] and len(empty.keys) == 0
     assert empty.ranked(np.array([3], np.uint64), np.array([1.0]))[0].tolist() == []
+
+
+def test_keyword_hits_and_texts_by_row_id_match_the_chunks_they_name(tmp_path: Path) -> None:
+    store, _ = _index_folder(tmp_path, FakeEncoder())
+    store.chunks.delete("ordinal = 1")  # a later version: row ids are of the version read
+    _, version = store.refresh()
+    owners = store.chunk_owners(version)
+    rows = store.chunks.search().select(["id", "text"]).limit(None).to_arrow().sort_by("id")
+    assert owners.ids.tolist() == rows["id"].to_pylist()
+    picked = owners.row_ids[[0, 2, len(owners.row_ids) - 1]]
+    got = store.chunks_at_rows(picked, ["id", "text"]).sort_by("id")
+    assert got["id"].to_pylist() == sorted(owners.ids[[0, 2, len(owners.ids) - 1]].tolist())
+    assert got["text"].to_pylist() == [t for i, t in zip(rows["id"].to_pylist(), rows["text"].to_pylist()) if i in set(got["id"].to_pylist())]
+    word = got["text"][0].as_py().split()[0]
+    ids, scores = store.keyword_search([word], 50, version)[0]
+    assert len(ids) and set(ids.tolist()) <= set(owners.ids.tolist()) and list(scores) == sorted(scores, reverse=True)
+    texts = store.chunks_by_id(ids.tolist(), ["id", "text"])
+    assert all(word.lower() in t.lower() for t in texts["text"].to_pylist())

@@ -41,6 +41,15 @@ def test_batches_respect_the_token_budget() -> None:
     assert encoder.texts_encoded == len(texts)
 
 
+def test_a_few_queries_are_encoded_in_groups_of_similar_length() -> None:
+    encoder = FakeEncoder()
+    texts = [" ".join(["w"] * n) for n in (40, 3, 41, 4, 2, 44)]
+    out = encoder.embed(texts, kind="query")
+    assert len(encoder.batches) == 2 and sum(encoder.batches) == 3 * 6 + 3 * 46  # not 6 queries padded to 46 tokens
+    for i, text in enumerate(texts):
+        assert np.allclose(out[i], encoder.embed([text], kind="query")[0], atol=1e-6)
+
+
 def test_empty_input() -> None:
     assert FakeEncoder().embed([]).shape == (0, 256)
 

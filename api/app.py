@@ -173,9 +173,11 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
 
     @app.get("/ready", response_model=ReadyOut, responses=ERRORS, tags=["admin"])
     async def ready() -> ReadyOut:
-        """Readiness: the model is loaded and the index opens."""
+        """Readiness: the model is loaded and the index opens; `indexing` says whether changes (the startup
+        reconciliation of the folder among them) are still being applied."""
         counts = await on_query_thread(service.counts)
-        return ReadyOut(ready=True, model=service.encoder.model_id, documents=counts["documents"])
+        indexing, left = service.indexing()
+        return ReadyOut(ready=True, model=service.encoder.model_id, documents=counts["documents"], indexing=indexing, files_left=left)
 
     @app.get("/stats", response_model=StatsOut, responses=ERRORS, tags=["admin"])
     async def stats() -> StatsOut:

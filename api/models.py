@@ -125,6 +125,8 @@ class ReadyOut(BaseModel):
     ready: bool
     model: str
     documents: int
+    indexing: bool = Field(description="Changes are being applied or wait: searches may not find them yet.")
+    files_left: int = Field(description="Files the current indexing run has not reached yet (0 when idle).")
 
 
 class StatsOut(BaseModel):

@@ -46,6 +46,7 @@ class LodexService:
             raise
         self.encoded_tokens = 0
         self._rate = 0.0
+        self._files_left = 0  # files the current indexing run has not reached yet
         self._on_file = on_file
         options = {"on_file": self._file_done, "progress": self._progress}
         self.watch: WatchService | None = build_watch(settings, self.indexer, root, **options) if watch else None
@@ -88,6 +89,13 @@ class LodexService:
 
     def _progress(self, state: Progress) -> None:
         self._rate = state.tokens_per_s
+        self._files_left = state.files_total - state.files_done
+
+    def indexing(self) -> tuple[bool, int]:
+        """Whether changes are being applied or wait (searches may not see them yet), and how many files the
+        current run has left (0 when idle, or while a run is still listing the folder)."""
+        busy = self.writer.busy
+        return busy, self._files_left if busy else 0
 
     @property
     def encode_tokens_per_s(self) -> float:

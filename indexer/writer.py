@@ -24,12 +24,19 @@ class IndexWriter:
         self.on_error = on_error
         self.run_options = run_options
         self._queue: queue.Queue = queue.Queue(maxsize=maxsize)
+        self._pending = 0  # requests submitted and not finished
+        self._count_lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="lodex-writer", daemon=True)
 
     @property
     def depth(self) -> int:
         """Requests waiting."""
         return self._queue.qsize()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is being applied or waits."""
+        return self._pending > 0
 
     def start(self) -> "IndexWriter":
         """Start the writer thread."""
@@ -39,6 +46,8 @@ class IndexWriter:
     def submit(self, job: Callable[[Indexer], T]) -> "Future[T]":
         """Queue a job (blocks while the queue is full, which slows producers down)."""
         future: Future = Future()
+        with self._count_lock:
+            self._pending += 1
         self._queue.put((job, future))
         return future
 
@@ -65,11 +74,17 @@ class IndexWriter:
                 pass
         while (item := self._queue.get()) is not None:
             job, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
             try:
-                future.set_result(job(self.indexer))
-            except BaseException as exc:  # noqa: BLE001 — handed to the submitter, the writer goes on
-                future.set_exception(exc)
-                if self.on_error:
-                    self.on_error(exc)
+                if future.set_running_or_notify_cancel():
+                    self._apply(job, future)
+            finally:
+                with self._count_lock:
+                    self._pending -= 1
+
+    def _apply(self, job: Callable[[Indexer], Any], future: Future) -> None:
+        try:
+            future.set_result(job(self.indexer))
+        except BaseException as exc:  # noqa: BLE001 — handed to the submitter, the writer goes on
+            future.set_exception(exc)
+            if self.on_error:
+                self.on_error(exc)

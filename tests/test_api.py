@@ -1,6 +1,7 @@
 """The HTTP API in-process (ASGI) on a real store: every endpoint, the one error shape, limits, auth."""
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from api.settings import Settings
 from tests.fakes import FakeEncoder
 
 
-def _service(tmp_path: Path, api_key: str = "", watch: bool = False) -> LodexService:
+def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None) -> LodexService:
     root = tmp_path / "docs"
     root.mkdir(exist_ok=True)
     (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 8)
@@ -27,7 +28,7 @@ def _service(tmp_path: Path, api_key: str = "", watch: bool = False) -> LodexSer
     settings.api.max_query_chars = 200
     settings.api.max_document_kb = 4
     settings.api.max_body_kb = 16
-    service = LodexService(settings, root, watch=watch, encoder=FakeEncoder()).start()
+    service = LodexService(settings, root, watch=watch, encoder=FakeEncoder(), on_file=on_file).start()
     service.writer.reconcile().result(timeout=60)
     return service
 
@@ -101,7 +102,7 @@ def test_documents_list_detail_push_delete(client: TestClient) -> None:
 def test_admin_endpoints(client: TestClient) -> None:
     assert client.get("/health").json() == {"status": "ok"}
     ready = client.get("/ready").json()
-    assert ready["ready"] is True and ready["documents"] == 3
+    assert ready == {"ready": True, "model": "fake-bag-of-words", "documents": 3, "indexing": False, "files_left": 0}
     stats = client.get("/stats").json()
     assert (stats["documents"], stats["failed"], stats["queue_depth"]) == (3, 0, 0)
     assert stats["model"] == "fake-bag-of-words" and stats["last_run"]["kind"] == "reconcile"
@@ -203,4 +204,49 @@ def test_queries_answer_while_the_folder_is_indexed(tmp_path: Path) -> None:
             assert answered >= 3
             assert json.loads(client.get("/stats").text)["documents"] == 153
     finally:
+        service.close()
+
+
+def test_ready_says_when_changes_are_still_being_applied(tmp_path: Path) -> None:
+    service = _service(tmp_path)
+    release = threading.Event()
+    try:
+        with TestClient(create_app(service)) as client:
+            blocked = service.writer.submit(lambda ix: release.wait(30))  # the writer is busy with a change
+            queued = service.writer.reconcile()  # and another waits behind it
+            ready = client.get("/ready").json()
+            assert ready["ready"] is True and ready["indexing"] is True
+            release.set()
+            blocked.result(timeout=30), queued.result(timeout=60)
+            assert client.get("/ready").json()["indexing"] is False
+    finally:
+        release.set()
+        service.close()
+
+
+def test_ready_counts_the_files_the_run_has_left(tmp_path: Path) -> None:
+    gate, reached, seen = threading.Event(), threading.Event(), []
+
+    def on_file(record) -> None:
+        if record.path.startswith("batch/"):
+            seen.append(record.path)
+            if len(seen) == 2:  # the run is part-way through the batch
+                reached.set()
+                gate.wait(30)
+
+    service = _service(tmp_path, on_file=on_file)
+    try:
+        (tmp_path / "docs" / "batch").mkdir()
+        for i in range(5):
+            (tmp_path / "docs" / "batch" / f"b{i}.txt").write_text(f"batch{i} " + "filler words " * 3000)
+        with TestClient(create_app(service)) as client:
+            run = service.writer.reconcile()
+            assert reached.wait(60)
+            ready = client.get("/ready").json()
+            assert ready["indexing"] is True and 1 <= ready["files_left"] <= 4, ready
+            gate.set()
+            run.result(timeout=60)
+            assert client.get("/ready").json()["files_left"] == 0
+    finally:
+        gate.set()
         service.close()

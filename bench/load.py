@@ -84,6 +84,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def get_json(port: int, path: str) -> dict:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", path)
+    return json.loads(conn.getresponse().read())
+
+
 def client(port: int, queries: list[str], until: float, latencies: list[float], errors: list[str], seed: int) -> None:
     rng = random.Random(seed)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -141,24 +147,25 @@ def main() -> None:
             write_files(cran, folder)
             subprocess.run([sys.executable, "-m", "api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
             inflate(data, args.chunks)
-        chunks = Store(data, 384).counts()["chunks"]
         port = free_port()
         log = open(Path(tmp) / "serve.log", "w+")  # noqa: SIM115
         server = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", str(folder), "--port", str(port)],
                                   env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + 600
-            while True:
+            deadline = time.monotonic() + 1800
+            while True:  # ready, and done with its startup reconciliation (a reused --workdir's last CISI copy goes)
                 try:
                     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
                     conn.request("GET", "/ready")
-                    if conn.getresponse().status == 200:
+                    response = conn.getresponse()
+                    if response.status == 200 and not json.loads(response.read())["indexing"]:
                         break
                 except OSError:
                     pass
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise SystemExit("server did not start:\n" + Path(log.name).read_text()[-3000:])
                 time.sleep(0.5)
+            chunks = get_json(port, "/stats")["chunks"]
             run_clients(port, queries, 2, 5)  # warm-up: every query thread loads its FAISS copy
             idle, idle_errors, idle_s = run_clients(port, queries, 1, 15)
             rss_start = rss_mib(server.pid)
@@ -179,9 +186,7 @@ def main() -> None:
             latencies, errors, seconds = run_clients(port, queries, args.clients, args.seconds)
             sampler_stop.set()
             rss_end = rss_mib(server.pid)
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("GET", "/stats")
-            stats = json.loads(conn.getresponse().read())
+            stats = get_json(port, "/stats")
         finally:
             server.terminate()
             server.wait(timeout=120)

@@ -26,8 +26,8 @@ __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"
 Mode = Literal["dense", "bm25", "hybrid"]
 Ranking = Literal["max", "topm", "mean", "blend"]
 MODES: tuple[str, ...] = ("dense", "bm25", "hybrid")
-KeywordHits = tuple[int, np.ndarray, np.ndarray]  # a query's BM25 hits: chunks version, Lance row ids, scores
 RANKINGS: tuple[str, ...] = ("max", "topm", "mean", "blend")
+KeywordHits = tuple[int, np.ndarray, np.ndarray]  # a query's BM25 hits: chunks version, Lance row ids, scores
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,10 @@ class Searcher:
         """Start these queries' BM25 at the latest version (it needs no query vector) and return the function that
         waits for it: run it while the queries are encoded, and pass its answer to `search_many` (which uses it if
         its own snapshot is of the same version). Dense-mode queries get None."""
-        _, version = self.store.refresh()
         worded = [i for i, q in enumerate(queries) if (q.mode or self.mode) != "dense"]
+        if not worded:
+            return lambda: [None] * len(queries)
+        _, version = self.store.refresh()
         wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version)
 
         def answer() -> list[KeywordHits | None]:

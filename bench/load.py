@@ -5,7 +5,8 @@ Builds a real index of Cranfield (real model), inflates it past --chunks with co
 (pushed documents, their vectors jittered and re-normalized), starts `lodex serve` on a free loopback
 port, copies the CISI collection into the watched folder (so the server indexes while it answers), and
 runs the clients with keep-alive connections. Prints errors, p50/p99 latency, queries/s, the server's
-RSS at start, every sixth of the run and at the end, and the latency of the same queries on an idle server measured first (baseline).
+RSS at start, every sixth of the run and at the end, and once the indexing is done (waiting up to --settle
+seconds), and the latency of the same queries on an idle server measured first (baseline).
 """
 
 import argparse
@@ -90,6 +91,16 @@ def get_json(port: int, path: str) -> dict:
     return json.loads(conn.getresponse().read())
 
 
+def wait_until_indexed(port: int, limit: float) -> float | None:
+    """Seconds until the server says it is done indexing; None if not within `limit`."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        if not get_json(port, "/ready")["indexing"]:
+            return time.monotonic() - started
+        time.sleep(1)
+    return None
+
+
 def client(port: int, queries: list[str], until: float, latencies: list[float], errors: list[str], seed: int) -> None:
     rng = random.Random(seed)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -135,6 +146,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--no-indexing", action="store_true", help="no indexing during the load (to compare)")
     parser.add_argument("--workdir", type=Path, help="keep the built index here and re-use it on later runs")
+    parser.add_argument("--settle", type=float, default=600, help="after the load, wait up to this long for the indexing to finish, then read RSS again")
     args = parser.parse_args()
     cran = load_collection(EVAL / "cranfield")
     queries = list(cran.queries.values())
@@ -187,6 +199,8 @@ def main() -> None:
             sampler_stop.set()
             rss_end = rss_mib(server.pid)
             stats = get_json(port, "/stats")
+            settled_s = None if args.no_indexing else wait_until_indexed(port, args.settle)
+            rss_settled = None if settled_s is None else round(rss_mib(server.pid))
         finally:
             server.terminate()
             server.wait(timeout=120)
@@ -195,6 +209,7 @@ def main() -> None:
         "clients": args.clients, "seconds": round(seconds, 1), "requests": len(latencies) + len(errors), "errors": len(errors),
         "p50_ms": round(pct(latencies, 0.5), 1), "p99_ms": round(pct(latencies, 0.99), 1),
         "qps": round(len(latencies) / seconds, 1), "rss_start_mib": round(rss_start), "rss_during_mib": samples, "rss_end_mib": round(rss_end),
+        "indexing_done_after_s": None if settled_s is None else round(settled_s, 1), "rss_indexing_done_mib": rss_settled,
         "baseline_idle_1_client": {"p50_ms": round(pct(idle, 0.5), 1), "p99_ms": round(pct(idle, 0.99), 1),
                                    "qps": round(len(idle) / idle_s, 1), "errors": len(idle_errors)},
         "first_errors": errors[:3],

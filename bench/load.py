@@ -167,12 +167,9 @@ def main() -> None:
             deadline = time.monotonic() + 1800
             while True:  # ready, and done with its startup reconciliation (a reused --workdir's last CISI copy goes)
                 try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                    conn.request("GET", "/ready")
-                    response = conn.getresponse()
-                    if response.status == 200 and not json.loads(response.read())["indexing"]:
+                    if get_json(port, "/ready")["indexing"] is False:
                         break
-                except OSError:
+                except (OSError, ValueError, KeyError):  # not listening yet, or not ready (an error body)
                     pass
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise SystemExit("server did not start:\n" + Path(log.name).read_text()[-3000:])

@@ -3,7 +3,7 @@
 Modes: `dense` (cosine of the query to chunk vectors), `bm25` (Lance's full-text index over chunk text) and
 `hybrid` (both fused at chunk level, see `Fusion`). Document rankings: `max` (best chunk), `topm` (mean of the m
 best chunks), `mean` (the document's mean vector) and `blend` (best chunk and mean vector). Queries are searched
-in batches: one encoder call, one scan of the FAISS index and one round of keyword queries serve them all, and
+in batches: one encoder pass, one scan of the FAISS index and one round of keyword queries serve them all, and
 candidates are ranked as numpy arrays, which is what keeps latency low when many clients ask at once on a small CPU.
 """
 

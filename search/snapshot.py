@@ -5,7 +5,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from search.results import SearchFilters
-from store.lance_store import ChunkOwners, Store, vectors_of
+from store.lance_store import ChunkOwners, Store, vectors_of, version_keys
 from store.vector_index import VectorIndex
 
 
@@ -20,7 +20,7 @@ class DocumentView:
         table = table.combine_chunks()
         self.ids, self.paths, self.titles = table["id"], table["path"], table["title"]
         self.mtimes = table["mtime"].to_numpy()
-        self.keys = pc.binary_join_element_wise(table["id"], table["content_hash"], ":")
+        self.keys = version_keys(table["id"], table["content_hash"])
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -59,7 +59,7 @@ class MeanVectors:
 
     def _add(self, table: pa.Table) -> None:
         """Keep these documents' vectors (rows of id, content_hash, vector)."""
-        keys = pc.binary_join_element_wise(table["id"], table["content_hash"], ":").to_pylist()
+        keys = version_keys(table["id"], table["content_hash"]).to_pylist()
         self._vectors.update(zip(keys, vectors_of(table)))
 
 

@@ -68,6 +68,18 @@ def _start(coroutine: Any) -> "Future[Any]":
     return asyncio.run_coroutine_threadsafe(coroutine, LOOP.loop)
 
 
+def version_keys(doc_ids: Any, content_hashes: Any) -> Any:
+    """The "id:hash" key of each document version (Arrow columns in, an Arrow array of strings out): it names one
+    content of one document, so whatever is derived from it never changes."""
+    return pc.binary_join_element_wise(doc_ids, content_hashes, ":")
+
+
+def _find(sorted_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each value sits in `sorted_keys` (clamped), and whether it is there."""
+    pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+    return pos, sorted_keys[pos] == values
+
+
 def _sql_list(values: list) -> str:
     return ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in values)
 
@@ -426,7 +438,7 @@ class ChunkOwners:
         row_ids = table["_rowid"].to_numpy()
         by_row = np.argsort(row_ids)
         self._row_ids, self._ids_by_row = row_ids[by_row], ids[by_row]
-        keys = pc.binary_join_element_wise(table["document_id"], table["content_hash"], ":")
+        keys = version_keys(table["document_id"], table["content_hash"])
         encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         self.keys: pa.Array = encoded.dictionary
@@ -442,16 +454,15 @@ class ChunkOwners:
         chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
         if not len(self.ids) or not len(chunk_ids):
             return np.full(len(chunk_ids), -1, np.int64)
-        pos = np.minimum(np.searchsorted(self.ids, chunk_ids), len(self.ids) - 1)
-        return np.where(self.ids[pos] == chunk_ids, self._codes[pos], -1)
+        pos, found = _find(self.ids, chunk_ids)
+        return np.where(found, self._codes[pos], -1)
 
     def ranked(self, row_ids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Hits given by Lance row id (of this version) as chunk ids and scores, best first (equal scores in id
         order, however Lance ran the query); row ids not in this version are left out."""
         if not len(self._row_ids) or not len(row_ids):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        pos = np.minimum(np.searchsorted(self._row_ids, row_ids), len(self._row_ids) - 1)
-        known = self._row_ids[pos] == row_ids
+        pos, known = _find(self._row_ids, row_ids)
         ids, scores = self._ids_by_row[pos[known]], np.asarray(scores)[known]
         order = np.lexsort((ids, -scores))
         return ids[order], scores[order]

@@ -10,14 +10,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, HTTPException, Query, Request, Response
+from fastapi import FastAPI, HTTPException, Query, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from api.http_errors import LimitsAndAuth, install_error_handlers
-from api.metrics import Metrics
+from api.metrics import Metrics, Timing
 from api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
                         PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut)
 from api.service import LodexService
@@ -62,14 +62,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     if limits.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=limits.cors_origins, allow_methods=["*"], allow_headers=["*"])
     app.add_middleware(LimitsAndAuth, api_key=limits.api_key, max_body_bytes=limits.max_body_kb * 1024)
-
-    @app.middleware("http")
-    async def timing(request: Request, call_next):
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        metrics.observe(request.method, route, response.status_code, time.perf_counter() - started)
-        return response
+    app.add_middleware(Timing, metrics=metrics)  # outermost: rejected requests are timed too
 
     async def on_query_thread(fn, *args):
         return await asyncio.get_running_loop().run_in_executor(service.queries, fn, *args)

@@ -1,10 +1,12 @@
 """Prometheus metrics of one app: request latency, index size, queue depth, encoder throughput."""
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -44,3 +46,30 @@ class Metrics:
     def render(self) -> bytes:
         """The Prometheus text exposition."""
         return generate_latest(self.registry)
+
+
+class Timing:
+    """ASGI middleware: every request's latency into the histogram, by method, route template and status (plain ASGI,
+    not Starlette's BaseHTTPMiddleware, which costs a task group and two streams per request)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")  # set by the router on the same scope
+            self.metrics.observe(scope["method"], route, status, time.perf_counter() - started)

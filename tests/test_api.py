@@ -107,8 +107,12 @@ def test_admin_endpoints(client: TestClient) -> None:
     assert (stats["documents"], stats["failed"], stats["queue_depth"]) == (3, 0, 0)
     assert stats["model"] == "fake-bag-of-words" and stats["last_run"]["kind"] == "reconcile"
     client.get("/search", params={"q": "wings"})
+    client.get("/search", params={"q": " "})  # refused: timed with its status
+    client.get("/nowhere")
     text = client.get("/metrics").text
     assert 'lodex_request_seconds_bucket{le="0.05",method="GET",route="/search",status="200"}' in text
+    assert 'lodex_request_seconds_count{method="GET",route="/search",status="400"} 1.0' in text
+    assert 'lodex_request_seconds_count{method="GET",route="unmatched",status="404"} 1.0' in text
     assert "lodex_documents 3.0" in text and "lodex_queue_depth 0.0" in text and "lodex_encode_tokens_per_second" in text
     assert client.get("/openapi.json").json()["info"]["title"] == "lodex"
     assert "swagger-ui" in client.get("/docs").text and client.get("/static/swagger/swagger-ui-bundle.js").status_code == 200

@@ -125,7 +125,7 @@ class ReadyOut(BaseModel):
     ready: bool
     model: str
     documents: int
-    indexing: bool = Field(description="Changes are being applied or wait: searches may not find them yet.")
+    indexing: bool = Field(description="Changes are being applied or wait (also files the watcher saw change that are still settling): searches may not find them yet.")
     files_left: int = Field(description="Files the current indexing run has not reached yet (0 when idle).")
 
 

@@ -92,10 +92,11 @@ class LodexService:
         self._files_left = state.files_total - state.files_done
 
     def indexing(self) -> tuple[bool, int]:
-        """Whether changes are being applied or wait (searches may not see them yet), and how many files the
-        current run has left (0 when idle, or while a run is still listing the folder)."""
-        busy = self.writer.busy
-        return busy, self._files_left if busy else 0
+        """Whether changes are being applied or wait (searches may not see them yet): the writer's requests, and
+        changes the watcher saw that are still settling (`watch.quiet_s`); and how many files the current run has
+        left (0 when idle, or while a run is still listing the folder)."""
+        running = self.writer.busy
+        return running or bool(self.watch and len(self.watch.collector)), self._files_left if running else 0
 
     @property
     def encode_tokens_per_s(self) -> float:

@@ -14,7 +14,7 @@ from api.settings import Settings
 from tests.fakes import FakeEncoder
 
 
-def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None) -> LodexService:
+def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0) -> LodexService:
     root = tmp_path / "docs"
     root.mkdir(exist_ok=True)
     (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 8)
@@ -28,6 +28,7 @@ def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=Non
     settings.api.max_query_chars = 200
     settings.api.max_document_kb = 4
     settings.api.max_body_kb = 16
+    settings.watch.quiet_s = quiet_s
     service = LodexService(settings, root, watch=watch, encoder=FakeEncoder(), on_file=on_file).start()
     service.writer.reconcile().result(timeout=60)
     return service
@@ -225,6 +226,22 @@ def test_ready_says_when_changes_are_still_being_applied(tmp_path: Path) -> None
             assert client.get("/ready").json()["indexing"] is False
     finally:
         release.set()
+        service.close()
+
+
+def test_ready_says_indexing_while_a_saved_file_is_still_settling(tmp_path: Path) -> None:
+    service = _service(tmp_path, watch=True, quiet_s=60)  # the watcher holds changes back until quiet for 60 s
+    try:
+        with TestClient(create_app(service)) as client:
+            service.watch.startup.result(timeout=60)
+            assert client.get("/ready").json()["indexing"] is False
+            (tmp_path / "docs" / "new.txt").write_text("Freshly saved notes on flutter. " * 8)
+            deadline = time.monotonic() + 30
+            while not len(service.watch.collector) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(service.watch.collector) and not service.writer.busy  # seen, not handed to the writer yet
+            assert client.get("/ready").json()["indexing"] is True
+    finally:
         service.close()
 
 

@@ -67,7 +67,7 @@ class EncoderSettings(_Section):
     query_prefix: str = ""
     document_prefix: str = ""
     precision: Literal["exact", "fast"] = "exact"
-    fast_queries: bool = False
+    fast_queries: bool = True
     cache_dir: str = ""
 
 

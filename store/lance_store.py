@@ -19,6 +19,7 @@ from store.heap import release_freed
 from store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
 from store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
 from store.vector_index import NPROBE, VectorIndex, ivf_lists, train_stride
+from store.version_marks import VersionMarks
 
 _IN_BATCH = 2_000  # ids per `IN (...)` predicate
 _SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
@@ -131,6 +132,8 @@ class Store:
         self._optimized_time = time.monotonic()
         self._unoptimized_rows = 0  # chunk rows added since the last optimize (not yet in the full-text index)
         self._text_covered = (-1, False)  # (chunks version, whether the full-text index holds all its rows)
+        self._marks = VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")])
+        self._versions: tuple[int, int] | None = None  # what the last refresh answered
 
     @classmethod
     def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: "AnnPolicy | None" = None) -> "Store":
@@ -148,14 +151,20 @@ class Store:
     # ---- reading -------------------------------------------------------------------------
     def refresh(self) -> tuple[int, int]:
         """See the latest committed versions of both tables (written by this or another process): their
-        (documents, chunks) versions, in one round trip to Lance's runtime."""
+        (documents, chunks) versions, in one round trip to Lance's runtime, made only when a table's version
+        directory changed since the last one (a stat each: `VersionMarks`)."""
+        marks = self._marks.read()
+        if self._marks.unchanged(marks) and self._versions is not None:
+            return self._versions
         documents, chunks = _async(self.documents), _async(self.chunks)
 
         async def latest() -> tuple[int, int]:
             await asyncio.gather(documents.checkout_latest(), chunks.checkout_latest())
             return await documents.version(), await chunks.version()
 
-        return _run(latest())
+        self._versions = _run(latest())
+        self._marks.answered(marks)
+        return self._versions
 
     def document_table(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
         """Every document's metadata (these columns; by default all but the vector)."""

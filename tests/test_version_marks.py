@@ -4,8 +4,6 @@ import os
 import time
 from pathlib import Path
 
-import pyarrow as pa
-
 import store.lance_store as lance_store
 from store.lance_store import Store
 from store.version_marks import VersionMarks

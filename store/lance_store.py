@@ -2,6 +2,7 @@
 
 import asyncio
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -134,6 +135,7 @@ class Store:
         self._text_covered = (-1, False)  # (chunks version, whether the full-text index holds all its rows)
         self._marks = VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")])
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
+        self._refreshing = threading.Lock()
 
     @classmethod
     def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: "AnnPolicy | None" = None) -> "Store":
@@ -153,18 +155,19 @@ class Store:
         """See the latest committed versions of both tables (written by this or another process): their
         (documents, chunks) versions, in one round trip to Lance's runtime, made only when a table's version
         directory changed since the last one (a stat each: `VersionMarks`)."""
-        marks = self._marks.read()
-        if self._marks.unchanged(marks) and self._versions is not None:
-            return self._versions
         documents, chunks = _async(self.documents), _async(self.chunks)
 
         async def latest() -> tuple[int, int]:
             await asyncio.gather(documents.checkout_latest(), chunks.checkout_latest())
             return await documents.version(), await chunks.version()
 
-        self._versions = _run(latest())
-        self._marks.answered(marks)
-        return self._versions
+        with self._refreshing:  # the versions and the marks they were read after are kept as a pair
+            marks = self._marks.read()
+            if self._marks.unchanged(marks) and self._versions is not None:
+                return self._versions
+            self._versions = _run(latest())
+            self._marks.answered(marks)
+            return self._versions
 
     def document_table(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
         """Every document's metadata (these columns; by default all but the vector)."""

@@ -195,12 +195,6 @@ class Store:
         docs = self.document_table()
         return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
 
-    def keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """BM25 over chunk text, per text: the ids and scores of its best `limit` chunks (one limit, or one per
-        text), best first; see `start_keyword_search`."""
-        owners = self.chunk_owners(version)
-        return [owners.ranked(rows, scores) for rows, scores in self.start_keyword_search(texts, limit, version)()]
-
     def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer, so that other work
         (encoding the same queries) goes on meanwhile: per text, the Lance row ids and scores of its best `limit`

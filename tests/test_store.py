@@ -97,7 +97,7 @@ def test_keyword_hits_and_texts_by_row_id_match_the_chunks_they_name(tmp_path: P
     assert got["id"].to_pylist() == sorted(owners.ids[[0, 2, len(owners.ids) - 1]].tolist())
     assert got["text"].to_pylist() == [t for i, t in zip(rows["id"].to_pylist(), rows["text"].to_pylist()) if i in set(got["id"].to_pylist())]
     word = got["text"][0].as_py().split()[0]
-    ids, scores = store.keyword_search([word], 50, version)[0]
+    ids, scores = owners.ranked(*store.start_keyword_search([word], 50, version)()[0])
     assert len(ids) and set(ids.tolist()) <= set(owners.ids.tolist()) and list(scores) == sorted(scores, reverse=True)
     texts = store.chunks_by_id(ids.tolist(), ["id", "text"])
     assert all(word.lower() in t.lower() for t in texts["text"].to_pylist())

@@ -32,7 +32,8 @@ EVAL = ROOT.parent / "shared" / "evaldata"
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from indexer.pipeline import PUSHED_PREFIX, document_id  # noqa: E402
+from indexer.paths import PUSHED_PREFIX  # noqa: E402
+from indexer.pipeline import document_id  # noqa: E402
 from search.collections import load_collection, write_files  # noqa: E402
 from store.lance_store import Store, vectors_of  # noqa: E402
 from store.schema import chunks_schema  # noqa: E402

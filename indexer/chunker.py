@@ -13,6 +13,9 @@ _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 _SENTENCE = re.compile(r"(?:(?<=[.!?])[\"')\]]*\s+|(?<=[。！？]))")
 _SEGMENT_CHARS = 32_768
 _SEGMENTS_PER_CALL = 8  # tokenizer calls stay small, so a huge file does not hold all encodings at once
+# A token spanning more characters (an unknown "word" of thousands of letters: base64, minified text) counts as one
+# token per this many characters, so a chunk's text stays bounded (max_tokens x this) whatever the input.
+MAX_TOKEN_CHARS = 100
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,20 @@ def token_spans_of(text: str, tokenize: TokenSpans) -> np.ndarray:
         group = bounds[i : i + _SEGMENTS_PER_CALL]
         spans = tokenize([text[a:b] for a, b in group])
         parts += [s.astype(np.int64) + a for s, (a, _) in zip(spans, group) if len(s)]
-    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+    return _split_long(np.concatenate(parts)) if parts else np.zeros((0, 2), dtype=np.int64)
+
+
+def _split_long(spans: np.ndarray) -> np.ndarray:
+    """Spans longer than MAX_TOKEN_CHARS cut into consecutive pieces of at most that many characters."""
+    lengths = spans[:, 1] - spans[:, 0]
+    if not len(spans) or lengths.max() <= MAX_TOKEN_CHARS:
+        return spans
+    pieces = -(-lengths // MAX_TOKEN_CHARS)
+    owner = np.repeat(np.arange(len(spans)), pieces)
+    first = np.cumsum(pieces) - pieces
+    starts = spans[owner, 0] + (np.arange(len(owner)) - first[owner]) * MAX_TOKEN_CHARS
+    ends = np.minimum(starts + MAX_TOKEN_CHARS, spans[owner, 1])
+    return np.stack([starts, ends], axis=1)
 
 
 def _marks(text: str, starts: np.ndarray, pattern: re.Pattern[str]) -> np.ndarray:

@@ -17,8 +17,10 @@ import pyarrow as pa
 
 from indexer.chunker import Chunk, Chunker
 from indexer.encoder import Encoder
+from indexer.paths import PUSHED_PREFIX, key_path, path_key, read_limited
 from indexer.readers import extract, fallback_title, format_of
 from indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
+from indexer.decoding import OffsetMap
 from indexer.streaming import chunk_stream, file_digest, text_blocks
 from store.errors import LodexError, ReadError
 from store.job_log import FileRecord, JobLog
@@ -28,8 +30,6 @@ from store.schema import chunks_schema
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
 _COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
 _NOTHING = object()
-# Documents pushed through the API live under this path prefix; folder reconciliation leaves them alone.
-PUSHED_PREFIX = "@api/"
 # Small updates (watch batches, API pushes) save the FAISS file at most this often; full runs and a
 # stopping writer always save it. Between saves, readers catch the last file up from Lance.
 PERSIST_EVERY_S = 30.0
@@ -38,6 +38,16 @@ PERSIST_EVERY_S = 30.0
 STREAM_PART_FLUSHES = 8
 # OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
 _TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
+# Chunks are encoded in groups of about this many encoder batches; between two groups the run checks that it was not
+# asked to stop and that the files being encoded did not change or vanish (those are dropped, not finished).
+GROUP_BATCHES = 2
+CHECK_EVERY_S = 0.5
+CHANGED = "changed while being read; it is indexed again on its next change or run"
+VANISHED = "vanished while being read"
+
+
+class Interrupted(Exception):
+    """The run was asked to stop (the process is stopping): what is committed stays, the next run does the rest."""
 
 
 @dataclass
@@ -70,6 +80,7 @@ class RunSummary:
     chunks: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    interrupted: bool = False  # stopped early (the process was stopping): the next run picks up the rest
     failures: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,7 +190,7 @@ def _parts(item: "_Item", entry: FileEntry) -> Iterator["_Prepared | _Skipped"]:
     try:
         yield from item
     except OSError as exc:
-        yield _Skipped(entry, "vanished while being read" if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}")
+        yield _Skipped(entry, VANISHED if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}")
     except LodexError as exc:
         yield _Skipped(entry, exc.one_line())
     except Exception as exc:  # a reader bug must not stop the run: record it with the file
@@ -188,6 +199,26 @@ def _parts(item: "_Item", entry: FileEntry) -> Iterator["_Prepared | _Skipped"]:
 
 def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
     return record is not None and record.size == entry.size and record.mtime == entry.mtime
+
+
+def _moved_on(entry: FileEntry) -> str | None:
+    """Why a file being indexed must be dropped (it changed or vanished since it was listed), or None."""
+    if entry.path.startswith(PUSHED_PREFIX):
+        return None  # pushed text: no file behind it
+    try:
+        info = entry.abspath.stat()
+    except FileNotFoundError:
+        return VANISHED
+    except OSError:
+        return None
+    return None if (info.st_size, info.st_mtime) == (entry.size, entry.mtime) else CHANGED
+
+
+def _shifted(chunks: list[Chunk], offsets: OffsetMap | None) -> list[Chunk]:
+    """Chunks of a cleaned text with their offsets moved back to the source text's."""
+    if offsets is None:
+        return chunks
+    return [Chunk(c.ordinal, offsets.start(c.char_start), offsets.end(c.char_end), c.token_count, c.text) for c in chunks]
 
 
 class Indexer:
@@ -205,6 +236,7 @@ class Indexer:
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
         self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
+        self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
 
     def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
@@ -223,7 +255,8 @@ class Indexer:
         self.store.track_index()
         entries, refused = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
         known = self.store.document_records()
-        in_scope = {p: r for p, r in known.items() if not p.startswith(PUSHED_PREFIX) and (only is None or under(p, only))}
+        scopes = None if only is None else [path_key(key_path(root, o)) for o in only]
+        in_scope = {p: r for p, r in known.items() if not p.startswith(PUSHED_PREFIX) and (scopes is None or under(p, scopes))}
         for path, reason in refused.items():
             summary.failures[path] = reason
             note(FileRecord(path, "failed", error=reason))
@@ -235,19 +268,23 @@ class Indexer:
             else:
                 todo.append(entry)
         by_content = {(r.content_hash, r.format): r for r in known.values()}
-        self._process(todo, known, by_content, summary, Progress(files_total=len(todo)), progress, note, run_id)
+        try:
+            self._process(todo, known, by_content, summary, Progress(files_total=len(todo)), progress, note, run_id)
+        except Interrupted:
+            summary.interrupted = True
         if summary.tokens:
             self.encoder.release_memory()  # before compaction and the index save, which need memory too
-        scanned = {e.path for e in entries}
-        gone = [p for p in in_scope if p not in scanned or p in summary.failures]
-        self.store.commit(None, [], [in_scope[p].id for p in gone])
-        for path in gone:
-            if path not in summary.failures:
-                summary.deleted += 1
-                note(FileRecord(path, "deleted"))
-        self.store.collect_garbage()
-        self.store.maybe_optimize(force=only is None)
-        self.store.persist_index(0 if only is None else PERSIST_EVERY_S)
+        if not summary.interrupted:
+            scanned = {e.path for e in entries}
+            gone = [p for p in in_scope if p not in scanned or p in summary.failures]
+            self.store.commit(None, [], [in_scope[p].id for p in gone])
+            for path in gone:
+                if path not in summary.failures:
+                    summary.deleted += 1
+                    note(FileRecord(path, "deleted"))
+            self.store.collect_garbage()
+            self.store.maybe_optimize(force=only is None)
+            self.store.persist_index(0 if only is None else PERSIST_EVERY_S)
         summary.failed = len(summary.failures)
         summary.seconds = round(time.monotonic() - started, 3)
         if self.jobs:
@@ -277,6 +314,8 @@ class Indexer:
             prepared.known = self._unchanged_chunks(record, rows["text"])
         records: list[FileRecord] = []
         self._flush([prepared], RunSummary(), Progress(1), records.append, self.jobs.start_run("api") if self.jobs else 0)
+        if not records:
+            raise Interrupted("stopped before the document was indexed")
         self.store.collect_garbage()
         self.store.maybe_optimize()
         self.store.persist_index(PERSIST_EVERY_S)
@@ -295,13 +334,23 @@ class Indexer:
         pending: list[_Prepared] = []
         pending_tokens = 0
         touched: list[FileEntry] = []
+        dropped: set[str] = set()  # files that failed midway: their later parts are ignored
+
+        def fail(entry: FileEntry, error: str, attempts: int = 1) -> None:
+            dropped.add(entry.path)
+            summary.failures[entry.path] = error
+            note(FileRecord(entry.path, "failed", error=error, attempts=attempts))
+
         for item in self._prepared(todo, known, by_content):
+            if self.cancel.is_set():
+                raise Interrupted("stopping")
+            if item.entry.path in dropped:
+                continue
             state.files_done += 0 if isinstance(item, _Prepared) and not item.final else 1
             state.path = item.entry.path
             if isinstance(item, _Skipped) and item.error:
                 pending = [p for p in pending if p.entry is not item.entry]  # parts of a file that failed midway
-                summary.failures[item.entry.path] = item.error
-                note(FileRecord(item.entry.path, "failed", error=item.error, attempts=item.attempts))
+                fail(item.entry, item.error, item.attempts)
             elif isinstance(item, _Skipped):
                 summary.unchanged += 1
                 touched.append(item.entry)
@@ -310,12 +359,12 @@ class Indexer:
                 pending.append(item)
                 pending_tokens += sum(item.rows["token_count"][i] for i in item.to_encode())
             if pending and pending_tokens >= self.flush_tokens:
-                self._flush(pending, summary, state, note, run_id)
+                self._flush(pending, summary, state, note, run_id, fail)
                 pending, pending_tokens = [], 0
             if progress:
                 progress(state)
         if pending:
-            self._flush(pending, summary, state, note, run_id)
+            self._flush(pending, summary, state, note, run_id, fail)
             if progress:
                 progress(state)
         for entry in touched:
@@ -344,8 +393,9 @@ class Indexer:
                 yield got
         finally:
             stop.set()
-            while worker.is_alive():
-                try:
+            deadline = time.monotonic() + 2.0
+            while worker.is_alive() and (not self.cancel.is_set() or time.monotonic() < deadline):
+                try:  # a stopping process does not wait long for a file being parsed (the thread is a daemon)
                     out.get(timeout=0.1)
                 except queue.Empty:
                     pass
@@ -366,9 +416,10 @@ class Indexer:
                 # is there; a deleted folder's files are not waited for (thousands of them would take hours)
                 missing = exc.errno == errno.ENOENT
                 if missing and (attempt > 1 or not entry.abspath.parent.is_dir()) or exc.errno not in _TRANSIENT or attempt > self.retries:
-                    reason = "vanished while being read" if missing else f"cannot read: {exc.strerror or exc}"
+                    reason = VANISHED if missing else f"cannot read: {exc.strerror or exc}"
                     return _Skipped(entry, reason, attempt)
-                time.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
+                if self.cancel.wait(self.retry_backoff_s * 2 ** (attempt - 1)):
+                    return _Skipped(entry, "not read: the run was stopping", attempt)
             except LodexError as exc:
                 return _Skipped(entry, exc.one_line(), attempt)
             except Exception as exc:  # a reader bug must not stop the run: record it with the file
@@ -382,10 +433,9 @@ class Indexer:
             raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
                             f"{self.rules.max_parsed_bytes / 1e6:.1f} MB); only plain-text files are streamed",
                             "raise index.max_parsed_mb, or exclude the file")
-        data = None if streamed else entry.abspath.read_bytes()
-        if data is not None and len(data) > self.rules.max_file_bytes:
-            raise ReadError(f"too large ({len(data) / 1e6:.1f} MB)")
-        digest = file_digest(entry.abspath) if data is None else content_hash(data)
+        follow = self.rules.follow_symlinks
+        data = None if streamed else read_limited(entry.abspath, self.rules.max_parsed_bytes, follow)
+        digest = file_digest(entry.abspath, self.rules.max_file_bytes, follow) if data is None else content_hash(data)
         if record is not None and record.content_hash == digest:
             return _Skipped(entry)  # touched, not changed: the caller records the new size and mtime
         outcome = "updated" if record is not None else "added"
@@ -395,7 +445,7 @@ class Indexer:
         if data is None:
             return self._streamed(entry, digest, outcome, started)
         doc = extract(entry.path, data)
-        chunks = self.chunker.chunk(doc.text)
+        chunks = _shifted(self.chunker.chunk(doc.text), doc.offsets)
         rows = _chunk_rows(chunks)
         prepared = _Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
         if record is not None:
@@ -426,36 +476,75 @@ class Indexer:
     def _streamed(self, entry: FileEntry, digest: str, outcome: str, started: float) -> Iterator["_Prepared | _Skipped"]:
         """A large plain-text file read, chunked and handed on in parts of about flush_tokens tokens."""
         check = hashlib.blake2b(digest_size=16)
-        blocks = text_blocks(entry.abspath, check)
+        offsets = OffsetMap()
+        blocks = text_blocks(entry.abspath, check, offsets, self.rules.max_file_bytes, self.rules.follow_symlinks)
         first = next(blocks, "")
         title = fallback_title(first, entry.path)
         stream = _Stream()
         part_tokens = self.flush_tokens * STREAM_PART_FLUSHES
-        for batch, last in _lookahead(_batched(chunk_stream(self.chunker, itertools.chain([first], blocks)), part_tokens), []):
+        chunks = chunk_stream(self.chunker, itertools.chain([first], blocks), offsets)
+        for batch, last in _lookahead(_batched(chunks, part_tokens), []):
             if last and check.hexdigest() != digest:
-                yield _Skipped(entry, "changed while being read; it is indexed again on its next change or run")
+                yield _Skipped(entry, CHANGED)
                 return
             rows = _chunk_rows(batch)
             yield _Prepared(entry, document_id(entry.path), digest, "text", title, rows["text"], rows, None, outcome, started,
                             stream=stream, final=last)
 
-    def _flush(self, pending: list[_Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int) -> None:
-        """Encode the pending files' chunks in one call, then commit chunks and documents, then record them."""
+    def _encode(self, pending: list[_Prepared], fail: Callable[[FileEntry, str], None] | None) -> list[_Prepared]:
+        """Encode the chunks the pending files need (their vectors filled in place), a group of encoder batches at a
+        time; between groups, stop when asked to (Interrupted) and drop files that changed or vanished meanwhile (they
+        are failed through `fail`). Returns the files still wanted."""
         fresh = [p for p in pending if p.vectors is None]
-        fresh_ids = {id(p) for p in fresh}
         wanted = [(p, i) for p in fresh for i in p.to_encode()]
         titles = {id(p): len(self.encoder.token_spans([p.title])[0]) if self.title_prefix else 0 for p in fresh}
         lengths = [min(p.rows["token_count"][i] + titles[id(p)] + self.encoder.special_tokens, self.encoder.max_length) for p, i in wanted]
-        texts = [f"{p.title}\n\n{p.texts[i]}" if self.title_prefix else p.texts[i] for p, i in wanted]
-        encoded = self.encoder.embed(texts, lengths=lengths)
-        encoded_tokens: dict[int, int] = {}
+        order = sorted(range(len(wanted)), key=lambda j: -lengths[j])
         for p in fresh:
             p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)
             for i, vector in p.known.items():
                 p.vectors[i] = vector
-        for (p, i), vector in zip(wanted, encoded):
-            p.vectors[i] = vector
-            encoded_tokens[id(p)] = encoded_tokens.get(id(p), 0) + p.rows["token_count"][i]
+        gone: set[str] = set()  # paths of files dropped meanwhile
+
+        def drop_moved() -> None:
+            for p in pending:
+                reason = None if p.entry.path in gone else _moved_on(p.entry)
+                if reason and fail is not None:
+                    gone.add(p.entry.path)
+                    fail(p.entry, reason)
+
+        budget, start, checked = self.encoder.batch_tokens * GROUP_BATCHES, 0, time.monotonic()
+        while start < len(order):
+            end, used = start, 0
+            while end < len(order) and (end == start or used + lengths[order[end]] <= budget):
+                used += lengths[order[end]]
+                end += 1
+            group = [order[j] for j in range(start, end) if wanted[order[j]][0].entry.path not in gone]
+            texts = [f"{wanted[j][0].title}\n\n{wanted[j][0].texts[wanted[j][1]]}" if self.title_prefix else wanted[j][0].texts[wanted[j][1]]
+                     for j in group]
+            if group:
+                for j, vector in zip(group, self.encoder.embed(texts, lengths=[lengths[j] for j in group])):
+                    p, i = wanted[j]
+                    p.vectors[i] = vector
+            start = end
+            if self.cancel.is_set():
+                raise Interrupted("stopping")
+            if fail is not None and time.monotonic() - checked >= CHECK_EVERY_S:
+                checked = time.monotonic()
+                drop_moved()
+        if fail is not None:
+            drop_moved()  # once more before the commit
+        return [p for p in pending if p.entry.path not in gone]
+
+    def _flush(self, pending: list[_Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
+               fail: Callable[[FileEntry, str], None] | None = None) -> None:
+        """Encode the pending files' chunks, then commit chunks and documents, then record them."""
+        fresh_ids = {id(p) for p in pending if p.vectors is None}
+        wanted_before = {id(p): p.to_encode() for p in pending}
+        pending = self._encode(pending, fail)
+        if not pending:
+            return
+        encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) for p in pending if (key := id(p)) in fresh_ids}
         chunk_tables, documents, finished = [], [], []
         stamp = time.time()
         for p in pending:

@@ -4,22 +4,33 @@ import csv
 import io
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from indexer.decoding import decode
+from indexer.decoding import OffsetMap, clean, clean_mapped, decode_source
 from store.errors import ReadError
+
+# HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s
+# took 81 s), and no real page comes near it.
+MAX_HTML_DEPTH = 1_000
+_HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)[^>]*?(/?)>")
+# Elements that never hold others (void) or that a parser closes by itself when a sibling opens (they do not nest).
+_HTML_FLAT = frozenset("area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
+                       "option optgroup thead tbody tfoot colgroup rb rt rp".split())
 
 
 @dataclass(frozen=True)
 class Extracted:
-    """The text lodex indexes for one file, its title and the format it was read as."""
+    """The text lodex indexes for one file, its title and the format it was read as; for plain text, `offsets` maps
+    offsets in `text` (cleaned of invisible characters and CRs) back to the file's own decoded text."""
 
     text: str
     title: str
     format: str
     encoding: str
+    offsets: OffsetMap | None = None
 
 
 def _inline_text(token) -> str:  # markdown-it Token
@@ -89,9 +100,28 @@ _HTML_BLOCKS = (
 )
 
 
+def html_depth(text: str, limit: int = MAX_HTML_DEPTH) -> int:
+    """How deep the page's elements nest (counting elements that can hold others), up to `limit` + 1."""
+    depth = deepest = 0
+    for match in _HTML_TAG.finditer(text):
+        closing, name, self_closing = match.groups()
+        if name.lower() in _HTML_FLAT or self_closing:
+            continue
+        depth = max(depth - 1, 0) if closing else depth + 1
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                break
+    return deepest
+
+
 def read_html(text: str) -> tuple[str, str]:
     """Visible text of an HTML page, one paragraph per block element; title from <title> or <h1>."""
     from selectolax.lexbor import LexborHTMLParser as HTMLParser
+
+    if html_depth(text) > MAX_HTML_DEPTH:
+        raise ReadError(f"HTML nested deeper than {MAX_HTML_DEPTH:,} elements (too slow to parse); skipped",
+                        "exclude the file, or save it as plain text")
 
     tree = HTMLParser(text)
     title_node = tree.css_first("title") or tree.css_first("h1")
@@ -124,10 +154,13 @@ def read_json(text: str) -> tuple[str, str]:
     """The string values of a JSON document, one per paragraph."""
     try:
         value = json.loads(text)
+        strings = list(_json_strings(value))
     except json.JSONDecodeError as exc:
         raise ReadError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except RecursionError:
+        raise ReadError("JSON nested too deeply to read", "exclude the file") from None
     title = value.get("title", "") if isinstance(value, dict) else ""
-    return "\n\n".join(_json_strings(value)), title if isinstance(title, str) else ""
+    return "\n\n".join(strings), title if isinstance(title, str) else ""
 
 
 def read_jsonl(text: str) -> tuple[str, str]:
@@ -137,14 +170,16 @@ def read_jsonl(text: str) -> tuple[str, str]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            paragraphs.append("\n".join(_json_strings(json.loads(line))))
         except json.JSONDecodeError as exc:
             raise ReadError(f"invalid JSON on line {number}: {exc.msg}") from None
-        paragraphs.append("\n".join(_json_strings(value)))
+        except RecursionError:
+            raise ReadError(f"JSON on line {number} nested too deeply to read", "exclude the file") from None
     return "\n\n".join(p for p in paragraphs if p), ""
 
 
 def _read_delimited(text: str, delimiter: str) -> tuple[str, str]:
+    csv.field_size_limit(sys.maxsize)  # a cell may be as long as the file (which index.max_parsed_mb bounds)
     rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     lines = [" | ".join(" ".join(cell.split()) for cell in row) for row in rows if any(row)]
     return "\n".join(lines), ""
@@ -202,6 +237,8 @@ def extract(path: str, data: bytes) -> Extracted:
     if entry is None:
         raise ReadError(f"no reader for '{PurePath(path).suffix}' files", "add a reader or exclude it")
     fmt, reader = entry
-    decoded, encoding = decode(data)
+    source, encoding = decode_source(data)
+    offsets = OffsetMap() if reader is read_plain else None
+    decoded = clean_mapped(source, offsets) if offsets is not None else clean(source)
     text, title = reader(decoded)
-    return Extracted(text=text, title=title.strip() or fallback_title(text, path), format=fmt, encoding=encoding)
+    return Extracted(text=text, title=title.strip() or fallback_title(text, path), format=fmt, encoding=encoding, offsets=offsets)

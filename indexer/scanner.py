@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
+from indexer.paths import key_path, not_regular, path_key
 from indexer.readers import format_of
 
 
@@ -44,61 +45,109 @@ class ScanRules:
         return name == ".git" or (self.skip_hidden and name.startswith("."))
 
 
-def scan(root: Path, rules: ScanRules) -> tuple[list[FileEntry], dict[str, str]]:
-    """Files under `root` to index, sorted by path, and {path: reason} for those refused by size."""
+def scan(root: Path, rules: ScanRules, start: Path | None = None) -> tuple[list[FileEntry], dict[str, str]]:
+    """Files under `root` (or only under its folder `start`) to index, sorted by path, and {path: reason} for those
+    refused: too large, not a regular file (pipe, device, socket), a folder link that loops back."""
     files: list[FileEntry] = []
     refused: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=rules.follow_symlinks):
-        dirnames[:] = sorted(d for d in dirnames if not rules.skips_dir(d))
-        for name in filenames:
-            got = _entry(root, Path(dirpath) / name, rules)
-            if isinstance(got, FileEntry):
-                files.append(got)
-            elif isinstance(got, str):
-                refused[(Path(dirpath) / name).relative_to(root).as_posix()] = got
+    top = start or root
+    ancestors = _ancestors(root, top)
+    if ancestors is not None:
+        _walk(root, top, rules, ancestors, files, refused)
     files.sort(key=lambda f: f.path)
     return files, refused
 
 
-def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | str | None:
-    """One file as an entry, a refusal reason, or None when it is not to be indexed or absent."""
+def _ancestors(root: Path, folder: Path) -> set[tuple[int, int]] | None:
+    """(device, inode) of every folder from `root` down to `folder`'s parent; None when one cannot be read."""
+    seen: set[tuple[int, int]] = set()
+    current = root
+    try:
+        for part in folder.relative_to(root).parts:
+            info = current.stat()
+            seen.add((info.st_dev, info.st_ino))
+            current = current / part
+    except (OSError, ValueError):
+        return None
+    return seen
+
+
+def _walk(root: Path, folder: Path, rules: ScanRules, ancestors: set[tuple[int, int]], files: list[FileEntry],
+          refused: dict[str, str]) -> None:
+    """Depth-first walk; a folder whose (device, inode) is one of its own ancestors' (a link loop) is refused."""
+    try:
+        info = folder.stat()
+        here = (info.st_dev, info.st_ino)
+        if here in ancestors:
+            refused[path_key(folder.relative_to(root).as_posix())] = "symbolic link loop (links back to a folder above it); skipped"
+            return
+        with os.scandir(folder) as listing:
+            items = sorted(listing, key=lambda e: e.name)
+    except OSError:
+        return
+    below = ancestors | {here}
+    for item in items:
+        full = Path(item.path)
+        try:
+            is_link = item.is_symlink()
+            is_dir = item.is_dir(follow_symlinks=rules.follow_symlinks)
+        except OSError:
+            continue
+        if is_dir:
+            if not rules.skips_dir(item.name) and (rules.follow_symlinks or not is_link):
+                _walk(root, full, rules, below, files, refused)
+            continue
+        got = _entry(root, full, rules)
+        if isinstance(got, FileEntry):
+            files.append(got)
+        elif isinstance(got, tuple):
+            refused[got[0]] = got[1]
+
+
+def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | tuple[str, str] | None:
+    """One file as an entry, (path, reason) when it is refused, or None when it is not to be indexed or absent."""
     rel = full.relative_to(root).as_posix()
     parts = rel.split("/")
     if any(rules.skips_dir(p) for p in parts[:-1]) or (rules.skip_hidden and parts[-1].startswith(".")) or not rules.wants(rel):
         return None
+    key = path_key(rel)
     try:
         if full.is_symlink() and not rules.follow_symlinks:
             return None
-        stat = full.stat()
+        info = full.stat()
     except OSError:
         return None
-    if stat.st_size > rules.max_file_bytes:
-        return f"too large ({stat.st_size / 1e6:.1f} MB > index.max_file_mb {rules.max_file_bytes / 1e6:.1f} MB)"
-    return FileEntry(rel, full, stat.st_size, stat.st_mtime)
+    reason = not_regular(info.st_mode)
+    if reason:
+        return key, reason
+    if info.st_size > rules.max_file_bytes:
+        return key, f"too large ({info.st_size / 1e6:.1f} MB > index.max_file_mb {rules.max_file_bytes / 1e6:.1f} MB)"
+    return FileEntry(key, full, info.st_size, info.st_mtime)
 
 
 def scan_paths(root: Path, paths: list[str], rules: ScanRules) -> tuple[list[FileEntry], dict[str, str]]:
-    """Like scan(), restricted to root-relative paths: files, and folders (their whole subtree)."""
+    """Like scan(), restricted to root-relative paths (as the OS or the index spells them): files, and folders
+    (their whole subtree)."""
     files: dict[str, FileEntry] = {}
     refused: dict[str, str] = {}
-    for rel in paths:
+    for given in paths:
+        rel = key_path(root, given)
         full = root / rel
         if full.is_dir() and (rules.follow_symlinks or not full.is_symlink()):
             if any(rules.skips_dir(p) for p in Path(rel).parts):
                 continue
-            found, bad = scan(full, rules)
-            prefix = rel.rstrip("/") + "/"
-            files.update({prefix + f.path: FileEntry(prefix + f.path, f.abspath, f.size, f.mtime) for f in found})
-            refused.update({prefix + p: r for p, r in bad.items()})
+            found, bad = scan(root, rules, full)
+            files.update({f.path: f for f in found})
+            refused.update(bad)
             continue
         got = _entry(root, full, rules)
         if isinstance(got, FileEntry):
             files[got.path] = got
-        elif isinstance(got, str):
-            refused[rel] = got
+        elif isinstance(got, tuple):
+            refused[got[0]] = got[1]
     return sorted(files.values(), key=lambda f: f.path), refused
 
 
 def under(path: str, scopes: list[str]) -> bool:
-    """True when `path` is one of `scopes` or lies inside one of them (as a folder)."""
+    """True when the index name `path` is one of the index names `scopes` or lies inside one of them (as a folder)."""
     return any(path == s or path.startswith(s.rstrip("/") + "/") for s in scopes)

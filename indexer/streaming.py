@@ -7,33 +7,49 @@ from pathlib import Path
 from typing import Any
 
 from indexer.chunker import Chunk, Chunker
-from indexer.decoding import clean, sniff_encoding
+from indexer.decoding import OffsetMap, clean_mapped, sniff_encoding
+from indexer.paths import open_regular
+from store.errors import ReadError
 
 BLOCK_BYTES = 1 << 20  # bytes read at a time
 WINDOW_CHARS = 1 << 20  # text chunked at a time
 TAIL_CHARS = 1 << 14  # chunks ending this close to a window's end are cut again with the next window
 
 
-def file_digest(path: Path) -> str:
-    """The same hash as `content_hash(path.read_bytes())`, read a block at a time."""
+def file_digest(path: Path, limit: int | None = None, follow_symlinks: bool = True) -> str:
+    """The same hash as `content_hash(path.read_bytes())`, read a block at a time (a regular file only; ReadError
+    past `limit` bytes)."""
     digest = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as fh:
+    seen = 0
+    with open_regular(path, follow_symlinks) as fh:
         while block := fh.read(BLOCK_BYTES):
+            seen += len(block)
+            _check_limit(seen, limit)
             digest.update(block)
     return digest.hexdigest()
 
 
-def text_blocks(path: Path, digest: Any = None) -> Iterator[str]:
-    """The file's cleaned text, a block at a time (newlines normalized across block edges); `digest`, a
-    hashlib object, is fed the raw bytes as they are read."""
-    with path.open("rb") as fh:
+def _check_limit(seen: int, limit: int | None) -> None:
+    if limit is not None and seen > limit:
+        raise ReadError(f"larger than {limit / 1e6:.1f} MB when read (it grew after it was listed)",
+                        "raise index.max_file_mb, or exclude the file")
+
+
+def text_blocks(path: Path, digest: Any = None, offsets: OffsetMap | None = None, limit: int | None = None,
+                follow_symlinks: bool = True) -> Iterator[str]:
+    """The file's cleaned text, a block at a time (newlines normalized across block edges); `digest`, a hashlib
+    object, is fed the raw bytes as they are read; `offsets` learns where cleaning removed characters (offsets in the
+    whole clean text). A regular file only; ReadError once more than `limit` bytes were read."""
+    with open_regular(path, follow_symlinks) as fh:
         head = fh.read(BLOCK_BYTES)
+        seen = len(head)
         if digest is not None:
             digest.update(head)
         name, skip = sniff_encoding(head)
         decoder = codecs.getincrementaldecoder(name)(errors="replace")
         carry = ""
         block = head[skip:]
+        produced = 0  # clean characters yielded so far
         while True:
             final = not block
             text = carry + decoder.decode(block, final=final)
@@ -41,17 +57,23 @@ def text_blocks(path: Path, digest: Any = None) -> Iterator[str]:
             if carry:
                 text = text[:-1]
             if text:
-                yield clean(text)
+                cleaned = clean_mapped(text, offsets if offsets is not None else OffsetMap(), produced)
+                produced += len(cleaned)
+                yield cleaned
             if final:
                 return
             block = fh.read(BLOCK_BYTES)
+            seen += len(block)
+            _check_limit(seen, limit)
             if digest is not None:
                 digest.update(block)
 
 
-def chunk_stream(chunker: Chunker, blocks: Iterator[str]) -> Iterator[Chunk]:
+def chunk_stream(chunker: Chunker, blocks: Iterator[str], offsets: OffsetMap | None = None) -> Iterator[Chunk]:
     """Chunks of the concatenated blocks with document offsets, cut one window of text at a time: the last
-    chunks of a window are dropped and cut again from the next window, so no chunk sees a window's edge."""
+    chunks of a window are dropped and cut again from the next window, so no chunk sees a window's edge; a
+    window always moves on by at least its first chunk, so a text that is one huge chunk still ends. With
+    `offsets` (filled by text_blocks), offsets index the source text instead of the clean one."""
     buffer, offset, ordinal = "", 0, 0
     pending = True
     while pending:
@@ -64,9 +86,16 @@ def chunk_stream(chunker: Chunker, blocks: Iterator[str]) -> Iterator[Chunk]:
         keep = chunks if not pending else [c for c in chunks if c.char_end <= len(buffer) - TAIL_CHARS]
         if pending and len(keep) == len(chunks):
             keep = keep[:-1]  # always cut the window's last chunk again
+        if pending and not keep and chunks:
+            keep = chunks[:1]  # one chunk spans (nearly) the whole window: take it, or the window never moves
         for c in keep:
-            yield Chunk(ordinal, c.char_start + offset, c.char_end + offset, c.token_count, c.text)
+            start, end = c.char_start + offset, c.char_end + offset
+            if offsets is not None:
+                start, end = offsets.start(start), offsets.end(end)
+            yield Chunk(ordinal, start, end, c.token_count, c.text)
             ordinal += 1
         if pending:
             restart = chunks[len(keep)].char_start if len(keep) < len(chunks) else len(buffer)
             buffer, offset = buffer[restart:], offset + restart
+            if offsets is not None:
+                offsets.trim(offset)

@@ -38,11 +38,9 @@ class WatchService:
                 self.writer.paths(batch)
 
     def stop(self) -> None:
-        """Stop watching; changes already collected are applied before the writer stops."""
+        """Stop watching and stop the writer at its next check; changes not applied yet are applied by the next
+        start's reconciliation."""
         self.watcher.stop()
         self._stop.set()
         self._thread.join(timeout=5)
-        batch = self.collector.ready()
-        if batch:
-            self.writer.paths(batch)
         self.writer.stop()

@@ -60,11 +60,23 @@ class IndexWriter:
         return self.submit(lambda ix: ix.run(self.root, only=paths, kind=kind, **self.run_options))
 
     def stop(self, timeout: float | None = None) -> None:
-        """Finish the queued requests, save the vector index, then stop the thread."""
+        """Stop soon: the request being applied stops at its next check (what it committed stays), queued ones are
+        cancelled (the next start's reconciliation applies what they would have), the vector index is saved."""
+        self.indexer.cancel.set()
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[1].cancel()
+                with self._count_lock:
+                    self._pending -= 1
         self._queue.put(None)
         self._thread.join(timeout)
         if not self._thread.is_alive():
             self.indexer.store.persist_index()
+            self.indexer.cancel.clear()
 
     def _serve(self) -> None:
         if self.nice and hasattr(os, "setpriority"):

@@ -93,6 +93,7 @@ def test_file_vanishing_mid_run_is_recorded_and_retried(tmp_path: Path) -> None:
     assert summary.failures == {"d39.txt": "vanished while being read"}
     assert jobs.failed()["d39.txt"]["attempts"] == 2  # 1 try + 1 retry (a save in progress would be back by then)
     victim.write_text(content)
+    indexer.encoder.victim = root / "no-such-file"  # this time nothing vanishes while it is encoded
     retried = indexer.run(root, only=list(jobs.failed()), kind="retry")
     assert retried.added == 1 and jobs.failed() == {}
     records = jobs.files_of_run(jobs.last_run()["id"])

@@ -93,8 +93,8 @@ def test_a_large_file_failing_midway_leaves_no_partial_version(tmp_path: Path, s
     (root / "big.txt").write_text(_long_text(90_000) + "\n\nversion two ends with madagascar.\n")
     real_blocks = streaming.text_blocks
 
-    def failing_blocks(path, digest=None):
-        for i, block in enumerate(real_blocks(path, digest)):
+    def failing_blocks(path, *args):
+        for i, block in enumerate(real_blocks(path, *args)):
             if i == 12:
                 raise PermissionError(13, "Permission denied")
             yield block

@@ -1,0 +1,94 @@
+"""Names of indexed files: a file's root-relative path as the index spells it (valid UTF-8, apart from pushed
+documents), and back; opening only regular files, reading no more than a limit."""
+
+import errno
+import os
+import re
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from store.errors import ReadError
+
+# Documents pushed through the API live under this path prefix; folder reconciliation leaves them alone.
+PUSHED_PREFIX = "@api/"
+# A folder file whose path would fall in the pushed namespace is spelled with this prefix instead ("./@api/x").
+_FOLDER_ESCAPE = "./"
+_BYTE_ESCAPE = re.compile(r"\\x([0-9a-f]{2})")
+_KINDS = {stat.S_IFIFO: "named pipe", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
+          stat.S_IFSOCK: "socket", stat.S_IFDIR: "folder", stat.S_IFLNK: "symbolic link"}
+
+
+def path_key(rel: str) -> str:
+    """The index's name for a root-relative path: bytes that are not UTF-8 (surrogate-escaped by the OS layer) as
+    `\\xNN`, and a folder path that would read as a pushed document's (`@api/…`) spelled `./@api/…`."""
+    try:
+        rel.encode("utf-8")
+        key = rel
+    except UnicodeEncodeError:
+        key = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if key == PUSHED_PREFIX.rstrip("/") or key.startswith(PUSHED_PREFIX):
+        key = _FOLDER_ESCAPE + key
+    return key
+
+
+def key_path(root: Path, key: str) -> str:
+    """The root-relative path (as the OS layer spells it) of an index name or a plain relative path."""
+    rel = key[len(_FOLDER_ESCAPE):] if key.startswith(_FOLDER_ESCAPE + PUSHED_PREFIX.rstrip("/")) else key
+    if "\\x" in rel and not os.path.lexists(root / rel):
+        raw = _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)) if int(m.group(1), 16) >= 0x80 else m.group(0), rel)
+        if os.path.lexists(root / raw):
+            return raw
+    return rel
+
+
+def printable(name: str) -> str:
+    """A name safe to print on a terminal: control characters, invisible marks and lone surrogates escaped."""
+    out = []
+    for c in name:
+        if 0xDC80 <= ord(c) <= 0xDCFF:  # a byte the OS layer could not decode
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(c if c.isprintable() else c.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def not_regular(mode: int) -> str | None:
+    """Why a file of this mode is not read (a pipe, device, socket, folder), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'special file')}); skipped"
+
+
+def open_regular(path: Path, follow_symlinks: bool = True) -> BinaryIO:
+    """Open a file for reading only if it is a regular file: a named pipe or device is never waited on (the open does
+    not block) and never read; a symbolic link is refused unless followed."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ReadError("a symbolic link (index.follow_symlinks is off); skipped") from exc
+        raise
+    try:
+        reason = not_regular(os.fstat(fd).st_mode)
+        if reason:
+            raise ReadError(reason, "exclude it with index.exclude if it should not be scanned")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_limited(path: Path, limit: int, follow_symlinks: bool = True) -> bytes:
+    """A regular file's bytes, refused once more than `limit` bytes were read (a file growing while read)."""
+    with open_regular(path, follow_symlinks) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ReadError(f"larger than {limit / 1e6:.1f} MB when read (it grew after it was listed)",
+                        "raise the size limit in config.toml, or exclude the file")
+    return data

@@ -4,6 +4,8 @@ import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,19 @@ CREATE TABLE IF NOT EXISTS files (
 CREATE TABLE IF NOT EXISTS latest (
     path TEXT PRIMARY KEY, status TEXT NOT NULL, error TEXT, attempts INTEGER NOT NULL, at REAL NOT NULL);
 """
+
+
+def storable(text: str) -> str:
+    """`text` as SQLite (UTF-8) can hold it: a lone surrogate (an undecodable byte of a file name) as \\xNN or \\udNNN."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape" if _escaped_bytes_only(text) else "backslashreplace").decode("utf-8", "backslashreplace")
+
+
+def _escaped_bytes_only(text: str) -> bool:
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
 @dataclass(frozen=True)
@@ -61,36 +76,47 @@ class JobLog:
 
     def set_root(self, root: str) -> None:
         """Remember the folder this index mirrors."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('root', ?)", (storable(root),))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One transaction under the lock: committed when the block ends, rolled back when it raises (so one bad
+        record never leaves the connection inside a transaction that every later write would trip on)."""
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('root', ?)", (root,))
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     # ---- runs and file records -----------------------------------------------------------
     def start_run(self, kind: str) -> int:
         """Open a run record (kind: index, watch, retry, …) and return its id."""
-        with self._lock:
-            return int(self._db.execute("INSERT INTO runs (kind, started) VALUES (?, ?)", (kind, time.time())).lastrowid)
+        with self._transaction() as db:
+            return int(db.execute("INSERT INTO runs (kind, started) VALUES (?, ?)", (storable(kind), time.time())).lastrowid)
 
     def record(self, run_id: int, records: list[FileRecord]) -> None:
         """Append file records and update each path's latest status, in one transaction."""
         if not records:
             return
         stamp = time.time()
-        with self._lock:
-            self._db.execute("BEGIN")
-            self._db.executemany(
+        with self._transaction() as db:
+            db.executemany(
                 "INSERT INTO files (run_id, path, status, seconds, chunks, tokens, error, attempts, at) VALUES (?,?,?,?,?,?,?,?,?)",
-                [(run_id, r.path, r.status, r.seconds, r.chunks, r.tokens, r.error, r.attempts, stamp) for r in records],
+                [(run_id, storable(r.path), r.status, r.seconds, r.chunks, r.tokens, storable(r.error), r.attempts, stamp) for r in records],
             )
-            self._db.executemany(
+            db.executemany(
                 "INSERT OR REPLACE INTO latest (path, status, error, attempts, at) VALUES (?,?,?,?,?)",
-                [(r.path, r.status, r.error, r.attempts, stamp) for r in records if r.status != "unchanged"],
+                [(storable(r.path), r.status, storable(r.error), r.attempts, stamp) for r in records if r.status != "unchanged"],
             )
-            self._db.execute("COMMIT")
 
     def finish_run(self, run_id: int, summary: dict[str, Any]) -> None:
         """Close a run record with its summary."""
-        with self._lock:
-            self._db.execute("UPDATE runs SET finished = ?, summary = ? WHERE id = ?", (time.time(), json.dumps(summary), run_id))
+        with self._transaction() as db:
+            db.execute("UPDATE runs SET finished = ?, summary = ? WHERE id = ?", (time.time(), json.dumps(summary), run_id))
 
     # ---- reading -------------------------------------------------------------------------
     def failed(self) -> dict[str, dict[str, Any]]:

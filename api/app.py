@@ -16,17 +16,17 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from api.http_errors import LimitsAndAuth, install_error_handlers
+from api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
 from api.metrics import Metrics, Timing
 from api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
-                        PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut)
+                        PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut, valid_metadata, valid_text)
 from api.service import LodexService
-from indexer.pipeline import PUSHED_PREFIX
+from indexer.paths import PUSHED_PREFIX
 from search.results import SearchFilters
 from store.schema import DOCUMENT_COLUMNS
 
 PAGE = Path(__file__).parent / "static" / "index.html"
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 422, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 503)}
 
 
 def _version() -> str:
@@ -38,13 +38,26 @@ def _version() -> str:
 
 def _document(row: dict[str, Any]) -> DocumentOut:
     source = "api" if row["path"].startswith(PUSHED_PREFIX) else "folder"
-    meta = json.loads(row.get("metadata") or "{}")
+    try:  # stored before metadata was checked at the door, a bad one must not make its document unreadable
+        meta = valid_metadata(json.loads(row.get("metadata") or "{}"))
+    except (ValueError, RecursionError):
+        meta = {"_unreadable": "this metadata was stored before lodex checked it; push the document again"}
     return DocumentOut(**{k: row[k] for k in DOCUMENT_COLUMNS if k not in ("content_hash", "metadata")},
                        status="indexed", source=source, metadata=meta)
 
 
-def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None) -> FastAPI:
-    """A FastAPI app serving `service` (started by the caller); `on_shutdown` runs when the server stops."""
+def _timestamp(moment: datetime) -> float:
+    """Seconds since the epoch; a time outside what the platform can convert is clamped (year 1 is long before)."""
+    try:
+        return moment.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return float("-inf") if moment.year < 1970 else float("inf")
+
+
+def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None, host: str | None = None) -> FastAPI:
+    """A FastAPI app serving `service` (started by the caller); `on_shutdown` runs when the server stops; `host`, the
+    address it is served on (default api.host): on a loopback address only loopback Host names (and
+    api.allowed_hosts) are answered."""
     settings = service.settings
     limits = settings.api
 
@@ -61,7 +74,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     install_error_handlers(app)
     if limits.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=limits.cors_origins, allow_methods=["*"], allow_headers=["*"])
-    app.add_middleware(LimitsAndAuth, api_key=limits.api_key, max_body_bytes=limits.max_body_kb * 1024)
+    allowed = list(limits.allowed_hosts) if is_loopback(host or limits.host) else None
+    app.add_middleware(LimitsAndAuth, api_key=limits.api_key, max_body_bytes=limits.max_body_kb * 1024, allowed_hosts=allowed)
     app.add_middleware(Timing, metrics=metrics)  # outermost: rejected requests are timed too
 
     async def on_query_thread(fn, *args):
@@ -69,6 +83,11 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
 
     async def run_search(q: str, k: int | None, path: str | None, ext: list[str] | None, modified_after: datetime | None,
                          mode: str | None = None) -> Response:
+        for name, value in (("q", q), ("path", path or ""), *(("ext", e) for e in ext or ())):
+            try:
+                valid_text(value)
+            except ValueError as exc:
+                raise HTTPException(422, f"{name}: {exc}") from None
         if not q.strip():
             raise HTTPException(400, "q is empty: pass some words to look for")
         if len(q) > limits.max_query_chars:
@@ -76,7 +95,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         k = min(settings.search.k, limits.max_k) if k is None else k
         if not 1 <= k <= limits.max_k:
             raise HTTPException(400, f"k must be between 1 and {limits.max_k} (api.max_k)")
-        after = modified_after.timestamp() if modified_after else None
+        after = _timestamp(modified_after) if modified_after else None
         filters = SearchFilters(path, tuple(ext or ()), after)
         response = await asyncio.wrap_future(service.search(q, k, filters, mode))
         return JSONResponse(response.to_dict())  # already the SearchOut shape: skip a second validation pass
@@ -115,15 +134,22 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         return DocumentListOut(total=total, offset=offset, limit=limit, documents=docs, failed=failed)
 
     def one_document(doc_id: str) -> dict[str, Any]:
+        if not (len(doc_id) == 16 and all(c in "0123456789abcdef" for c in doc_id)):
+            raise HTTPException(404, f"no document with id {doc_id[:40]!r} (ids are 16 hex digits)")
         store = service.reader()
         row = store.document_row(doc_id)
         if row is None:
             raise HTTPException(404, f"no document with id {doc_id!r}")
         return {"row": row, "store": store}
 
-    @app.get("/documents/{doc_id}", response_model=DocumentDetailOut, responses=ERRORS, tags=["documents"])
-    async def get_document(doc_id: str) -> DocumentDetailOut:
-        """A document's metadata and its chunks, in order."""
+    @app.get("/documents/{doc_id}", response_model=DocumentDetailOut, tags=["documents"],
+             responses={**ERRORS, 202: {"model": PushOut, "description": "A pushed document still queued for indexing."}})
+    async def get_document(doc_id: str) -> Response:
+        """A document's metadata and its chunks, in order; a pushed document still queued answers 202 (status queued)."""
+        queued = service.queued_push(doc_id)
+        if queued is not None:
+            return JSONResponse(PushOut(id=doc_id, path=queued, status="queued", chunks=0).model_dump(), 202)
+
         def read() -> DocumentDetailOut:
             found = one_document(doc_id)
             row, store = found["row"], found["store"]
@@ -133,16 +159,26 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
 
         return await on_query_thread(read)
 
-    @app.post("/documents", response_model=PushOut, status_code=201, responses=ERRORS, tags=["documents"])
-    async def push_document(body: PushIn) -> PushOut:
-        """Index a text document sent by a tool, through the same write path as files; same name replaces."""
+    @app.post("/documents", response_model=PushOut, status_code=202, tags=["documents"],
+              responses={**ERRORS, 201: {"model": PushOut, "description": "With wait=true: the document is indexed."}})
+    async def push_document(
+        body: PushIn,
+        wait: Annotated[bool, Query(description="Answer once the document is indexed (201) instead of once it is queued (202).")] = False,
+    ) -> Response:
+        """Index a text document sent by a tool, through the same write path as files; same name replaces. Answers
+        once the document is queued (202; GET /documents/{id} says 202 while it waits, 200 once indexed), or with
+        wait=true once it is indexed (201)."""
         if len(body.text.encode("utf-8")) > limits.max_document_kb * 1024:
             raise HTTPException(413, f"document text over {limits.max_document_kb} KiB (api.max_document_kb)")
-        if not body.name.strip() or any(c in body.name for c in "\x00\n\r"):
-            raise HTTPException(400, "name must be a non-empty single line")
-        doc_id, record = await asyncio.get_running_loop().run_in_executor(None, service.push, body.name.strip(), body.text, body.title, body.metadata)
+        name = body.name.strip()
+        if not name or any(not c.isprintable() for c in name):
+            raise HTTPException(400, "name must be a non-empty single line of printable characters")
+        doc_id, done = service.push(name, body.text, body.title, body.metadata)
+        if not wait:
+            return JSONResponse(PushOut(id=doc_id, path=PUSHED_PREFIX + name, status="queued", chunks=0).model_dump(), 202)
+        record = await asyncio.wrap_future(done)
         status = "unchanged" if record.status == "unchanged" else "indexed"
-        return PushOut(id=doc_id, path=PUSHED_PREFIX + body.name.strip(), status=status, chunks=record.chunks)
+        return JSONResponse(PushOut(id=doc_id, path=PUSHED_PREFIX + name, status=status, chunks=record.chunks).model_dump(), 201)
 
     @app.delete("/documents/{doc_id}", response_model=DeletedOut, responses=ERRORS, tags=["documents"])
     async def delete_document(doc_id: str) -> DeletedOut:

@@ -203,17 +203,6 @@ def watch(
         service.stop()
 
 
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @app.command()
 @_friendly
 def serve(
@@ -230,15 +219,19 @@ def serve(
     import uvicorn
 
     from api.app import create_app
+    from api.http_errors import JsonErrorsProtocol, is_loopback
     from api.logs import file_logger
     from api.service import LodexService
 
     settings = _settings(ctx, config, data_dir)
     host = host or settings.api.host
     port = port or settings.api.port
-    if not _loopback(host) and not settings.api.api_key and not insecure:
-        raise ConfigError(f"refusing to serve on {host} without an API key: anyone on the network could read the index",
-                          "set api.api_key (or LODEX_API__API_KEY), bind 127.0.0.1, or pass --insecure")
+    if not is_loopback(host) and not settings.api.api_key:
+        if not insecure:
+            raise ConfigError(f"refusing to serve on {host} without an API key: anyone on the network could read the index",
+                              "set api.api_key (or LODEX_API__API_KEY), bind 127.0.0.1, or pass --insecure")
+        err.print(f"[yellow]warning:[/yellow] serving on {host} without an API key (--insecure): anyone who can reach this "
+                  "address can read, add and delete documents", highlight=False)
     root = _root(settings, directory)
     err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
     service = LodexService(settings, root, watch=not no_watch, on_file=file_logger(err))
@@ -253,7 +246,8 @@ def serve(
             err.print("stopped")
 
         # uvicorn runs the app's shutdown (which closes the service) before it re-raises SIGINT/SIGTERM
-        uvicorn.run(create_app(service, on_shutdown=shutdown), host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.run(create_app(service, on_shutdown=shutdown, host=host), host=host, port=port, log_level="warning",
+                    access_log=False, http=JsonErrorsProtocol, timeout_graceful_shutdown=5)
     finally:
         service.close()
 
@@ -275,12 +269,14 @@ def search(
     from rich.text import Text
 
     from api.factory import build_encoder, build_searcher, open_store
+    from indexer.paths import printable
     from search.results import SearchFilters
     from search.searcher import MODES
 
     settings = _settings(ctx, config, data_dir)
     if not query.strip():
         raise ConfigError("the query is empty", "pass some words to look for")
+    query = query.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes the shell gave that are not UTF-8
     if mode is not None and mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
     if not (settings.data_dir / "origin.json").exists():
@@ -295,9 +291,10 @@ def search(
     if not response.results:
         out.print("no results")
     for rank, hit in enumerate(response.results, start=1):
-        out.print(f"[bold]{rank}. {hit.path}[/bold]  score {hit.score:.3f}  — {hit.title}", highlight=False, soft_wrap=True)
-        for passage in hit.passages:
-            snippet = Text("".join(" " if c.isspace() else c for c in passage.text))  # same offsets, one line
+        out.print(Text(f"{rank}. {printable(hit.path)}", style="bold") + Text(f"  score {hit.score:.3f}  — {printable(hit.title)}"),
+                  highlight=False, soft_wrap=True)
+        for passage in hit.passages:  # control characters shown as spaces: same offsets, one line, no terminal escapes
+            snippet = Text("".join(" " if c.isspace() or not c.isprintable() else c for c in passage.text))
             for start, end in passage.highlights:
                 snippet.stylize("bold yellow", start, end)
             if len(snippet) > 240:
@@ -356,6 +353,7 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
+    from indexer.paths import printable
     from store.job_log import JobLog
     from store.lance_store import Store
     from store.origin import read_origin
@@ -379,7 +377,7 @@ def status(
     out = Console()
     if failed:
         for path, failure in failures.items():
-            out.print(f"{path}: {failure['reason']} (attempts: {failure['attempts']})", highlight=False, markup=False)
+            out.print(f"{printable(path)}: {printable(failure['reason'])} (attempts: {failure['attempts']})", highlight=False, markup=False)
         out.print(f"{len(failures)} failed; fix them and run `lodex retry`" if failures else "no failed files", style="dim")
         return
     out.print(f"index     {settings.data_dir}\nfolder    {root}\nmodel     {info['model']} ({info['dim']} dims, {origin.get('pooling')} pooling)", highlight=False)

@@ -1,12 +1,16 @@
-"""HTTP edges: the one JSON error shape, API-key auth, and the request-body size limit."""
+"""HTTP edges: the one JSON error shape (from uvicorn's parser errors to lodex's), API-key auth, the Host rule of a
+loopback server, HEAD requests, and the request-body size limit."""
 
 import hmac
+import ipaddress
+import json
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from store.errors import ConfigError, LodexError, ModelError, StoreError
 
@@ -14,6 +18,26 @@ CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_fo
          409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid_request",
          429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
 OPEN_PATHS = ("/health", "/", "/docs", "/openapi.json", "/static/")
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address (an address bound, or a Host header's name) is this machine's loopback."""
+    host = host.strip().lower().strip("[]")
+    if host in LOOPBACK_NAMES or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header ('[::1]:8765' → '::1', 'localhost:8765' → 'localhost')."""
+    header = header.strip()
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def error(status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -45,23 +69,43 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class LimitsAndAuth:
-    """ASGI middleware: bearer-key check (when a key is set) and a cap on request bodies."""
+    """ASGI middleware: the Host rule (when `allowed_hosts` is given: a server on a loopback address answers only to
+    loopback names and those listed, so a web page cannot reach it through DNS rebinding), bearer-key check (when a
+    key is set), HEAD answered as GET without a body, and a cap on request bodies."""
 
-    def __init__(self, app: ASGIApp, api_key: str, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, api_key: str, max_body_bytes: int, allowed_hosts: list[str] | None = None) -> None:
         self.app = app
-        self.api_key = api_key.encode()
+        self.api_key = api_key.strip().encode()
         self.max_body = max_body_bytes
+        self.allowed_hosts = None if allowed_hosts is None else frozenset(h.strip().lower() for h in allowed_hosts)
+
+    def _host_refused(self, headers: dict[str, bytes]) -> str | None:
+        if self.allowed_hosts is None or "host" not in headers:
+            return None
+        name = host_name(headers["host"].decode("latin-1")).lower()
+        if is_loopback(name) or name in self.allowed_hosts:
+            return None
+        return name
+
+    def _authorized(self, headers: dict[str, bytes]) -> bool:
+        scheme, _, token = headers.get("authorization", b"").strip().partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.api_key)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
-        if self.api_key and not _open(scope["path"]):
-            given = headers.get("authorization", b"")
-            if not hmac.compare_digest(given, b"Bearer " + self.api_key):
-                response = error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
-                                 headers={"WWW-Authenticate": "Bearer"})
-                return await response(scope, receive, send)
+        refused = self._host_refused(headers)
+        if refused is not None:
+            response = error(403, f"Host {refused[:100]!r} is not allowed: a lodex server on a loopback address answers only "
+                                  "to localhost names (this guards against DNS rebinding); add the name to api.allowed_hosts")
+            return await response(scope, receive, send)
+        if self.api_key and not _open(scope["path"]) and not self._authorized(headers):
+            response = error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
+                             headers={"WWW-Authenticate": "Bearer"})
+            return await response(scope, receive, send)
+        if scope["method"] == "HEAD":
+            return await self.app({**scope, "method": "GET"}, receive, _without_body(send))
         length = headers.get("content-length")
         if length is not None and length.isdigit():
             if int(length) > self.max_body:
@@ -90,3 +134,31 @@ class LimitsAndAuth:
 
 def _open(path: str) -> bool:
     return path in OPEN_PATHS or path.startswith("/static/")
+
+
+def _without_body(send: Send) -> Send:
+    """A `send` that passes the response's head on and drops its body (the answer to HEAD)."""
+
+    async def head_only(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            if message.get("more_body"):
+                return
+            message = {"type": "http.response.body", "body": b""}
+        await send(message)
+
+    return head_only
+
+
+class JsonErrorsProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP protocol, answering requests its parser rejects (a malformed request line, header or
+    Content-Length) in the one JSON error shape instead of plain text."""
+
+    def send_400_response(self, msg: str) -> None:
+        body = json.dumps({"error": {"code": "bad_request", "message": f"{msg}: the request is not valid HTTP/1.1"}}).encode()
+        head = [b"HTTP/1.1 400 Bad Request\r\n"]
+        for name, value in self.server_state.default_headers:
+            head += [name, b": ", value, b"\r\n"]
+        head += [b"content-type: application/json\r\n", b"content-length: " + str(len(body)).encode() + b"\r\n",
+                 b"connection: close\r\n\r\n", body]
+        self.transport.write(b"".join(head))
+        self.transport.close()

@@ -1,9 +1,47 @@
 """Request and response bodies of the HTTP API (they make the OpenAPI schema at /docs)."""
 
+import json
+import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
+
+MAX_METADATA_DEPTH = 16  # nesting levels of a pushed document's metadata
+MAX_METADATA_BYTES = 64 * 1024  # its size as JSON
+
+
+def valid_text(value: str) -> str:
+    """`value`, when it is text that UTF-8 can encode; a lone surrogate (an escape such as \\ud800 in JSON) is refused."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}) at {exc.start}: not valid Unicode text") from None
+    return value
+
+
+def valid_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """A pushed document's metadata, refused when nested deeper than MAX_METADATA_DEPTH, larger than
+    MAX_METADATA_BYTES as JSON, or holding a key or string that is not valid Unicode text."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_METADATA_DEPTH:
+                raise ValueError(f"nested deeper than {MAX_METADATA_DEPTH} levels")
+            for key in item if isinstance(item, dict) else ():
+                valid_text(key)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+        elif isinstance(item, str):
+            valid_text(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError("holds NaN or Infinity, which JSON cannot carry")
+    if len(json.dumps(value)) > MAX_METADATA_BYTES:
+        raise ValueError(f"larger than {MAX_METADATA_BYTES // 1024} KiB as JSON")
+    return value
+
+
+Text = Annotated[str, AfterValidator(valid_text)]
 
 
 class ErrorBody(BaseModel):
@@ -43,10 +81,10 @@ class SearchOut(BaseModel):
 class SearchIn(BaseModel):
     """POST /search body."""
 
-    q: str = Field(description="The query, in plain words.")
+    q: Text = Field(description="The query, in plain words.")
     k: int | None = Field(None, description="Documents to return (default: search.k).")
-    path: str | None = Field(None, description="Only documents whose relative path matches this glob.")
-    ext: list[str] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
+    path: Text | None = Field(None, description="Only documents whose relative path matches this glob.")
+    ext: list[Text] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
     modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds).")
     mode: Literal["dense", "bm25", "hybrid"] | None = Field(None, description="Retrieval mode (default: search.mode).")
 
@@ -95,17 +133,19 @@ class DocumentDetailOut(DocumentOut):
 class PushIn(BaseModel):
     """POST /documents body: a text document pushed by a tool, indexed like a file."""
 
-    name: str = Field(min_length=1, max_length=300, description="Unique name; pushing the same name again replaces it.")
-    text: str = Field(description="The document's text.")
-    title: str = Field("", max_length=1000)
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Any JSON object, returned with the document.")
+    name: Text = Field(min_length=1, max_length=300, description="Unique name; pushing the same name again replaces it.")
+    text: Text = Field(description="The document's text.")
+    title: Text = Field("", max_length=1000)
+    metadata: Annotated[dict[str, Any], AfterValidator(valid_metadata)] = Field(
+        default_factory=dict, description=f"Any JSON object (at most {MAX_METADATA_DEPTH} levels deep, {MAX_METADATA_BYTES // 1024} KiB), returned with the document.")
 
 
 class PushOut(BaseModel):
     id: str
     path: str
-    status: str = Field(description="indexed, or unchanged when the same text was pushed before")
-    chunks: int
+    status: str = Field(description="queued (answered at once; GET /documents/{id} says when it is indexed), or with wait=true: "
+                                    "indexed, or unchanged when the same text was pushed before")
+    chunks: int = Field(description="Chunks of the document (0 while queued).")
 
 
 class DeletedOut(BaseModel):

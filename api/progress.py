@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from indexer.paths import printable
 from indexer.pipeline import Progress as RunProgress
 from indexer.pipeline import RunSummary
 
@@ -35,5 +36,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         f"(moved/copied), {summary.unchanged} unchanged, {summary.deleted} deleted, {summary.failed} failed; "
         f"{summary.chunks:,} chunks written, {summary.tokens:,} tokens encoded ({rate:,.0f} tokens/s)"
     ]
-    lines += [f"  failed: {path}: {reason}" for path, reason in sorted(summary.failures.items())]
+    if summary.interrupted:
+        lines.append("stopped before the end: run it again to index the rest")
+    lines += [f"  failed: {printable(path)}: {printable(reason)}" for path, reason in sorted(summary.failures.items())]
     return lines

@@ -10,7 +10,8 @@ from typing import Any
 from api.factory import ann_policy, build_encoder, build_indexer, build_searcher, build_watch, build_writer, open_store
 from api.settings import Settings
 from indexer.encoder import Encoder
-from indexer.pipeline import PUSHED_PREFIX, Progress, document_id
+from indexer.paths import PUSHED_PREFIX
+from indexer.pipeline import Progress, document_id
 from indexer.watch_service import WatchService
 from indexer.writer import IndexWriter
 from search.batcher import QueryBatcher
@@ -53,6 +54,8 @@ class LodexService:
         self.writer: IndexWriter = self.watch.writer if self.watch else build_writer(settings, self.indexer, root, **options)
         self._local = threading.local()
         self._closed = False
+        self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
+        self._queued_lock = threading.Lock()
         self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, Store(self.data_dir, self.encoder.dim, ann_policy(settings))),
                                     lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
@@ -121,11 +124,32 @@ class LodexService:
         return self.reader().counts()
 
     # ---- writing through the one writer --------------------------------------------------
-    def push(self, name: str, text: str, title: str, metadata: dict[str, Any]) -> tuple[str, FileRecord]:
-        """Index a pushed text document through the writer queue; returns its id and record."""
+    def push(self, name: str, text: str, title: str, metadata: dict[str, Any]) -> "tuple[str, Future[FileRecord]]":
+        """Queue a pushed text document on the writer; returns its id and the future of its record (while it waits,
+        `queued_push` knows it)."""
         encoded = json.dumps(metadata, sort_keys=True)
-        record = self.writer.submit(lambda ix: ix.index_text(name, text, title, encoded)).result()
-        return document_id(PUSHED_PREFIX + name), record
+        doc_id, path = document_id(PUSHED_PREFIX + name), PUSHED_PREFIX + name
+        with self._queued_lock:
+            self._queued[doc_id] = (path, self._queued.get(doc_id, (path, 0))[1] + 1)
+        done = self.writer.submit(lambda ix: ix.index_text(name, text, title, encoded))
+        done.add_done_callback(lambda future: self._pushed(doc_id, path, future))
+        return doc_id, done
+
+    def _pushed(self, doc_id: str, path: str, future: "Future[FileRecord]") -> None:
+        with self._queued_lock:
+            left = self._queued.get(doc_id, (path, 1))[1] - 1
+            if left > 0:
+                self._queued[doc_id] = (path, left)
+            else:
+                self._queued.pop(doc_id, None)
+        if not future.cancelled() and future.exception() is not None and self._on_file:
+            self._on_file(FileRecord(path, "failed", error=str(future.exception())))
+
+    def queued_push(self, doc_id: str) -> str | None:
+        """The path of a pushed document still waiting to be indexed, or None."""
+        with self._queued_lock:
+            entry = self._queued.get(doc_id)
+        return entry[0] if entry else None
 
     def delete(self, doc_id: str) -> int:
         """Delete a pushed document through the writer queue."""

@@ -4,7 +4,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from store.errors import ConfigError
@@ -98,12 +98,19 @@ class ApiSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
     api_key: str = ""
+    allowed_hosts: list[str] = []
     cors_origins: list[str] = []
     max_query_chars: int = Field(1000, ge=1)
     max_k: int = Field(100, ge=1, le=1000)
     max_body_kb: int = Field(2048, ge=1)
     max_document_kb: int = Field(1024, ge=1)
     query_threads: int = Field(1, ge=1, le=32)
+
+    @field_validator("api_key")
+    @classmethod
+    def _strip_key(cls, value: str) -> str:
+        """A key of blanks is no key (it would pass for one in the check that guards public addresses)."""
+        return value.strip()
 
 
 class Settings(BaseSettings):

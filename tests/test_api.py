@@ -37,7 +37,7 @@ def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=Non
 @pytest.fixture
 def client(tmp_path: Path):
     service = _service(tmp_path)
-    with TestClient(create_app(service)) as c:
+    with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as c:
         yield c
     service.close()
 
@@ -77,16 +77,21 @@ def test_documents_list_detail_push_delete(client: TestClient) -> None:
     assert doc["path"] == "notes/fins.txt" and doc["chunks"][0]["ordinal"] == 0 and doc["source"] == "folder"
     pushed = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
                                              "title": "Memo", "metadata": {"team": "blue"}})
-    assert pushed.status_code == 201 and pushed.json()["status"] == "indexed"
+    assert pushed.status_code == 202 and pushed.json()["status"] == "queued"  # answered once queued, not indexed
     doc_id = pushed.json()["id"]
+    deadline = time.monotonic() + 30
+    while (waiting := client.get(f"/documents/{doc_id}")).status_code == 202 and time.monotonic() < deadline:
+        assert waiting.json()["status"] == "queued"
+        time.sleep(0.05)
+    assert waiting.status_code == 200
     hit = client.get("/search", params={"q": "zeppelins airships", "k": 1}).json()["results"][0]
     assert hit["doc_id"] == doc_id and hit["path"] == "@api/memo-1" and hit["title"] == "Memo"
     detail = client.get(f"/documents/{doc_id}").json()
     assert detail["metadata"] == {"team": "blue"} and detail["source"] == "api"
-    again = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
+    again = client.post("/documents?wait=true", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
                                             "title": "Memo", "metadata": {"team": "blue"}})
-    assert again.json()["status"] == "unchanged"
-    retitled = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
+    assert again.status_code == 201 and again.json()["status"] == "unchanged"
+    retitled = client.post("/documents?wait=true", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
                                                "title": "Memo v2", "metadata": {"team": "red"}})
     assert retitled.json()["status"] == "indexed"
     detail = client.get(f"/documents/{doc_id}").json()
@@ -159,7 +164,7 @@ def test_chunked_body_over_the_limit(client: TestClient) -> None:
 def test_api_key_required_everywhere_but_health(tmp_path: Path) -> None:
     service = _service(tmp_path, api_key="s3cret")
     try:
-        with TestClient(create_app(service)) as client:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             assert client.get("/health").status_code == 200
             for method, url in (("get", "/search?q=wings"), ("post", "/search"), ("get", "/documents"), ("get", "/stats"),
                                 ("get", "/metrics"), ("get", "/ready"), ("post", "/reindex"), ("delete", "/documents/x")):
@@ -183,7 +188,7 @@ def test_failed_files_are_listed(tmp_path: Path) -> None:
     (service.root / "blob.txt").write_bytes(b"\x00\x01 binary" * 40)
     service.writer.reconcile().result(timeout=60)
     try:
-        with TestClient(create_app(service)) as client:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             body = client.get("/documents", params={"status": "failed"}).json()
             assert [(f["path"], "binary" in f["reason"]) for f in body["failed"]] == [("blob.txt", True)]
             assert client.get("/stats").json()["failed"] == 1
@@ -196,7 +201,7 @@ def test_queries_answer_while_the_folder_is_indexed(tmp_path: Path) -> None:
     for i in range(150):
         (service.root / f"bulk-{i:03d}.txt").write_text(f"bulk file {i} " + " ".join(f"w{i}x{j}" for j in range(200)))
     try:
-        with TestClient(create_app(service)) as client:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             answered = 0
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -216,7 +221,7 @@ def test_ready_says_when_changes_are_still_being_applied(tmp_path: Path) -> None
     service = _service(tmp_path)
     release = threading.Event()
     try:
-        with TestClient(create_app(service)) as client:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             blocked = service.writer.submit(lambda ix: release.wait(30))  # the writer is busy with a change
             queued = service.writer.reconcile()  # and another waits behind it
             ready = client.get("/ready").json()
@@ -232,7 +237,7 @@ def test_ready_says_when_changes_are_still_being_applied(tmp_path: Path) -> None
 def test_ready_says_indexing_while_a_saved_file_is_still_settling(tmp_path: Path) -> None:
     service = _service(tmp_path, watch=True, quiet_s=60)  # the watcher holds changes back until quiet for 60 s
     try:
-        with TestClient(create_app(service)) as client:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             service.watch.startup.result(timeout=60)
             assert client.get("/ready").json()["indexing"] is False
             (tmp_path / "docs" / "new.txt").write_text("Freshly saved notes on flutter. " * 8)
@@ -260,7 +265,7 @@ def test_ready_counts_the_files_the_run_has_left(tmp_path: Path) -> None:
         (tmp_path / "docs" / "batch").mkdir()
         for i in range(5):
             (tmp_path / "docs" / "batch" / f"b{i}.txt").write_text(f"batch{i} " + "filler words " * 3000)
-        with TestClient(create_app(service)) as client:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             run = service.writer.reconcile()
             assert reached.wait(60)
             ready = client.get("/ready").json()

@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import threading
+import time
 
 import numpy as np
 
@@ -70,3 +71,22 @@ class CrashingEncoder(FakeEncoder):
 def crashing_encoder(cfg: object) -> CrashingEncoder:
     """encoder.backend = "tests.fakes:crashing_encoder"."""
     return CrashingEncoder()
+
+
+class SlowEncoder(FakeEncoder):
+    """A FakeEncoder that takes $LODEX_TEST_EMBED_DELAY_S seconds per call, so that indexing is long enough to be
+    interrupted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delay = float(os.environ.get("LODEX_TEST_EMBED_DELAY_S", "0"))
+
+    def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
+        if kind == "document" and self.delay:
+            time.sleep(self.delay)
+        return super().embed(texts, kind, lengths)
+
+
+def fake_encoder(cfg: object) -> SlowEncoder:
+    """encoder.backend = "tests.fakes:fake_encoder" (for CLI runs in a subprocess)."""
+    return SlowEncoder()

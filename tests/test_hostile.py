@@ -1,0 +1,199 @@
+"""Fault injection: a folder of hostile files indexed by `lodex index` and served by `lodex serve` (real processes,
+the fake encoder): both finish or keep serving, every bad file is failed with its reason, every good file is
+searchable, the job log agrees, and SIGTERM stops the server within 10 s even while it is busy indexing."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.test_serve import REPO, Server, get
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="pipes, sockets and links are POSIX")
+
+# file name → a word only it holds (every one must be found by a search)
+GOOD = {
+    "plain.txt": "albatross",
+    os.fsdecode(b"bad\xffname.txt"): "bittern",
+    "evil\x1b[31mname.txt": "cassowary",
+    "@api/memo.txt": "dunlin",
+    "utf16.txt": "egret",
+    "marks.txt": "flamingo",
+    "one-line.txt": "gannet",
+    "cells.csv": "heron",
+    "latin1.txt": "ibis",
+    "grown/deep/down/notes.md": "jacana",
+}
+# file name → the start of its failure reason
+BAD = {
+    "pipe.txt": "not a regular file (named pipe)",
+    "sock.md": "not a regular file (socket)",
+    "zero.txt": "not a regular file (character device)",
+    "sub/up": "symbolic link loop",
+    "binary.txt": "binary file",
+    "deep.json": "JSON nested too deeply",
+    "nested.html": "HTML nested deeper than",
+    "broken.json": "invalid JSON",
+}
+
+
+def build_hostile_folder(root: Path) -> socket.socket:
+    """Every kind of file issue #14 found, next to good files; returns the socket (kept open while in use)."""
+    for name, word in GOOD.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = f"A note that mentions the {word} among other birds of the coast.\n" * 5
+        if name == "utf16.txt":
+            path.write_bytes(text.encode("utf-16-le"))
+        elif name == "marks.txt":
+            path.write_bytes(("\ufeff" + text.replace(" ", " \u200b\u200e").replace("\n", "\r\n")).encode("utf-8"))
+        elif name == "one-line.txt":
+            path.write_bytes(b"x" * (3 << 20) + f" {word}".encode())  # one 3 MB "word", streamed (limit lowered)
+        elif name == "cells.csv":
+            path.write_text(f'id,notes\n1,"{"wader " * 40_000}{word}"\n')
+        elif name == "latin1.txt":
+            path.write_bytes(text.replace("coast", "côte").encode("latin-1"))
+        else:
+            path.write_text(text)
+    os.mkfifo(root / "pipe.txt")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "sock.md"))
+    (root / "zero.txt").symlink_to("/dev/zero")
+    (root / "sub").mkdir()
+    (root / "sub" / "up").symlink_to("..")
+    (root / "binary.txt").write_bytes(bytes(range(256)) * 64)
+    (root / "empty.txt").write_bytes(b"")
+    (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "nested.html").write_text("<html><body>" + "<div>x " * 150_000 + "</div>" * 150_000 + "</body></html>")
+    (root / "broken.json").write_text('{"title": "half')
+    return sock
+
+
+ENV = {"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_INDEX__FOLLOW_SYMLINKS": "true",
+       "LODEX_INDEX__STREAM_ABOVE_MB": "1", "LODEX_INDEX__RETRY_BACKOFF_S": "0.01", "HF_HUB_OFFLINE": "1"}
+
+
+def _cli(args: list[str], data: Path, cwd: Path, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "LODEX_DATA_DIR": str(data), **env}
+    return subprocess.run([sys.executable, "-m", "api.cli", *args], env=full, cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _check_failures(failures: dict[str, str]) -> None:
+    assert set(failures) == set(BAD), failures
+    for name, reason in BAD.items():
+        assert failures[name].startswith(reason), (name, failures[name])
+
+
+def test_lodex_index_survives_a_hostile_folder(tmp_path: Path) -> None:
+    root, data = tmp_path / "docs", tmp_path / "data"
+    root.mkdir()
+    sock = build_hostile_folder(root)
+    try:
+        done = _cli(["index", str(root), "--json"], data, tmp_path)
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        _check_failures(summary["failures"])
+        assert summary["added"] == len(GOOD) + 1  # and the empty file
+        again = _cli(["index", str(root), "--json"], data, tmp_path)  # nothing poisoned: a second run is clean too
+        assert again.returncode == 0 and json.loads(again.stdout)["unchanged"] == len(GOOD) + 1
+        status = json.loads(_cli(["status", "--json"], data, tmp_path).stdout)
+        assert status["failed"] == len(BAD) and status["documents"] == len(GOOD) + 1
+        assert status["last_run"]["unchanged"] == len(GOOD) + 1  # the job log finished both runs
+        _check_failures({p: f["reason"] for p, f in status["failures"].items()})
+        listed = _cli(["status", "--failed"], data, tmp_path)
+        assert listed.returncode == 0 and "\x1b" not in listed.stdout and "pipe.txt: not a regular file" in listed.stdout
+        for name, word in GOOD.items():
+            found = _cli(["search", word, "--mode", "bm25", "-k", "1", "--json"], data, tmp_path)
+            hits = json.loads(found.stdout)["results"]
+            assert hits and word in hits[0]["passages"][0]["text"], (name, found.stdout, found.stderr)
+        shown = _cli(["search", "cassowary", "--mode", "bm25", "-k", "1"], data, tmp_path)
+        assert "\x1b" not in shown.stdout and "evil\\x1b[31mname.txt" in shown.stdout
+        retried = _cli(["retry", "--json"], data, tmp_path)
+        assert retried.returncode == 0 and json.loads(retried.stdout)["failed"] == len(BAD)
+    finally:
+        sock.close()
+
+
+def _wait_idle(server: Server, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, body = get(server.url + "/ready")
+        if status == 200 and not body["indexing"]:
+            return body
+        time.sleep(0.3)
+    raise AssertionError(f"still indexing after {timeout} s: {server.output()}")
+
+
+def _search(server: Server, word: str) -> list[dict]:
+    status, body = get(server.url + "/search?" + urllib.parse.urlencode({"q": word, "k": 1, "mode": "bm25"}))
+    assert status == 200, body
+    return body["results"]
+
+
+def _stop_within(server: Server, seconds: float) -> float:
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    server.proc.wait(timeout=60)
+    took = time.monotonic() - started
+    assert took <= seconds, f"SIGTERM took {took:.1f} s: {server.output()}"
+    return took
+
+
+def test_lodex_serve_keeps_serving_a_hostile_folder_and_stops_on_sigterm(tmp_path: Path) -> None:
+    root, data = tmp_path / "docs", tmp_path / "data"
+    root.mkdir()
+    sock = build_hostile_folder(root)
+    server = Server(root, data, env=ENV)
+    try:
+        server.wait_ready()
+        _wait_idle(server)
+        for word in GOOD.values():
+            assert _search(server, word), word
+        status, body = get(server.url + "/documents?status=failed")
+        _check_failures({f["path"]: f["reason"] for f in body["failed"]})
+        os.mkfifo(root / "late-pipe.txt")  # new hostile files while watching: the writer goes on
+        (root / "late-big.txt").write_bytes(b"y" * (2 << 20) + b" kittiwake")
+        (root / "late-good.txt").write_text("the lapwing arrived after the pipe\n")
+        deadline = time.monotonic() + 60
+        while not _search(server, "lapwing") or not _search(server, "kittiwake"):
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.3)
+    finally:
+        took = _stop_within(server, 10)
+        sock.close()
+    assert server.output().rstrip().endswith("stopped"), server.output()
+    print(f"SIGTERM with the folder indexed: stopped in {took:.1f} s")
+
+
+def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_path: Path) -> None:
+    root, data = tmp_path / "docs", tmp_path / "data"
+    root.mkdir()
+    for i in range(80):
+        (root / f"doc-{i:02d}.txt").write_text(f"document {i} " + " ".join(f"w{i}x{j}" for j in range(400)))
+    slow = {**ENV, "LODEX_TEST_EMBED_DELAY_S": "0.5", "LODEX_INDEX__FLUSH_TOKENS": "4096"}
+    server = Server(root, data, env=slow)
+    try:
+        server.wait_ready()
+        deadline = time.monotonic() + 60
+        while get(server.url + "/stats")[1]["documents"] == 0:  # indexing is under way, far from done
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.2)
+        assert get(server.url + "/ready")[1]["indexing"]
+    finally:
+        took = _stop_within(server, 10)
+    print(f"SIGTERM while indexing: stopped in {took:.1f} s")
+    resumed = Server(root, data, env=ENV)
+    try:
+        resumed.wait_ready()
+        _wait_idle(resumed)
+        assert get(resumed.url + "/stats")[1]["documents"] == 80
+    finally:
+        _stop_within(resumed, 10)

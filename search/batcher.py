@@ -55,12 +55,25 @@ class QueryBatcher:
             try:
                 keywords = searcher.start_keyword_search([q for q, _ in live])  # in Lance while the queries are encoded
                 vectors = self._encode([q.text for q, _ in live])
-            except Exception as exc:  # noqa: BLE001 — every waiting caller gets the error
-                _fail(live, exc)
+            except Exception as exc:  # noqa: BLE001 — one bad query must not fail its neighbours: each alone, once more
+                if len(live) == 1:
+                    _fail(live, exc)
+                    continue
+                for pair in live:
+                    self._encode_alone(searcher, pair, started)
                 continue
             self._encoded.put((live, vectors, started, keywords))
         for _ in self._threads:
             self._encoded.put(None)
+
+    def _encode_alone(self, searcher: Searcher, pair: tuple[Query, Future], started: float) -> None:
+        try:
+            keywords = searcher.start_keyword_search([pair[0]])
+            vectors = self._encode([pair[0].text])
+        except Exception as exc:  # noqa: BLE001 — this query's own error, for its caller alone
+            _fail([pair], exc)
+            return
+        self._encoded.put(([pair], vectors, started, keywords))
 
     def _serve(self, make_searcher: Callable[[], Searcher]) -> None:
         searcher = make_searcher()
@@ -72,8 +85,15 @@ class QueryBatcher:
                 responses = searcher.search_many([q for q, _ in live], vectors, min(t for _, _, t, _ in encoded), keywords)
                 for (_, future), response in zip(live, responses):
                     future.set_result(response)
-            except Exception as exc:  # noqa: BLE001 — every waiting caller gets the error
-                _fail(live, exc)
+            except Exception as exc:  # noqa: BLE001 — one bad query must not fail its neighbours: each alone, once more
+                if len(live) == 1:
+                    _fail(live, exc)
+                    continue
+                for (query, future), vector in zip(live, vectors):
+                    try:
+                        future.set_result(searcher.search_many([query], vector[None, :], time.perf_counter())[0])
+                    except Exception as alone:  # noqa: BLE001
+                        _fail([(query, future)], alone)
 
 
 def _take(source: queue.Queue, limit: int) -> list | None:

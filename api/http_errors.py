@@ -154,7 +154,7 @@ class JsonErrorsProtocol(HttpToolsProtocol):
     Content-Length) in the one JSON error shape instead of plain text."""
 
     def send_400_response(self, msg: str) -> None:
-        body = json.dumps({"error": {"code": "bad_request", "message": f"{msg}: the request is not valid HTTP/1.1"}}).encode()
+        body = json.dumps({"error": {"code": "bad_request", "message": f"{msg.rstrip('.')}: the request is not valid HTTP/1.1"}}).encode()
         head = [b"HTTP/1.1 400 Bad Request\r\n"]
         for name, value in self.server_state.default_headers:
             head += [name, b": ", value, b"\r\n"]

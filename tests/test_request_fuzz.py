@@ -1,0 +1,536 @@
+"""Request fuzz: hostile and malformed requests against the HTTP API. Every error answers in the one JSON shape
+{"error": {"code", "message"}}, never a 500 nor plain text, and a bad request never affects a good one — in-process
+(ASGI) and on a real uvicorn server (lodex's JsonErrorsProtocol) over raw sockets."""
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.http_errors import JsonErrorsProtocol
+from api.service import LodexService
+from api.settings import Settings
+from search.results import SearchFilters
+from tests.test_api import _service
+
+BASE = "http://127.0.0.1:8765"
+SURROGATE = "\\ud800"  # a JSON escape of a lone surrogate, as it travels in a request body
+GOOD_QUERIES = ["swept wings lift", "hypersonic heat transfer", "rocket fins drag", "drag", "boundary layer",
+                "transonic speed", "stabilizing fins", "wings"]
+
+
+# ---- helpers ---------------------------------------------------------------------------------------------------
+def _shape(body: object) -> dict:
+    """The error body, checked to be exactly {"error": {"code": str, "message": str}}."""
+    assert isinstance(body, dict) and set(body) == {"error"}, body
+    err = body["error"]
+    assert isinstance(err, dict) and set(err) == {"code", "message"}, body
+    assert isinstance(err["code"], str) and isinstance(err["message"], str) and err["code"] and err["message"], body
+    return err
+
+
+def _error(response, status: int | tuple[int, ...], code: str | None = None) -> dict:
+    statuses = (status,) if isinstance(status, int) else status
+    assert response.status_code in statuses, (response.status_code, response.text[:500])
+    assert response.headers.get("content-type", "").startswith("application/json"), response.headers
+    err = _shape(response.json())
+    if code is not None:
+        assert err["code"] == code, err
+    return err
+
+
+def _raw(client: TestClient, method: str, url: str, body: bytes, **kwargs):
+    return client.request(method, url, content=body, headers={"content-type": "application/json"}, **kwargs)
+
+
+def _nested(levels: int, leaf: object = "leaf") -> object:
+    value = leaf
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[LodexService]:
+    svc = _service(tmp_path)
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+@pytest.fixture
+def client(service: LodexService) -> Iterator[TestClient]:
+    with TestClient(create_app(service), base_url=BASE) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """One client for the tests that change nothing (each of them checks it still answers good requests)."""
+    svc = _service(tmp_path_factory.mktemp("fuzz-shared"))
+    try:
+        with TestClient(create_app(svc), base_url=BASE) as c:
+            yield c
+    finally:
+        svc.close()
+
+
+@pytest.fixture
+def roomy_client(service: LodexService) -> Iterator[TestClient]:
+    """A client of an app whose body limit (api.max_body_kb, read at app creation) lets 1 MiB bodies through to
+    the JSON parser and the models, so the checks past it are reached."""
+    service.settings.api.max_body_kb = 1024
+    with TestClient(create_app(service), base_url=BASE) as c:
+        yield c
+
+
+# ---- 1. in-process: text that is not Unicode, deep and large JSON, extreme dates, junk ids -----------------------
+@pytest.mark.parametrize("body", [
+    '{"q": "flow \\ud800 x"}',
+    '{"q": "flow", "path": "notes/\\ud800*"}',
+    '{"q": "flow", "ext": ["md", "\\ud800"]}',
+    '{"q": "flow \\udfff"}',  # a lone low surrogate
+    '{"q": "flow \\udc00\\ud800"}',  # a low one before a high one: not a pair
+], ids=["q", "path", "ext", "low-q", "reversed-pair"])
+def test_lone_surrogate_in_search_is_refused(shared: TestClient, body: str) -> None:
+    err = _error(_raw(shared, "POST", "/search", body.encode()), 422, "invalid_request")
+    assert "surrogate" in err["message"], err
+    assert shared.get("/search", params={"q": "swept wings"}).json()["results"]  # the next search is unaffected
+
+
+def test_surrogate_pair_in_search_is_text(shared: TestClient) -> None:
+    """A proper pair (an emoji escaped in JSON) is valid text: searched, not refused."""
+    response = _raw(shared, "POST", "/search", b'{"q": "wings \\ud83d\\ude80"}')
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("body", [
+    '{"name": "memo\\ud800", "text": "Zeppelins over the sea."}',
+    '{"name": "memo", "text": "Zeppelins \\ud800 over the sea."}',
+    '{"name": "memo", "text": "Zeppelins over the sea.", "title": "T\\udbff"}',
+    '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k\\ud800": "v"}}',
+    '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k": "v\\ud800"}}',
+    '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k": ["ok", {"deep": "\\udc00"}]}}',
+], ids=["name", "text", "title", "metadata-key", "metadata-value", "metadata-nested-value"])
+def test_lone_surrogate_in_pushed_document_is_refused(client: TestClient, body: str) -> None:
+    _error(_raw(client, "POST", "/documents?wait=true", body.encode()), 422, "invalid_request")
+    assert client.get("/documents").json()["total"] == 3  # nothing was queued nor indexed
+
+
+@pytest.mark.parametrize("levels, status", [(400, 422), (17, 422), (16, 201)])
+def test_metadata_depth_limit(client: TestClient, levels: int, status: int) -> None:
+    response = client.post("/documents?wait=true", json={"name": f"deep-{levels}", "text": "Zeppelins over the sea.",
+                                                         "metadata": _nested(levels)})
+    if status == 422:
+        assert "16 levels" in _error(response, 422, "invalid_request")["message"]
+    else:
+        assert response.status_code == 201, response.text
+        assert client.get(f"/documents/{response.json()['id']}").json()["metadata"] == _nested(levels)
+
+
+def test_metadata_over_64_kib_is_refused(roomy_client: TestClient) -> None:
+    big = {"blob": "x" * (70 * 1024)}  # over 64 KiB as JSON, under the raised body limit
+    err = _error(roomy_client.post("/documents", json={"name": "big-meta", "text": "Small text.", "metadata": big}),
+                 422, "invalid_request")
+    assert "64 KiB" in err["message"], err
+    many = {f"k{i}": "v" * 60 for i in range(1200)}  # large by its many keys
+    _error(roomy_client.post("/documents", json={"name": "many-meta", "text": "Small text.", "metadata": many}),
+           422, "invalid_request")
+
+
+def test_metadata_over_the_body_limit_is_413(shared: TestClient) -> None:
+    big = {"blob": "x" * (20 * 1024)}  # over api.max_body_kb = 16 of _service: the body limit answers first
+    _error(shared.post("/documents", json={"name": "big-meta", "text": "Small text.", "metadata": big}), 413, "too_large")
+
+
+@pytest.mark.parametrize("path", ["/search", "/documents"])
+@pytest.mark.parametrize("body", [
+    b"[" * 100_000,
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"q": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    b'{"name": "n", "text": "t", "metadata": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001,
+], ids=["open-lists", "closed-lists", "deep-field", "deep-metadata"])
+def test_deeply_nested_json_body_is_a_4xx(roomy_client: TestClient, path: str, body: bytes) -> None:
+    err = _error(_raw(roomy_client, "POST", path, body), tuple(range(400, 500)))
+    assert err["code"] != "internal_error"
+    assert roomy_client.get("/search", params={"q": "swept wings"}).json()["results"]
+
+
+def test_deeply_nested_json_under_the_default_body_limit(shared: TestClient) -> None:
+    """10,000 levels fit in 16 KiB: the parser's recursion limit is hit, not the body limit."""
+    for path in ("/search", "/documents"):
+        _error(_raw(shared, "POST", path, b"[" * 10_000), tuple(range(400, 500)))
+        _error(_raw(shared, "POST", path, b"[" * 8_000 + b"]" * 8_000), tuple(range(400, 500)))
+
+
+@pytest.mark.parametrize("moment, finds", [
+    ("0001-01-01", True),
+    ("9999-12-31", False),
+    ("0001-01-01T00:00:00+14:00", True),
+    ("9999-12-31T23:59:59-14:00", False),
+    ("0001-01-01T00:00:00", True),
+    ("9999-12-31T23:59:59.999999", False),
+])
+def test_extreme_modified_after(shared: TestClient, moment: str, finds: bool) -> None:
+    got = shared.get("/search", params={"q": "flow drag", "modified_after": moment})
+    assert got.status_code == 200, got.text
+    assert bool(got.json()["results"]) is finds, got.json()
+    posted = shared.post("/search", json={"q": "flow drag", "modified_after": moment})
+    assert posted.status_code == 200, posted.text
+    assert bool(posted.json()["results"]) is finds
+
+
+@pytest.mark.parametrize("doc_id", ["'; DROP", "' OR '1'='1", "a" * 5000, "..%2F..", "%2e%2e", "0123456789abcdef",
+                                    "0123456789ABCDEF", "0123456789abcde'", "%00", "%F0%9F%9A%80", "%ED%A0%80", "%FF"])
+def test_junk_document_ids_are_404(shared: TestClient, doc_id: str) -> None:
+    _error(shared.get(f"/documents/{doc_id}"), 404, "not_found")
+    _error(shared.delete(f"/documents/{doc_id}"), 404, "not_found")
+
+
+# ---- 2. a bad request never fails a good one in the same batch --------------------------------------------------
+def test_good_and_bad_http_searches_at_once(client: TestClient) -> None:
+    local = threading.local()
+    app = client.app
+
+    def one(i: int):
+        if not hasattr(local, "client"):
+            local.client = TestClient(app, base_url=BASE)
+        if i % 2:
+            body = f'{{"q": "drag {i} \\ud800 lift"}}'.encode()
+            return "bad", _raw(local.client, "POST", "/search", body)
+        return "good", local.client.get("/search", params={"q": GOOD_QUERIES[i // 2 % len(GOOD_QUERIES)], "k": 3})
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(40)))
+    for kind, response in answers:
+        if kind == "good":
+            assert response.status_code == 200, response.text
+            assert response.json()["results"]
+        else:
+            _error(response, 422, "invalid_request")
+
+
+def test_bad_queries_in_the_batcher_fail_alone(service: LodexService) -> None:
+    """Queries with a lone surrogate, past the HTTP checks, reach the batcher, BM25 and the tokenizer in the same
+    batches as good ones: each bad one fails, every good one is answered."""
+    for _ in range(3):  # several rounds: the batches form differently each time
+        futures = []
+        for i in range(40):
+            if i % 2:
+                futures.append(("bad", service.search(f"drag \ud800 {i}", 3, SearchFilters(), None)))
+            else:
+                futures.append(("good", service.search(GOOD_QUERIES[i // 2 % len(GOOD_QUERIES)], 3, SearchFilters(), None)))
+        for i, (kind, future) in enumerate(futures):
+            if kind == "good":
+                failed = future.exception(timeout=30)
+                assert failed is None, f"good query {i} failed with its batch: {failed!r}"
+                assert future.result().results, i
+            else:
+                assert future.exception(timeout=30) is not None, i
+    for mode in ("dense", "bm25", "hybrid"):  # each mode alone too
+        good = [service.search(q, 3, SearchFilters(), mode) for q in GOOD_QUERIES]
+        bad = [service.search(f"fins \ud800 {i}", 3, SearchFilters(), mode) for i in range(8)]
+        assert [f.exception(timeout=30) for f in good] == [None] * len(good), mode
+        assert all(f.result().results for f in good), mode
+        assert all(f.exception(timeout=30) is not None for f in bad), mode
+    assert service.search("swept wings", 3, SearchFilters(), None).result(timeout=30).results  # still serving
+
+
+# ---- 3. the Host rule of a loopback server ----------------------------------------------------------------------
+@pytest.mark.parametrize("host", ["rebind.attacker.example", "rebind.attacker.example:8765", "localhost.attacker.example",
+                                  "127.0.0.1.nip.io", "evil.example:80:80", "0.0.0.0:8765"])
+def test_foreign_host_is_refused(client: TestClient, host: str) -> None:
+    err = _error(client.get("/documents", headers={"host": host}), 403, "forbidden")
+    assert "allowed_hosts" in err["message"]
+    _error(client.post("/documents?wait=true", json={"name": "rebound", "text": "Planted text."}, headers={"host": host}),
+           403, "forbidden")
+    listed = client.get("/documents").json()
+    assert listed["total"] == 3 and all(d["path"] != "@api/rebound" for d in listed["documents"])
+
+
+@pytest.mark.parametrize("host", ["localhost:8765", "localhost", "127.0.0.1", "127.0.0.1:8765", "[::1]:8765", "[::1]",
+                                  "LOCALHOST:8765", "app.localhost:8765", "127.0.0.2:8765"])
+def test_loopback_hosts_are_answered(shared: TestClient, host: str) -> None:
+    response = shared.get("/documents", headers={"host": host})
+    assert response.status_code == 200, response.text
+    assert response.json()["total"] == 3
+
+
+def test_allowed_hosts_are_answered(service: LodexService) -> None:
+    service.settings.api.allowed_hosts = ["lodex.lan", "Search.Example"]
+    with TestClient(create_app(service), base_url=BASE) as client:
+        for host in ("lodex.lan", "lodex.lan:8765", "LODEX.LAN:8765", "search.example:80", "localhost:8765"):
+            response = client.get("/documents", headers={"host": host})
+            assert response.status_code == 200, (host, response.text)
+        _error(client.get("/documents", headers={"host": "rebind.attacker.example"}), 403, "forbidden")
+        _error(client.get("/documents", headers={"host": "lodex.lan.attacker.example"}), 403, "forbidden")
+
+
+# ---- 4. API-key auth --------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def keyed_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    svc = _service(tmp_path_factory.mktemp("fuzz-keyed"), api_key="s3cret")
+    try:
+        with TestClient(create_app(svc), base_url=BASE) as c:
+            yield c
+    finally:
+        svc.close()
+
+
+@pytest.mark.parametrize("authorization", ["Bearer s3cret", "bearer s3cret", "BEARER s3cret", "  Bearer s3cret  "])
+def test_api_key_scheme_is_case_insensitive(keyed_client: TestClient, authorization: str) -> None:
+    response = keyed_client.get("/stats", headers={"Authorization": authorization})
+    assert response.status_code == 200, response.text
+    found = keyed_client.get("/search", params={"q": "swept wings"}, headers={"Authorization": authorization})
+    assert found.status_code == 200 and found.json()["results"]
+
+
+@pytest.mark.parametrize("authorization", [None, "", "Bearer", "Bearer ", "Bearer wrong", "Bearer s3cret2", "Bearer S3CRET",
+                                           "Bearer s3cre", "Basic s3cret", "s3cret", "Token s3cret", "Bearer s3cret x"])
+def test_wrong_or_missing_api_key_is_401(keyed_client: TestClient, authorization: str | None) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    for method, url in (("get", "/stats"), ("get", "/documents"), ("post", "/search")):
+        response = getattr(keyed_client, method)(url, headers=headers)
+        _error(response, 401, "unauthorized")
+        assert response.headers.get("www-authenticate") == "Bearer"
+
+
+def test_blank_api_key_is_no_key(tmp_path: Path) -> None:
+    assert Settings(api={"api_key": "  "}).api.api_key == ""
+    assert Settings(api={"api_key": " \t\n"}).api.api_key == ""
+    svc = _service(tmp_path, api_key="   ")
+    try:
+        with TestClient(create_app(svc), base_url=BASE) as client:
+            assert client.get("/stats").status_code == 200
+            assert client.get("/search", params={"q": "wings"}).json()["results"]
+            assert client.get("/stats", headers={"Authorization": "Bearer    "}).status_code == 200
+    finally:
+        svc.close()
+
+
+# ---- 5. HEAD and methods not allowed ----------------------------------------------------------------------------
+@pytest.mark.parametrize("url", ["/health", "/documents", "/stats", "/ready", "/search?q=wings"])
+def test_head_on_get_routes(shared: TestClient, url: str) -> None:
+    response = shared.head(url)
+    assert response.status_code == 200, response.headers
+    assert response.content == b""
+
+
+@pytest.mark.parametrize("method, url", [("put", "/search"), ("patch", "/search"), ("delete", "/search"),
+                                         ("post", "/health"), ("put", "/health"), ("delete", "/health"),
+                                         ("put", "/documents"), ("patch", "/documents"), ("delete", "/documents"),
+                                         ("post", "/stats"), ("delete", "/stats"), ("get", "/reindex"),
+                                         ("put", "/documents/0123456789abcdef"), ("options", "/health")])
+def test_other_methods_are_405(shared: TestClient, method: str, url: str) -> None:
+    _error(shared.request(method.upper(), url), 405, "method_not_allowed")
+
+
+# ---- 6. a real uvicorn server, raw sockets ----------------------------------------------------------------------
+class ThreadServer:
+    """uvicorn with lodex's JsonErrorsProtocol on a free loopback port, in a background thread of this process."""
+
+    def __init__(self, service: LodexService) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        config = uvicorn.Config(create_app(service), host="127.0.0.1", port=self.port, http=JsonErrorsProtocol,
+                                log_level="warning", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="fuzz-uvicorn", daemon=True)
+
+    def start(self) -> "ThreadServer":
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+    @property
+    def host(self) -> bytes:
+        return f"127.0.0.1:{self.port}".encode()
+
+    def connect(self, timeout: float = 5.0) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+
+    def exchange(self, data: bytes, timeout: float = 5.0) -> bytes:
+        """Send `data` and read until the server closes, or `timeout` passes without a byte."""
+        with self.connect(timeout) as sock:
+            try:
+                sock.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server refused before reading it all; its answer may still be there
+            return _read_all(sock)
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (TimeoutError, socket.timeout, ConnectionResetError):
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _responses(data: bytes) -> list[tuple[int, dict[str, str], bytes]]:
+    """The HTTP responses in `data`, in order: (status, headers, body); the body read by content-length or chunks."""
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        assert sep, f"not an HTTP response: {data[:300]!r}"
+        lines = head.decode("latin-1").split("\r\n")
+        version, status, *_ = lines[0].split(" ", 2)
+        assert version.startswith("HTTP/1."), lines[0]
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size_line, _, rest = rest.partition(b"\r\n")
+                size = int(size_line.split(b";")[0], 16)
+                body, rest = body + rest[:size], rest[size + 2:]
+                if size == 0:
+                    break
+        else:
+            length = int(headers.get("content-length", len(rest)))
+            body, rest = rest[:length], rest[length:]
+        out.append((int(status), headers, body))
+        data = rest
+    return out
+
+
+def _check_answer(data: bytes) -> list[int]:
+    """Every response in `data` is JSON (an error in the one shape), none a 5xx; their statuses."""
+    statuses = []
+    for status, headers, body in _responses(data):
+        assert status < 500, (status, body[:500])
+        assert headers.get("content-type", "").startswith("application/json"), (status, headers, body[:300])
+        parsed = json.loads(body)
+        if status >= 400:
+            _shape(parsed)
+        statuses.append(status)
+    return statuses
+
+
+def _alive(server: ThreadServer) -> None:
+    data = server.exchange(b"GET /health HTTP/1.1\r\nHost: " + server.host + b"\r\nConnection: close\r\n\r\n")
+    assert _responses(data)[0][0] == 200 and json.loads(_responses(data)[0][2]) == {"status": "ok"}, data[:300]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
+    svc = _service(tmp_path_factory.mktemp("fuzz-server"))
+    srv = ThreadServer(svc).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        svc.close()
+
+
+def _request(server: ThreadServer, head: str, body: bytes = b"", host: bytes | None = None) -> bytes:
+    """`head` (request line and extra header lines, '\\r\\n'-separated, without Host) as a request with Host and
+    Connection: close."""
+    lines = head.encode("latin-1").split(b"\r\n")
+    return b"\r\n".join([lines[0], b"Host: " + (host or server.host), *lines[1:], b"Connection: close"]) + b"\r\n\r\n" + body
+
+
+def _post(server: ThreadServer, body: bytes, path: str = "/search") -> bytes:
+    return _request(server, f"POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {len(body)}", body)
+
+
+RAW_CASES = {
+    "long-url-search": lambda s: _request(s, "GET /search?q=" + "a" * 100_000 + " HTTP/1.1"),
+    "long-url-health": lambda s: _request(s, "GET /health?pad=" + "a" * 100_000 + " HTTP/1.1"),
+    "long-header-line": lambda s: _request(s, "GET /health HTTP/1.1\r\nX-Big: " + "b" * 100_000),
+    "many-headers": lambda s: _request(s, "GET /health HTTP/1.1\r\n" + "\r\n".join(f"X-Fuzz-{i}: {i}" for i in range(200))),
+    "garbage-line": lambda s: b"GARBAGE\r\n\r\n",
+    "garbage-bytes": lambda s: b"\x00\xff\xfe\x16\x03\x01 binary\r\n\r\n",
+    "tls-hello": lambda s: bytes.fromhex("160301002001000010030300000000000000000000000000"),
+    "bad-version": lambda s: _request(s, "GET /health HTTP/9.9"),
+    "header-without-colon": lambda s: _request(s, "GET /health HTTP/1.1\r\nNoColonHere"),
+    "raw-byte-in-target": lambda s: _request(s, "GET /search?q=wings\xff HTTP/1.1"),
+    "surrogate-percent-escape": lambda s: _request(s, "GET /search?q=wings%ED%A0%80 HTTP/1.1"),
+    "non-ascii-host": lambda s: _request(s, "GET /documents HTTP/1.1", host=b"\xff\xfe.example"),
+    "content-length-text": lambda s: _request(s, "POST /search HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ten",
+                                              b'{"q": "wings"}'),
+    "content-length-negative": lambda s: _request(s, "POST /search HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: -5",
+                                                  b'{"q": "wings"}'),
+    "content-length-huge": lambda s: _request(s, "POST /search HTTP/1.1\r\nContent-Type: application/json\r\n"
+                                                 "Content-Length: 99999999999999999999999", b'{"q": "wings"}'),
+    "content-length-twice": lambda s: _request(s, "POST /search HTTP/1.1\r\nContent-Type: application/json\r\n"
+                                                  "Content-Length: 14\r\nContent-Length: 3", b'{"q": "wings"}'),
+    "content-length-short": lambda s: _request(s, "POST /search HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 5",
+                                               b'{"q": "wings"}'),
+    "content-length-short-keepalive": lambda s: (b"POST /search HTTP/1.1\r\nHost: " + s.host + b"\r\nContent-Type: application/json"
+                                                 b"\r\nContent-Length: 5\r\n\r\n" + b'{"q": "wings"}'),
+    "chunked-bad-size": lambda s: _request(s, "POST /search HTTP/1.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked",
+                                           b"zz\r\n{}\r\n0\r\n\r\n"),
+    "chunked-and-length": lambda s: _request(s, "POST /search HTTP/1.1\r\nContent-Type: application/json\r\n"
+                                                "Transfer-Encoding: chunked\r\nContent-Length: 14", b'{"q": "wings"}'),
+    "surrogate-body": lambda s: _post(s, b'{"q": "flow \\ud800 x"}'),
+    "surrogate-document": lambda s: _post(s, b'{"name": "m", "text": "t", "metadata": {"k\\ud800": 1}}', "/documents"),
+    "invalid-utf8-body": lambda s: _post(s, b'{"q": "wi\xff\xfegs"}'),
+    "deep-body": lambda s: _post(s, b"[" * 10_000),
+    "over-body-limit": lambda s: _post(s, b'{"q": "' + b"x" * 20_000 + b'"}'),
+    "foreign-host": lambda s: _request(s, "GET /documents HTTP/1.1", host=b"rebind.attacker.example"),
+}
+
+
+@pytest.mark.parametrize("case", list(RAW_CASES))
+def test_raw_request_answers_json(server: ThreadServer, case: str) -> None:
+    data = server.exchange(RAW_CASES[case](server))
+    if data:  # closing without an answer is allowed; an answer is JSON, never plain text nor a 5xx
+        _check_answer(data)
+    _alive(server)
+
+
+def test_raw_normal_request_still_json(server: ThreadServer) -> None:
+    """The baseline the raw cases compare against: a well-formed request on the same server."""
+    data = server.exchange(_request(server, "GET /search?q=swept%20wings&k=1 HTTP/1.1"))
+    assert _check_answer(data) == [200]
+    assert json.loads(_responses(data)[0][2])["results"][0]["path"] == "wings.md"
+
+
+def test_content_length_longer_than_the_body_does_not_hang(server: ThreadServer) -> None:
+    body = b'{"q": "wings"}'
+    request = (b"POST /search HTTP/1.1\r\nHost: " + server.host + b"\r\nContent-Type: application/json\r\n"
+               b"Content-Length: 1000\r\nConnection: close\r\n\r\n" + body)
+    with server.connect(timeout=1.0) as waiting:
+        waiting.sendall(request)
+        _alive(server)  # while that request waits for the rest of its body, others are answered
+        assert _read_all(waiting) == b""  # nothing answered yet: the body is not complete
+        waiting.settimeout(5.0)
+        waiting.shutdown(socket.SHUT_WR)  # the client gives up on sending the rest
+        data = _read_all(waiting)
+        if data:
+            _check_answer(data)
+    _alive(server)
+    many = [server.connect(timeout=5.0) for _ in range(20)]  # many such stalled requests at once
+    try:
+        for sock in many:
+            sock.sendall(request)
+        _alive(server)
+    finally:
+        for sock in many:
+            sock.close()
+    _alive(server)

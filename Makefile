@@ -30,6 +30,8 @@ run: install
 	$(BIN)/lodex serve
 
 test: install-test
+	$(BIN)/lint-imports  # the layers: api > search > indexer > store
+	$(BIN)/mypy  # types of the four packages ([tool.mypy] in pyproject.toml)
 	$(BIN)/python -m pytest
 
 demo: install

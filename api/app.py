@@ -16,14 +16,14 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
-from api.metrics import Metrics, Timing
-from api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
+from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
+from lodex.api.metrics import Metrics, Timing
+from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
                         PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut, valid_metadata, valid_text)
-from api.service import LodexService
-from indexer.paths import PUSHED_PREFIX
-from search.results import SearchFilters
-from store.schema import DOCUMENT_COLUMNS
+from lodex.api.service import LodexService
+from lodex.indexer.paths import PUSHED_PREFIX
+from lodex.search.results import SearchFilters
+from lodex.store.schema import DOCUMENT_COLUMNS
 
 PAGE = Path(__file__).parent / "static" / "index.html"
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 503)}

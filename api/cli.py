@@ -12,8 +12,8 @@ from typing import Annotated, Any, Callable
 import typer
 from rich.console import Console
 
-from store.errors import ConfigError, LodexError, StoreError
-from store.heap import limit_arenas
+from lodex.store.errors import ConfigError, LodexError, StoreError
+from lodex.store.heap import limit_arenas
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
 err = Console(stderr=True, soft_wrap=True)
@@ -49,7 +49,7 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _settings(ctx: typer.Context, config: Path | None, data_dir: Path | None):
-    from api.settings import load_settings
+    from lodex.api.settings import load_settings
 
     globals_ = ctx.obj or {}
     settings = load_settings(config or globals_.get("config"))
@@ -91,9 +91,9 @@ def _wipe(data_dir: Path) -> None:
 @contextmanager
 def _writing(settings, root: Path, rebuild: bool = False) -> Iterator[tuple[Any, Any]]:
     """Hold the index's write lock; yield (indexer, job log) for `root`, refusing an index of another folder."""
-    from api.factory import build_encoder, build_indexer, open_store
-    from store.job_log import JobLog
-    from store.write_lock import WriteLock
+    from lodex.api.factory import build_encoder, build_indexer, open_store
+    from lodex.store.job_log import JobLog
+    from lodex.store.write_lock import WriteLock
 
     with WriteLock(settings.data_dir):
         if rebuild:
@@ -115,7 +115,7 @@ def _writing(settings, root: Path, rebuild: bool = False) -> Iterator[tuple[Any,
 
 
 def _print_summary(summary, as_json: bool) -> None:
-    from api.progress import summary_lines
+    from lodex.api.progress import summary_lines
 
     if as_json:
         print(json.dumps(summary.to_dict()))
@@ -135,7 +135,7 @@ def index(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
-    from api.progress import progress_bar
+    from lodex.api.progress import progress_bar
 
     settings = _settings(ctx, config, data_dir)
     root = _root(settings, directory)
@@ -156,7 +156,7 @@ def retry(
     settings = _settings(ctx, config, data_dir)
     if not (settings.data_dir / "origin.json").exists():
         raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
-    from store.job_log import JobLog
+    from lodex.store.job_log import JobLog
 
     jobs = JobLog(settings.data_dir)
     root, failed = jobs.root, list(jobs.failed())
@@ -184,8 +184,8 @@ def watch(
     import signal
     import threading
 
-    from api.factory import build_watch
-    from api.logs import file_logger, scan_logger
+    from lodex.api.factory import build_watch
+    from lodex.api.logs import file_logger, scan_logger
 
     settings = _settings(ctx, config, data_dir)
     if polling is not None:
@@ -218,10 +218,10 @@ def serve(
     """Watch DIR and serve the JSON API and search page over HTTP, in one process."""
     import uvicorn
 
-    from api.app import create_app
-    from api.http_errors import JsonErrorsProtocol, is_loopback
-    from api.logs import file_logger
-    from api.service import LodexService
+    from lodex.api.app import create_app
+    from lodex.api.http_errors import JsonErrorsProtocol, is_loopback
+    from lodex.api.logs import file_logger
+    from lodex.api.service import LodexService
 
     settings = _settings(ctx, config, data_dir)
     host = host or settings.api.host
@@ -268,10 +268,10 @@ def search(
     """Rank indexed documents by meaning and keywords and show their best passages, query words marked."""
     from rich.text import Text
 
-    from api.factory import build_encoder, build_searcher, open_store
-    from indexer.paths import printable
-    from search.results import SearchFilters
-    from search.searcher import MODES
+    from lodex.api.factory import build_encoder, build_searcher, open_store
+    from lodex.indexer.paths import printable
+    from lodex.search.results import SearchFilters
+    from lodex.search.searcher import MODES
 
     settings = _settings(ctx, config, data_dir)
     if not query.strip():
@@ -315,9 +315,9 @@ def eval_(
     config: ConfigOpt = None,
 ) -> None:
     """Measure retrieval quality on a labelled collection: nDCG@10, Recall@100 and MRR@10 per mode."""
-    from api.progress import progress_bar
-    from search.evaluation import evaluate_dataset
-    from search.searcher import MODES, RANKINGS
+    from lodex.api.progress import progress_bar
+    from lodex.api.evaluation import evaluate_dataset
+    from lodex.search.searcher import MODES, RANKINGS
 
     settings = _settings(ctx, config, None)
     dataset = dataset.expanduser().resolve()
@@ -353,10 +353,10 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
-    from indexer.paths import printable
-    from store.job_log import JobLog
-    from store.lance_store import Store
-    from store.origin import read_origin
+    from lodex.indexer.paths import printable
+    from lodex.store.job_log import JobLog
+    from lodex.store.lance_store import Store
+    from lodex.store.origin import read_origin
 
     settings = _settings(ctx, config, data_dir)
     origin = read_origin(settings.data_dir)

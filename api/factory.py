@@ -5,23 +5,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api.settings import EncoderSettings, Settings
-from indexer.chunker import Chunker
-from indexer.encoder import Encoder
-from indexer.pipeline import Indexer
-from indexer.scanner import ScanRules
-from indexer.watch_service import WatchService
-from indexer.watcher import ChangeCollector, FolderWatcher
-from indexer.writer import IndexWriter
-from search.searcher import Fusion, Searcher
-from store.errors import ConfigError
-from store.job_log import JobLog
-from store.lance_store import AnnPolicy, Store
-from store.origin import make_origin
+from lodex.api.settings import EncoderSettings, Settings
+from lodex.indexer.chunker import Chunker
+from lodex.indexer.encoder import Encoder
+from lodex.indexer.pipeline import Indexer
+from lodex.indexer.scanner import ScanRules
+from lodex.indexer.watch_service import WatchService
+from lodex.indexer.watcher import ChangeCollector, FolderWatcher
+from lodex.indexer.writer import IndexWriter
+from lodex.search.searcher import Fusion, Searcher
+from lodex.store.errors import ConfigError
+from lodex.store.job_log import JobLog
+from lodex.store.lance_store import AnnPolicy, Store
+from lodex.store.origin import make_origin
 
 
 def _transformers(cfg: EncoderSettings) -> Encoder:
-    from indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(
         model_dir=cfg.model or None, pooling=cfg.pooling, normalize=cfg.normalize, max_length=cfg.max_length,

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 from rich.console import Console
 
-from indexer.pipeline import Progress
-from store.job_log import FileRecord
+from lodex.indexer.pipeline import Progress
+from lodex.store.job_log import FileRecord
 
 
 def _line(console: Console, event: str, **fields: object) -> None:

@@ -6,9 +6,9 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from indexer.paths import printable
-from indexer.pipeline import Progress as RunProgress
-from indexer.pipeline import RunSummary
+from lodex.indexer.paths import printable
+from lodex.indexer.pipeline import Progress as RunProgress
+from lodex.indexer.pipeline import RunSummary
 
 
 @contextmanager

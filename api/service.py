@@ -7,20 +7,20 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from api.factory import ann_policy, build_encoder, build_indexer, build_searcher, build_watch, build_writer, open_store
-from api.settings import Settings
-from indexer.encoder import Encoder
-from indexer.paths import PUSHED_PREFIX
-from indexer.pipeline import Progress, document_id
-from indexer.watch_service import WatchService
-from indexer.writer import IndexWriter
-from search.batcher import QueryBatcher
-from search.results import SearchFilters, SearchResponse
-from search.searcher import Query
-from store.errors import ConfigError
-from store.job_log import FileRecord, JobLog
-from store.lance_store import Store
-from store.write_lock import WriteLock
+from lodex.api.factory import ann_policy, build_encoder, build_indexer, build_searcher, build_watch, build_writer, open_store
+from lodex.api.settings import Settings
+from lodex.indexer.encoder import Encoder
+from lodex.indexer.paths import PUSHED_PREFIX
+from lodex.indexer.pipeline import Progress, document_id
+from lodex.indexer.watch_service import WatchService
+from lodex.indexer.writer import IndexWriter
+from lodex.search.batcher import QueryBatcher
+from lodex.search.results import SearchFilters, SearchResponse
+from lodex.search.searcher import Query
+from lodex.store.errors import ConfigError
+from lodex.store.job_log import FileRecord, JobLog
+from lodex.store.lance_store import Store
+from lodex.store.write_lock import WriteLock
 
 
 class LodexService:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from store.errors import ConfigError
+from lodex.store.errors import ConfigError
 
 _TOML_PATH: ContextVar[Path | None] = ContextVar("lodex_toml_path", default=None)
 

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from store.vector_index import VectorIndex  # noqa: E402
+from lodex.store.vector_index import VectorIndex  # noqa: E402
 
 
 class EmbeddingLike:

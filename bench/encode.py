@@ -38,14 +38,14 @@ def worker(kind: str, data_dir: Path) -> None:
     if kind == "st":
         from sentence_transformers import SentenceTransformer
 
-        from indexer.transformers_encoder import bundled_model_dir
+        from lodex.indexer.transformers_encoder import bundled_model_dir
 
         model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
         model.encode(texts[:64], batch_size=32)  # warm-up
         started = time.perf_counter()
         model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
     else:
-        from indexer.transformers_encoder import TransformersEncoder
+        from lodex.indexer.transformers_encoder import TransformersEncoder
 
         encoder = TransformersEncoder(precision="fast" if kind == "fast" else "exact", cache_dir=data_dir.parent / "model-cache")
         encoder.embed(texts[:64])
@@ -75,7 +75,7 @@ def matmul_gflops(size: int = 4096, repeats: int = 5) -> float:
     """Best fp32 GFLOP/s of a size x size matrix multiply with torch on all physical cores."""
     import torch
 
-    from indexer.transformers_encoder import physical_cores
+    from lodex.indexer.transformers_encoder import physical_cores
 
     torch.set_num_threads(physical_cores())
     a, b = torch.randn(size, size), torch.randn(size, size)
@@ -113,7 +113,7 @@ def main() -> None:
     if args.worker:
         return worker(args.worker, args.data)
 
-    from search.collections import load_collection, write_files
+    from lodex.search.collections import load_collection, write_files
 
     collection = load_collection(args.dataset)
     collection.docs = dict(list(collection.docs.items())[: args.docs])
@@ -125,7 +125,7 @@ def main() -> None:
         write_files(collection, folder, bundle=args.bundle)
         for round_ in range(args.rounds):
             data = Path(tmp) / f"data{round_}"
-            out, rss = _timed_child([sys.executable, "-m", "api.cli", "index", str(folder), "--json", "--data-dir", str(data)], env)
+            out, rss = _timed_child([sys.executable, "-m", "lodex.api.cli", "index", str(folder), "--json", "--data-dir", str(data)], env)
             summary = json.loads(out)
             results = {"index": (summary["tokens"] / summary["seconds"], rss)}
             for step in (["st", "lodex", "fast"] if round_ % 2 == 0 else ["fast", "lodex", "st"]):

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EVAL = ROOT.parent / "shared" / "evaldata"
 
-from search.collections import load_collection  # noqa: E402
+from lodex.search.collections import load_collection  # noqa: E402
 
 
 def _shares_words(passage: str, new_words: str, run: int = 8) -> bool:
@@ -41,9 +41,9 @@ def main() -> None:
     parser.add_argument("--rewrite", action="store_true", help="replace every paragraph of the file, not one")
     args = parser.parse_args()
 
-    from indexer.transformers_encoder import TransformersEncoder
-    from search.searcher import Searcher
-    from store.lance_store import Store
+    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.search.searcher import Searcher
+    from lodex.store.lance_store import Store
 
     encoder = TransformersEncoder()
     cran = [t for _, t in load_collection(EVAL / "cranfield").docs.values() if t.strip()]
@@ -66,7 +66,7 @@ def main() -> None:
         full_encode_s = time.perf_counter() - started
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data)}
         log = open(Path(tmp) / "watch.log", "w+")  # noqa: SIM115
-        watcher = subprocess.Popen([sys.executable, "-m", "api.cli", "watch", str(folder)], env=env, cwd=ROOT,
+        watcher = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "watch", str(folder)], env=env, cwd=ROOT,
                                    stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
             deadline = time.monotonic() + 600

@@ -32,11 +32,11 @@ EVAL = ROOT.parent / "shared" / "evaldata"
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from indexer.paths import PUSHED_PREFIX  # noqa: E402
-from indexer.pipeline import document_id  # noqa: E402
-from search.collections import load_collection, write_files  # noqa: E402
-from store.lance_store import Store, vectors_of  # noqa: E402
-from store.schema import chunks_schema  # noqa: E402
+from lodex.indexer.paths import PUSHED_PREFIX  # noqa: E402
+from lodex.indexer.pipeline import document_id  # noqa: E402
+from lodex.search.collections import load_collection, write_files  # noqa: E402
+from lodex.store.lance_store import Store, vectors_of  # noqa: E402
+from lodex.store.schema import chunks_schema  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:
@@ -158,11 +158,11 @@ def main() -> None:
         shutil.rmtree(folder / "incoming", ignore_errors=True)
         if not (data / "origin.json").exists():
             write_files(cran, folder)
-            subprocess.run([sys.executable, "-m", "api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
+            subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
             inflate(data, args.chunks)
         port = free_port()
         log = open(Path(tmp) / "serve.log", "w+")  # noqa: SIM115
-        server = subprocess.Popen([sys.executable, "-m", "api.cli", "serve", str(folder), "--port", str(port)],
+        server = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "serve", str(folder), "--port", str(port)],
                                   env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 1800

@@ -64,7 +64,7 @@ def sampled_encoder(cfg):  # noqa: ANN001, ANN201 - an encoder.backend plug-in (
 
     import numpy as np
 
-    from api.factory import ENCODER_BACKENDS
+    from lodex.api.factory import ENCODER_BACKENDS
 
     encoder = ENCODER_BACKENDS["transformers"](cfg)
     every = int(os.environ.get("LODEX_BENCH_MODEL_EVERY", "0"))
@@ -100,7 +100,7 @@ def main() -> None:
             env["LODEX_BENCH_MODEL_EVERY"] = str(args.model_every)
         log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - the child's stderr, shown if it fails
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "api.cli", "index", str(folder), "--json", "--data-dir", str(data)],
+        proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "index", str(folder), "--json", "--data-dir", str(data)],
                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
         out = proc.stdout.read() if proc.stdout else ""
         _, status, usage = os.wait4(proc.pid, 0)

@@ -18,12 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from api.factory import build_encoder, build_indexer, open_store  # noqa: E402
-from api.settings import Settings  # noqa: E402
-from search.collections import load_collection, write_files  # noqa: E402
-from search.metrics import evaluate  # noqa: E402
-from search.searcher import Searcher  # noqa: E402
-from store.lance_store import vectors_of  # noqa: E402
+from lodex.api.factory import build_encoder, build_indexer, open_store  # noqa: E402
+from lodex.api.settings import Settings  # noqa: E402
+from lodex.search.collections import load_collection, write_files  # noqa: E402
+from lodex.search.metrics import evaluate  # noqa: E402
+from lodex.search.searcher import Searcher  # noqa: E402
+from lodex.store.lance_store import vectors_of  # noqa: E402
 
 
 def st_baseline(store, queries: dict[str, str], depth: int) -> tuple[dict[str, list[str]], float]:
@@ -31,7 +31,7 @@ def st_baseline(store, queries: dict[str, str], depth: int) -> tuple[dict[str, l
     import faiss
     from sentence_transformers import SentenceTransformer
 
-    from indexer.transformers_encoder import bundled_model_dir
+    from lodex.indexer.transformers_encoder import bundled_model_dir
 
     chunks = store.chunks.search().select(["document_id", "text"]).limit(None).to_arrow()
     paths = {r["id"]: r["path"] for r in store.document_table().select(["id", "path"]).to_pylist()}

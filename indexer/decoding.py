@@ -6,7 +6,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 
-from store.errors import ReadError
+from lodex.store.errors import ReadError
 
 _BOMS: list[tuple[bytes, str]] = [
     (codecs.BOM_UTF32_LE, "utf-32-le"),

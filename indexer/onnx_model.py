@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from indexer.smoothing import SCHEME, smoothed_copy
-from store.errors import ModelError
+from lodex.indexer.smoothing import SCHEME, smoothed_copy
+from lodex.store.errors import ModelError
 
 
 def default_cache_dir() -> Path:

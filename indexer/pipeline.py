@@ -15,17 +15,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from indexer.chunker import Chunk, Chunker
-from indexer.encoder import Encoder
-from indexer.paths import PUSHED_PREFIX, key_path, path_key, read_limited
-from indexer.readers import extract, fallback_title, format_of
-from indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
-from indexer.decoding import OffsetMap
-from indexer.streaming import chunk_stream, file_digest, text_blocks
-from store.errors import LodexError, ReadError
-from store.job_log import FileRecord, JobLog
-from store.lance_store import DocRecord, Store, vectors_of
-from store.schema import chunks_schema
+from lodex.indexer.chunker import Chunk, Chunker
+from lodex.indexer.encoder import Encoder
+from lodex.indexer.paths import PUSHED_PREFIX, key_path, path_key, read_limited
+from lodex.indexer.readers import extract, fallback_title, format_of
+from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
+from lodex.indexer.decoding import OffsetMap
+from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
+from lodex.store.errors import LodexError, ReadError
+from lodex.store.job_log import FileRecord, JobLog
+from lodex.store.lance_store import DocRecord, Store, vectors_of
+from lodex.store.schema import chunks_schema
 
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
 _COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
@@ -400,7 +400,7 @@ class Indexer:
                 except queue.Empty:
                     pass
 
-    def _prepare_with_retries(self, entry: FileEntry, record: DocRecord | None, by_content: dict) -> "_Prepared | _Skipped":
+    def _prepare_with_retries(self, entry: FileEntry, record: DocRecord | None, by_content: dict) -> "_Item":
         """Prepare one file; retry transient OS errors with backoff; turn any failure into a recorded reason."""
         started = time.monotonic()
         for attempt in range(1, self.retries + 2):
@@ -501,9 +501,9 @@ class Indexer:
         lengths = [min(p.rows["token_count"][i] + titles[id(p)] + self.encoder.special_tokens, self.encoder.max_length) for p, i in wanted]
         order = sorted(range(len(wanted)), key=lambda j: -lengths[j])
         for p in fresh:
-            p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)
+            vectors = p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)
             for i, vector in p.known.items():
-                p.vectors[i] = vector
+                vectors[i] = vector
         gone: set[str] = set()  # paths of files dropped meanwhile
 
         def drop_moved() -> None:
@@ -525,7 +525,7 @@ class Indexer:
             if group:
                 for j, vector in zip(group, self.encoder.embed(texts, lengths=[lengths[j] for j in group])):
                     p, i = wanted[j]
-                    p.vectors[i] = vector
+                    p.vectors[i] = vector  # type: ignore[index]  # set above for every file that needs the encoder
             start = end
             if self.cancel.is_set():
                 raise Interrupted("stopping")
@@ -549,12 +549,13 @@ class Indexer:
         stamp = time.time()
         for p in pending:
             n = len(p.texts)
+            vectors = p.vectors if p.vectors is not None else np.zeros((n, self.store.dim), np.float32)  # set by _encode
             chunk_tables.append(pa.Table.from_pydict({
                 "id": _new_ids(n), "document_id": [p.doc_id] * n, "content_hash": [p.content_hash] * n, **p.rows,
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(p.vectors.reshape(-1), pa.float32()), self.store.dim),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), self.store.dim),
             }, schema=chunks_schema(self.store.dim)))
             total = p.stream or _Stream()
-            total.vector_sum = p.vectors.sum(axis=0) + (total.vector_sum if total.vector_sum is not None else 0)
+            total.vector_sum = vectors.sum(axis=0) + (total.vector_sum if total.vector_sum is not None else 0)
             total.chunks += n
             total.tokens += int(sum(p.rows["token_count"]))
             total.encoded += encoded_tokens.get(id(p), 0)

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from indexer.decoding import OffsetMap, clean, clean_mapped, decode_source
-from store.errors import ReadError
+from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source
+from lodex.store.errors import ReadError
 
 # HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s
 # took 81 s), and no real page comes near it.

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
-from indexer.paths import key_path, not_regular, path_key
-from indexer.readers import format_of
+from lodex.indexer.paths import key_path, not_regular, path_key
+from lodex.indexer.readers import format_of
 
 
 @dataclass(frozen=True)

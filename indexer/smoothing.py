@@ -31,7 +31,8 @@ def smoothed_copy(model: Any, tokenizer: Any, max_length: int, alpha: float = AL
             self.register_buffer("inverse", inverse)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.linear(x * self.inverse)
+            inverse = self.get_buffer("inverse")
+            return self.linear(x * inverse)
 
     model = copy.deepcopy(model).eval()
     linears = {name: m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)}

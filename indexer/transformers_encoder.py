@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.encoder import Encoder
-from indexer.onnx_model import OnnxModel, load_onnx_model
-from indexer.smoothing import SCHEME
-from store.errors import ModelError
-from store.heap import release_freed
+from lodex.indexer.encoder import Encoder
+from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
+from lodex.indexer.smoothing import SCHEME
+from lodex.store.errors import ModelError
+from lodex.store.heap import release_freed
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
@@ -106,7 +106,7 @@ class TransformersEncoder(Encoder):
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         bundled = not model_dir
-        path = bundled_model_dir() if bundled else Path(model_dir).expanduser()
+        path = bundled_model_dir() if not model_dir else Path(model_dir).expanduser()
         if not (path / "config.json").is_file():
             raise ModelError(f"no model found in {path} (config.json missing)", "set encoder.model to a local Hugging Face model directory")
         torch.set_num_threads(threads or physical_cores())

@@ -3,8 +3,8 @@
 import threading
 from pathlib import Path
 
-from indexer.watcher import ChangeCollector, FolderWatcher
-from indexer.writer import IndexWriter
+from lodex.indexer.watcher import ChangeCollector, FolderWatcher
+from lodex.indexer.writer import IndexWriter
 
 
 class WatchService:

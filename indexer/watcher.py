@@ -6,8 +6,9 @@ import time
 from collections.abc import Callable
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
-from indexer.scanner import ScanRules
+from lodex.indexer.scanner import ScanRules
 
 def _signature(path: Path) -> tuple[int, int] | None:
     try:
@@ -65,7 +66,7 @@ class FolderWatcher:
         self.polling = polling
         self.ignore = ignore or []
         self.poll_interval_s = poll_interval_s
-        self._observer = None
+        self._observer: Any = None  # a watchdog observer while watching
 
     def relevant(self, path: str) -> str | None:
         """The root-relative path of an event's path, or None when lodex ignores it."""
@@ -103,9 +104,10 @@ class FolderWatcher:
                     if rel is not None:
                         watcher.collector.add(rel)
 
-        self._observer = PollingObserver(timeout=self.poll_interval_s) if self.polling else Observer()
-        self._observer.schedule(Handler(), str(self.root), recursive=True)
-        self._observer.start()
+        observer = PollingObserver(timeout=self.poll_interval_s) if self.polling else Observer()
+        observer.schedule(Handler(), str(self.root), recursive=True)
+        observer.start()
+        self._observer = observer
 
     def stop(self) -> None:
         """Stop watching."""

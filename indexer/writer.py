@@ -8,7 +8,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from indexer.pipeline import Indexer, RunSummary
+from lodex.indexer.pipeline import Indexer, RunSummary
 
 T = TypeVar("T")
 

@@ -10,8 +10,8 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from search.results import SearchResponse
-from search.searcher import Query, Searcher
+from lodex.search.results import SearchResponse
+from lodex.search.searcher import Query, Searcher
 
 _Batch = list[tuple[Query, Future]]
 

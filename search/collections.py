@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from search.metrics import Qrels
+from lodex.search.metrics import Qrels
 
 
 @dataclass

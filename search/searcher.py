@@ -14,12 +14,12 @@ from typing import Literal
 
 import numpy as np
 
-from indexer.encoder import Encoder
-from search.fusion import Fusion, Hits
-from search.highlight import highlight_spans, query_stems
-from search.results import DocumentHit, Passage, SearchFilters, SearchResponse
-from search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
-from store.lance_store import Store
+from lodex.indexer.encoder import Encoder
+from lodex.search.fusion import Fusion, Hits
+from lodex.search.highlight import highlight_spans, query_stems
+from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
+from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
+from lodex.store.lance_store import Store
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
 

@@ -4,9 +4,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from search.results import SearchFilters
-from store.lance_store import ChunkOwners, Store, vectors_of, version_keys
-from store.vector_index import VectorIndex
+from lodex.search.results import SearchFilters
+from lodex.store.lance_store import ChunkOwners, Store, vectors_of, version_keys
+from lodex.store.vector_index import VectorIndex
 
 
 DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime"]

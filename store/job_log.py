@@ -96,7 +96,7 @@ class JobLog:
     def start_run(self, kind: str) -> int:
         """Open a run record (kind: index, watch, retry, …) and return its id."""
         with self._transaction() as db:
-            return int(db.execute("INSERT INTO runs (kind, started) VALUES (?, ?)", (storable(kind), time.time())).lastrowid)
+            return int(db.execute("INSERT INTO runs (kind, started) VALUES (?, ?)", (storable(kind), time.time())).lastrowid or 0)
 
     def record(self, run_id: int, records: list[FileRecord]) -> None:
         """Append file records and update each path's latest status, in one transaction."""

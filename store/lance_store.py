@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store.errors import StoreError
-from store.heap import release_freed
-from store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
-from store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
-from store.vector_index import NPROBE, VectorIndex, ivf_lists, train_stride
-from store.version_marks import VersionMarks
+from lodex.store.errors import StoreError
+from lodex.store.heap import release_freed
+from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
+from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
+from lodex.store.vector_index import NPROBE, VectorIndex, ivf_lists, train_stride
+from lodex.store.version_marks import VersionMarks
 
 _IN_BATCH = 2_000  # ids per `IN (...)` predicate
 _SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance

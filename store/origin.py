@@ -6,7 +6,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from store.errors import OriginMismatchError, StoreError
+from lodex.store.errors import OriginMismatchError, StoreError
 
 ORIGIN_FILE = "origin.json"
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.

@@ -5,6 +5,8 @@ import os
 import re
 from pathlib import Path
 
+from typing import Any
+
 import numpy as np
 
 _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
@@ -31,7 +33,7 @@ class VectorIndex:
         self._faiss = faiss
         self.dim = dim
         self.nprobe = nprobe
-        self.index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+        self.index: Any = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))  # IndexIDMap2 (flat) or IndexIVFFlat (ivf): SWIG types
 
     def __len__(self) -> int:
         return int(self.index.ntotal)

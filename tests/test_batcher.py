@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from search.batcher import QueryBatcher
-from search.searcher import Query, Searcher
-from store.lance_store import Store
+from lodex.search.batcher import QueryBatcher
+from lodex.search.searcher import Query, Searcher
+from lodex.store.lance_store import Store
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
+from lodex.api.cli import app
 
 runner = CliRunner()
 
@@ -110,7 +110,7 @@ def test_real_cli_process_with_the_bundled_model(tmp_path: Path) -> None:
     (root / "terns.md").write_text("# Birds\n\nArctic terns migrate from pole to pole every year.\n")
     (root / "wings.txt").write_text("Swept wings delay the drag rise at transonic Mach numbers.\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(tmp_path / "data")}
-    lodex = [sys.executable, "-m", "api.cli"]
+    lodex = [sys.executable, "-m", "lodex.api.cli"]
     cwd = Path(__file__).resolve().parents[1]
     done = subprocess.run([*lodex, "index", str(root)], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300,
                           )

@@ -4,9 +4,9 @@ import re
 import threading
 from pathlib import Path
 
-from indexer.pipeline import document_id
-from search.searcher import Searcher
-from store.lance_store import Store
+from lodex.indexer.pipeline import document_id
+from lodex.search.searcher import Searcher
+from lodex.store.lance_store import Store
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from store.lance_store import Store
+from lodex.store.lance_store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"\bf(\d{3})w\d+\b")
@@ -28,7 +28,7 @@ def _lodex(data: Path, root: Path, log: Path, kill_after: int = 0, delay_ms: flo
            "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder", "LODEX_INDEX__FLUSH_TOKENS": "256",
            "LODEX_TEST_ENCODE_LOG": str(log), "LODEX_TEST_KILL_AFTER": str(kill_after),
            "LODEX_TEST_KILL_DELAY_MS": str(delay_ms)}
-    return subprocess.run([sys.executable, "-m", "api.cli", "index", str(root), "--json"], env=env, cwd=root.parent,
+    return subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"], env=env, cwd=root.parent,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
+from lodex.api.cli import app
 
 runner = CliRunner()
 

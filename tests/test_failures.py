@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from store.job_log import JobLog
+from lodex.store.job_log import JobLog
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -29,7 +29,7 @@ def _cli(args: list[str], data: Path, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data),
            "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder", "LODEX_TEST_ENCODE_LOG": str(cwd / "encode.log"),
            "LODEX_INDEX__RETRY_BACKOFF_S": "0.01"}
-    return subprocess.run([*prefix, sys.executable, "-m", "api.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run([*prefix, sys.executable, "-m", "lodex.api.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.slow

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from indexer.chunker import Chunker
+from lodex.api.cli import app
+from lodex.indexer.chunker import Chunker
 from tests.conftest import EVALDATA
 
 pytestmark = pytest.mark.slow
@@ -21,7 +21,7 @@ def fast_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def fast_encoder(fast_cache: Path):
-    from indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(precision="fast", cache_dir=fast_cache)
 
@@ -54,7 +54,7 @@ def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, 
 
 
 def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) -> None:
-    from indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.transformers_encoder import TransformersEncoder
 
     files = list(fast_cache.glob("*-int8-sq75.onnx"))
     assert len(files) == 1
@@ -89,7 +89,7 @@ def test_smoothing_keeps_the_model_function_and_evens_out_input_ranges(real_enco
     its int8 matrix products see have less uneven channel ranges than the original's."""
     import torch
 
-    from indexer.smoothing import calibration_texts, smoothed_copy
+    from lodex.indexer.smoothing import calibration_texts, smoothed_copy
 
     model, tokenizer = real_encoder.model, real_encoder.tokenizer
     smoothed = smoothed_copy(model, tokenizer, real_encoder.max_length)
@@ -116,8 +116,8 @@ def test_smoothing_keeps_the_model_function_and_evens_out_input_ranges(real_enco
 
 def test_a_fast_index_of_another_quantization_scheme_is_refused(fast_encoder, real_encoder, tmp_path: Path) -> None:
     """Fast vectors of another scheme (the unsmoothed int8 of earlier versions) are not comparable: refused, with the fix."""
-    from store.errors import OriginMismatchError
-    from store.origin import check_origin, make_origin
+    from lodex.store.errors import OriginMismatchError
+    from lodex.store.origin import check_origin, make_origin
 
     current = make_origin(fast_encoder.origin(), 254, 32)
     assert current["quantization"] == "int8-sq75" and "quantization" not in real_encoder.origin()
@@ -130,7 +130,7 @@ def test_a_fast_index_of_another_quantization_scheme_is_refused(fast_encoder, re
 
 def test_fast_queries_on_an_exact_index_use_the_int8_model_for_queries_only(real_encoder, fast_encoder, fast_cache: Path) -> None:
     """encoder.fast_queries: queries through the (cached) int8 model, documents exact, the index's origin unchanged."""
-    from indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.transformers_encoder import TransformersEncoder
 
     encoder = TransformersEncoder(cache_dir=fast_cache, fast_queries=True)
     texts = _real_chunks(real_encoder, per_collection=25)

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer import chunker as chunker_module
-from indexer.chunker import Chunker
-from indexer.decoding import OffsetMap, clean, decode_source
-from indexer.paths import key_path, path_key, printable
-from indexer.readers import MAX_HTML_DEPTH, extract
-from indexer.scanner import ScanRules, scan
-from indexer.streaming import chunk_stream, text_blocks
-from store.job_log import FileRecord, JobLog
+from lodex.indexer import chunker as chunker_module
+from lodex.indexer.chunker import Chunker
+from lodex.indexer.decoding import OffsetMap, clean, decode_source
+from lodex.indexer.paths import key_path, path_key, printable
+from lodex.indexer.readers import MAX_HTML_DEPTH, extract
+from lodex.indexer.scanner import ScanRules, scan
+from lodex.indexer.streaming import chunk_stream, text_blocks
+from lodex.store.job_log import FileRecord, JobLog
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -91,8 +91,8 @@ def test_a_named_pipe_never_blocks_the_run(tmp_path: Path) -> None:
 
 
 def test_a_pipe_swapped_in_after_the_scan_is_not_waited_on(tmp_path: Path) -> None:
-    from indexer.paths import open_regular
-    from store.errors import ReadError
+    from lodex.indexer.paths import open_regular
+    from lodex.store.errors import ReadError
 
     pipe = tmp_path / "late.txt"
     os.mkfifo(pipe)
@@ -214,7 +214,7 @@ def test_utf16_without_bom_and_huge_csv_cells_are_read(tmp_path: Path) -> None:
 
 
 def test_deep_html_and_json_fail_with_a_reason_quickly() -> None:
-    from store.errors import ReadError
+    from lodex.store.errors import ReadError
 
     deep = "<html><body>" + "<div>x " * 150_000 + "</div>" * 150_000 + "</body></html>"
     with pytest.raises(ReadError, match="nested deeper than"):
@@ -283,7 +283,7 @@ def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path
 
 
 def test_a_stopping_writer_stops_a_long_run_soon(tmp_path: Path) -> None:
-    from indexer.writer import IndexWriter
+    from lodex.indexer.writer import IndexWriter
 
     root = tmp_path / "docs"
     root.mkdir()

@@ -82,7 +82,7 @@ ENV = {"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_INDEX__FOLLO
 
 def _cli(args: list[str], data: Path, cwd: Path, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
     full = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "LODEX_DATA_DIR": str(data), **env}
-    return subprocess.run([sys.executable, "-m", "api.cli", *args], env=full, cwd=cwd, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "lodex.api.cli", *args], env=full, cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 

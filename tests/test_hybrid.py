@@ -5,13 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from api.factory import build_writer
-from api.settings import Settings
-from search.fusion import Fusion, Hits
-from search.highlight import highlight_spans, query_stems
-from search.searcher import RANKINGS
-from store import lance_store
-from store.lance_store import Store
+from lodex.api.factory import build_writer
+from lodex.api.settings import Settings
+from lodex.search.fusion import Fusion, Hits
+from lodex.search.highlight import highlight_spans, query_stems
+from lodex.search.searcher import RANKINGS
+from lodex.store import lance_store
+from lodex.store.lance_store import Store
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 

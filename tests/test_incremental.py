@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import pyarrow as pa
 
-from indexer.scanner import ScanRules
-from store.schema import chunks_schema
+from lodex.indexer.scanner import ScanRules
+from lodex.store.schema import chunks_schema
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -208,9 +208,9 @@ def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
 
 
 def test_title_prefix_is_encoded_and_recorded(tmp_path: Path) -> None:
-    from api.factory import build_encoder, build_indexer, open_store
-    from api.settings import Settings
-    from store.errors import OriginMismatchError
+    from lodex.api.factory import build_encoder, build_indexer, open_store
+    from lodex.api.settings import Settings
+    from lodex.store.errors import OriginMismatchError
 
     root = tmp_path / "docs"
     root.mkdir()

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from search.collections import Collection, write_files
-from search.metrics import evaluate, mrr_at, ndcg_at, recall_at
+from lodex.search.collections import Collection, write_files
+from lodex.search.metrics import evaluate, mrr_at, ndcg_at, recall_at
 
 JUDGED = {"a": 2, "c": 1, "d": 3, "z": 0}
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from indexer.readers import extract
-from store.errors import ReadError
+from lodex.indexer.readers import extract
+from lodex.store.errors import ReadError
 
 
 def test_markdown_markup_removed_heading_kept() -> None:

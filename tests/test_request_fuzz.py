@@ -14,11 +14,11 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.http_errors import JsonErrorsProtocol
-from api.service import LodexService
-from api.settings import Settings
-from search.results import SearchFilters
+from lodex.api.app import create_app
+from lodex.api.http_errors import JsonErrorsProtocol
+from lodex.api.service import LodexService
+from lodex.api.settings import Settings
+from lodex.search.results import SearchFilters
 from tests.test_api import _service
 
 BASE = "http://127.0.0.1:8765"

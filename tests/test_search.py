@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from search.results import SearchFilters
+from lodex.search.results import SearchFilters
 from tests.conftest import EVALDATA, make_pipeline
 from tests.fakes import FakeEncoder
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from api.settings import Settings, load_settings
-from store.errors import ConfigError
+from lodex.api.settings import Settings, load_settings
+from lodex.store.errors import ConfigError
 
 CONFIG = Path(__file__).resolve().parents[1] / "config.toml"
 SECTIONS = ("index", "chunking", "encoder", "search", "watch", "api")

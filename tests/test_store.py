@@ -6,9 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from store.errors import OriginMismatchError, StoreError
-from store.lance_store import ChunkOwners, Store
-from store.origin import make_origin
+from lodex.store.errors import OriginMismatchError, StoreError
+from lodex.store.lance_store import ChunkOwners, Store
+from lodex.store.origin import make_origin
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 

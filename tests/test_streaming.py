@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-import indexer.pipeline as pipeline
-import indexer.streaming as streaming
-from indexer.chunker import Chunker
-from indexer.pipeline import content_hash
-from indexer.readers import fallback_title
-from indexer.scanner import ScanRules
+import lodex.indexer.pipeline as pipeline
+import lodex.indexer.streaming as streaming
+from lodex.indexer.chunker import Chunker
+from lodex.indexer.pipeline import content_hash
+from lodex.indexer.readers import fallback_title
+from lodex.indexer.scanner import ScanRules
 from tests.conftest import EVALDATA, make_pipeline
 from tests.fakes import FakeEncoder
 

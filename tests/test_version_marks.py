@@ -4,9 +4,9 @@ import os
 import time
 from pathlib import Path
 
-import store.lance_store as lance_store
-from store.lance_store import Store
-from store.version_marks import VersionMarks
+import lodex.store.lance_store as lance_store
+from lodex.store.lance_store import Store
+from lodex.store.version_marks import VersionMarks
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 

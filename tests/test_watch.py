@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from api.settings import Settings
-from api.factory import build_watch
-from indexer.watch_service import WatchService
-from store.job_log import FileRecord
-from store.lance_store import Store
+from lodex.api.settings import Settings
+from lodex.api.factory import build_watch
+from lodex.indexer.watch_service import WatchService
+from lodex.store.job_log import FileRecord
+from lodex.store.lance_store import Store
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -204,7 +204,7 @@ def test_polling_observer(tmp_path: Path) -> None:
 def test_the_writer_runs_at_the_configured_low_priority(tmp_path: Path) -> None:
     import threading
 
-    from api.factory import build_writer
+    from lodex.api.factory import build_writer
 
     root = tmp_path / "docs"
     root.mkdir()

@@ -1,0 +1,33 @@
+"""`lodex eval`: index a BEIR-layout collection through the real pipeline, built from settings, and score it."""
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lodex.api.factory import build_encoder, build_indexer, build_searcher, open_store
+from lodex.api.settings import Settings
+from lodex.search.collections import load_collection, write_files
+from lodex.search.evaluation import score_modes
+
+
+def evaluate_dataset(dataset: Path, settings: Settings, bundle: int = 1, modes: tuple[str, ...] = ("bm25", "dense", "hybrid"),
+                     rankings: tuple[str, ...] = (), progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Write `dataset` out as files (bundles of `bundle` documents), index it in a temporary data dir, run its
+    judged queries in each mode (and, for `rankings`, each document ranking in dense and hybrid mode)."""
+    collection = load_collection(dataset)
+    with tempfile.TemporaryDirectory(prefix="lodex-eval-") as tmp:
+        folder, data = Path(tmp) / "docs", Path(tmp) / "data"
+        _, qrels = write_files(collection, folder, bundle=bundle)
+        encoder = build_encoder(settings)
+        store = open_store(settings, encoder, data, create=True)
+        summary = build_indexer(settings, encoder, store).run(folder, progress=progress)
+        store.maybe_optimize(force=True)
+        searcher = build_searcher(settings, encoder, store)
+        searcher.passages = 0
+        queries = {q: t for q, t in collection.queries.items() if q in qrels}
+        return {
+            "dataset": collection.name, "bundle": bundle, "files": summary.added, "chunks": summary.chunks,
+            "queries": len(queries), "index_s": round(summary.seconds, 2), "default": {"mode": searcher.mode, "ranking": searcher.ranking},
+            **score_modes(searcher, queries, qrels, modes, rankings),
+        }

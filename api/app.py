@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
 from lodex.api.metrics import Metrics, Timing
 from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
-                        PushIn, PushOut, QueuedOut, ReadyOut, SearchIn, SearchOut, StatsOut, valid_metadata, valid_text)
+                        PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, valid_metadata, valid_text)
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.search.results import SearchFilters
@@ -189,11 +189,17 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         await asyncio.get_running_loop().run_in_executor(None, service.delete, doc_id)
         return DeletedOut(deleted=doc_id)
 
-    @app.post("/reindex", response_model=QueuedOut, status_code=202, responses=ERRORS, tags=["admin"])
-    async def reindex() -> QueuedOut:
+    @app.post("/reindex", response_model=QueuedOut, status_code=202, tags=["admin"],
+              responses={**ERRORS, 200: {"model": RunOut, "description": "With wait=true: the run is done."}})
+    async def reindex(
+        wait: Annotated[bool, Query(description="Answer once the reconciliation is done (200, with its summary) instead of once it is queued (202).")] = False,
+    ) -> Response:
         """Queue a reconciliation of the index with the folder now."""
-        service.reindex()
-        return QueuedOut(queued=True, queue_depth=service.writer.depth)
+        done = service.reindex()
+        if not wait:
+            return JSONResponse(QueuedOut(queued=True, queue_depth=service.writer.depth).model_dump(), 202)
+        summary = await asyncio.wrap_future(done)
+        return JSONResponse(RunOut(**{k: v for k, v in summary.to_dict().items() if k in RunOut.model_fields}).model_dump())
 
     @app.get("/health", response_model=HealthOut, tags=["admin"])
     async def health() -> HealthOut:

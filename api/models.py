@@ -152,6 +152,22 @@ class DeletedOut(BaseModel):
     deleted: str
 
 
+class RunOut(BaseModel):
+    """What a reconciliation did: files counted by outcome, and those that failed with their reasons."""
+
+    added: int
+    updated: int
+    unchanged: int
+    reused: int
+    deleted: int
+    failed: int
+    chunks: int
+    tokens: int
+    seconds: float
+    interrupted: bool
+    failures: dict[str, str]
+
+
 class QueuedOut(BaseModel):
     queued: bool
     queue_depth: int

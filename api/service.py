@@ -11,7 +11,7 @@ from lodex.api.factory import ann_policy, build_encoder, build_indexer, build_se
 from lodex.api.settings import Settings
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.pipeline import Progress, document_id
+from lodex.indexer.pipeline import Progress, RunSummary, document_id
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter
 from lodex.search.batcher import QueryBatcher
@@ -155,6 +155,6 @@ class LodexService:
         """Delete a pushed document through the writer queue."""
         return self.writer.submit(lambda ix: ix.delete_documents([doc_id])).result()
 
-    def reindex(self) -> None:
-        """Queue a reconciliation with the folder."""
-        self.writer.reconcile(kind="reindex")
+    def reindex(self) -> "Future[RunSummary]":
+        """Queue a reconciliation with the folder; its future gives the run's summary."""
+        return self.writer.reconcile(kind="reindex")

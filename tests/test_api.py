@@ -96,8 +96,9 @@ def test_documents_list_detail_push_delete(client: TestClient) -> None:
     assert retitled.json()["status"] == "indexed"
     detail = client.get(f"/documents/{doc_id}").json()
     assert (detail["title"], detail["metadata"], len(detail["chunks"])) == ("Memo v2", {"team": "red"}, 1)
-    assert client.post("/reindex").status_code == 202  # a reconciliation keeps pushed documents
-    time.sleep(0.5)
+    assert client.post("/reindex").status_code == 202
+    ran = client.post("/reindex", params={"wait": "true"})  # a reconciliation keeps pushed documents
+    assert ran.status_code == 200 and ran.json()["deleted"] == 0 and ran.json()["unchanged"] == 3
     assert client.get(f"/documents/{doc_id}").status_code == 200
     assert client.delete(f"/documents/{doc_id}").json() == {"deleted": doc_id}
     _error(client.get(f"/documents/{doc_id}"), 404, "not_found")

@@ -87,7 +87,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
             try:
                 valid_text(value)
             except ValueError as exc:
-                raise HTTPException(422, f"{name}: {exc}") from None
+                raise HTTPException(422, f"{name}: {exc}") from exc
         if not q.strip():
             raise HTTPException(400, "q is empty: pass some words to look for")
         if len(q) > limits.max_query_chars:

@@ -43,7 +43,7 @@ def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
         try:
             return getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"cannot load encoder.backend {name!r}: {exc}", "check the module:callable path") from None
+            raise ConfigError(f"cannot load encoder.backend {name!r}: {exc}", "check the module:callable path") from exc
     raise ConfigError(f"unknown encoder.backend {name!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}, or module:callable")
 
 

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from lodex.store.errors import ConfigError, LodexError, ModelError, StoreError
+from lodex.store.errors import LodexError
 
 CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
          409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid_request",
@@ -60,8 +60,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(LodexError)
     async def lodex_error(request: Request, exc: LodexError) -> JSONResponse:
-        status = 503 if isinstance(exc, (StoreError, ModelError)) else 400 if isinstance(exc, ConfigError) else 409
-        return error(status, exc.one_line(), exc.code)
+        return error(exc.status, exc.one_line(), exc.code)  # each error class names its status
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

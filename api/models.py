@@ -16,7 +16,7 @@ def valid_text(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(f"holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}) at {exc.start}: not valid Unicode text") from None
+        raise ValueError(f"holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}) at {exc.start}: not valid Unicode text") from exc
     return value
 
 

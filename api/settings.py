@@ -174,9 +174,9 @@ def load_settings(config: Path | None = None, overrides: dict[str, Any] | None =
         raise ConfigError(
             f"invalid setting {where}: {first['msg']}",
             f"fix it in {path or 'the environment'} (or the LODEX_{where.upper().replace('.', '__')} variable)",
-        ) from None
+        ) from exc
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc}", "fix the TOML syntax") from None
+        raise ConfigError(f"cannot read config file {path}: {exc}", "fix the TOML syntax") from exc
     finally:
         _TOML_PATH.reset(token)
     for dotted, value in (overrides or {}).items():

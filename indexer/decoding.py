@@ -6,7 +6,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 
-from lodex.store.errors import ReadError
+from lodex.indexer.errors import ReadError
 
 _BOMS: list[tuple[bytes, str]] = [
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -75,13 +75,13 @@ def decode_source(data: bytes) -> tuple[str, str]:
             try:
                 return data[len(bom):].decode(name), name + "-bom"
             except UnicodeDecodeError as exc:
-                raise ReadError(f"undecodable {name} text after its BOM: {exc.reason}") from None
+                raise ReadError(f"undecodable {name} text after its BOM: {exc.reason}") from exc
     utf16 = _utf16_without_bom(data[:_SAMPLE])
     if utf16:
         try:
             return data.decode(utf16), utf16
         except UnicodeDecodeError as exc:
-            raise ReadError(f"undecodable {utf16} text (no BOM): {exc.reason}", "save it as UTF-8") from None
+            raise ReadError(f"undecodable {utf16} text (no BOM): {exc.reason}", "save it as UTF-8") from exc
     reason = _looks_binary(data[:_SAMPLE])
     if reason:
         raise ReadError(reason, "exclude it with index.exclude if it should not be scanned")

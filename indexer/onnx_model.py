@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from lodex.indexer.smoothing import SCHEME, smoothed_copy
-from lodex.store.errors import ModelError
+from lodex.indexer.errors import ModelError
 
 
 def default_cache_dir() -> Path:
@@ -59,9 +59,9 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
     first (once: ~5 s; int8 ~20 s: smoothed activations, per-channel int8 weights, dynamic int8 activations)."""
     try:
         import onnxruntime  # noqa: F401
-    except ImportError:
+    except ImportError as exc:
         raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
-                         "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from None
+                         "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from exc
     cache = cache_dir or default_cache_dir()
     path = cache / f"{fingerprint[:20]}-{SCHEME if int8 else 'fp32'}.onnx"
     if not path.exists():
@@ -70,7 +70,7 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
             _export(model, tokenizer, path, int8, max_length)
         except OSError as exc:
             raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}",
-                             "set encoder.cache_dir to a writable folder") from None
+                             "set encoder.cache_dir to a writable folder") from exc
     return OnnxModel(path, threads, spin)
 
 

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from lodex.store.errors import ReadError
+from lodex.indexer.errors import ReadError
 
 # Documents pushed through the API live under this path prefix; folder reconciliation leaves them alone.
 PUSHED_PREFIX = "@api/"

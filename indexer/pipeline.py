@@ -22,7 +22,8 @@ from lodex.indexer.readers import extract, fallback_title, format_of
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.indexer.decoding import OffsetMap
 from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
-from lodex.store.errors import LodexError, ReadError
+from lodex.indexer.errors import ReadError
+from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, JobLog
 from lodex.store.lance_store import DocRecord, Store, vectors_of
 from lodex.store.schema import chunks_schema

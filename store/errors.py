@@ -1,10 +1,13 @@
-"""The one error hierarchy of lodex: every failure a user can meet, with the fix to apply."""
+"""The base of lodex's errors (in the lowest layer, so every layer can raise them): a failure a user can act on, with
+the fix to apply and the HTTP status the API answers it with; the store's own errors; a wrong setting."""
 
 
 class LodexError(Exception):
-    """A failure a user can act on: `message` says what happened, `fix` what to do."""
+    """A failure a user can act on: `message` says what happened, `fix` what to do. Each subclass names its `code`
+    and the HTTP `status` the API answers with (mapped at the edge, in api/http_errors.py)."""
 
     code = "lodex_error"
+    status = 500
 
     def __init__(self, message: str, fix: str = "") -> None:
         super().__init__(message)
@@ -17,34 +20,21 @@ class LodexError(Exception):
 
 
 class ConfigError(LodexError):
-    """The configuration file, an environment variable or a flag holds an invalid value."""
+    """The configuration file, an environment variable, a flag or a request holds an invalid value."""
 
     code = "config_error"
+    status = 400
 
 
 class OriginMismatchError(LodexError):
     """The index was built with another encoder or other chunking settings."""
 
     code = "origin_mismatch"
+    status = 409
 
 
 class StoreError(LodexError):
     """The data directory cannot be opened, read or written."""
 
     code = "store_error"
-
-
-class ModelError(LodexError):
-    """The encoder model cannot be found or loaded."""
-
-    code = "model_error"
-
-
-class ReadError(LodexError):
-    """One input file cannot be indexed (binary, too large, undecodable, unreadable)."""
-
-    code = "read_error"
-
-    def __init__(self, message: str, fix: str = "", permanent: bool = True) -> None:
-        super().__init__(message, fix)
-        self.permanent = permanent
+    status = 503

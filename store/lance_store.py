@@ -97,7 +97,7 @@ def _ensure_text_index(table: Any) -> None:
         table.create_index("text", config=FTS(with_position=False))
     except Exception as exc:  # another process created it at the same moment
         if not any(ix.columns == ["text"] for ix in table.list_indices()):
-            raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from None
+            raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from exc
 
 
 def _open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
@@ -122,7 +122,7 @@ class Store:
             self.chunks = _open_or_create(self.db, "chunks", chunks_schema(dim))
             _ensure_text_index(self.chunks)
         except OSError as exc:
-            raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from None
+            raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
         self._index: VectorIndex | None = None
         self._index_version = -1
         self._unsaved = 0  # vectors added to the in-memory index since it was loaded, built or saved

@@ -43,7 +43,7 @@ def read_origin(data_dir: Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise StoreError(f"cannot read {path}: {exc}", "restore it or rebuild with `lodex index --rebuild`") from None
+        raise StoreError(f"cannot read {path}: {exc}", "restore it or rebuild with `lodex index --rebuild`") from exc
 
 
 def write_json_atomic(path: Path, value: Any) -> None:

@@ -22,13 +22,13 @@ class WriteLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except BlockingIOError as exc:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
             raise StoreError(
                 f"another lodex process (pid {holder}) is writing to the index in {self.path.parent}",
                 "wait for it to finish, stop it, or send changes through it (lodex watch/serve pick up folder changes)",
-            ) from None
+            ) from exc
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd

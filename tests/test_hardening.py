@@ -92,7 +92,7 @@ def test_a_named_pipe_never_blocks_the_run(tmp_path: Path) -> None:
 
 def test_a_pipe_swapped_in_after_the_scan_is_not_waited_on(tmp_path: Path) -> None:
     from lodex.indexer.paths import open_regular
-    from lodex.store.errors import ReadError
+    from lodex.indexer.errors import ReadError
 
     pipe = tmp_path / "late.txt"
     os.mkfifo(pipe)
@@ -214,7 +214,7 @@ def test_utf16_without_bom_and_huge_csv_cells_are_read(tmp_path: Path) -> None:
 
 
 def test_deep_html_and_json_fail_with_a_reason_quickly() -> None:
-    from lodex.store.errors import ReadError
+    from lodex.indexer.errors import ReadError
 
     deep = "<html><body>" + "<div>x " * 150_000 + "</div>" * 150_000 + "</body></html>"
     with pytest.raises(ReadError, match="nested deeper than"):

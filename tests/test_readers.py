@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lodex.indexer.readers import extract
-from lodex.store.errors import ReadError
+from lodex.indexer.errors import ReadError
 
 
 def test_markdown_markup_removed_heading_kept() -> None:

@@ -2,9 +2,6 @@
 
 import json
 import os
-import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, Callable
@@ -48,15 +45,16 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _settings(ctx: typer.Context, config: Path | None, data_dir: Path | None):
+def _settings(ctx: typer.Context, config: Path | None, data_dir: Path | None, **flags: Any) -> Any:
+    """Settings from the config file and environment, then the flags given (`flags`: "section.key" → value, as keyword
+    arguments with "__" for "."; None: not given)."""
     from lodex.api.settings import load_settings
 
     globals_ = ctx.obj or {}
-    settings = load_settings(config or globals_.get("config"))
     chosen = data_dir or globals_.get("data_dir")
-    if chosen is not None:
-        settings.index.data_dir = str(chosen.resolve())
-    return settings
+    overrides = {"index.data_dir": str(chosen.resolve()) if chosen is not None else None}
+    overrides |= {name.replace("__", "."): value for name, value in flags.items()}
+    return load_settings(config or globals_.get("config"), overrides)
 
 
 @app.callback()
@@ -77,41 +75,12 @@ def _root(settings, directory: Path | None) -> Path:
     return root
 
 
-def _wipe(data_dir: Path) -> None:
-    """Remove an index (only a folder that holds one, or an empty one)."""
-    if not data_dir.exists():
-        return
-    if not (data_dir / "origin.json").exists() and any(p.name != "writer.lock" for p in data_dir.iterdir()):
-        raise StoreError(f"{data_dir} does not look like a lodex index; not deleting it", "pass the right --data-dir")
-    for child in data_dir.iterdir():
-        if child.name != "writer.lock":
-            shutil.rmtree(child) if child.is_dir() else child.unlink()
+def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool = False) -> Any:
+    """The index's write side for `root` (a WriteSide: lock, job log, encoder, store, indexer), for a `with` block."""
+    from lodex.api.factory import WriteSide
 
-
-@contextmanager
-def _writing(settings, root: Path, rebuild: bool = False) -> Iterator[tuple[Any, Any]]:
-    """Hold the index's write lock; yield (indexer, job log) for `root`, refusing an index of another folder."""
-    from lodex.api.factory import build_encoder, build_indexer, open_store
-    from lodex.store.job_log import JobLog
-    from lodex.store.write_lock import WriteLock
-
-    with WriteLock(settings.data_dir):
-        if rebuild:
-            _wipe(settings.data_dir)
-        jobs = JobLog(settings.data_dir)
-        try:
-            if jobs.root and Path(jobs.root) != root:
-                raise ConfigError(
-                    f"the index in {settings.data_dir} mirrors {jobs.root}, not {root}",
-                    "use another --data-dir for this folder, or --rebuild to replace the index",
-                )
-            err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
-            encoder = build_encoder(settings)
-            store = open_store(settings, encoder, settings.data_dir, create=True)
-            jobs.set_root(str(root))
-            yield build_indexer(settings, encoder, store, jobs), jobs
-        finally:
-            jobs.close()
+    err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
+    return WriteSide(settings, root, rebuild=rebuild, long_lived=long_lived)
 
 
 def _print_summary(summary, as_json: bool) -> None:
@@ -139,8 +108,8 @@ def index(
 
     settings = _settings(ctx, config, data_dir)
     root = _root(settings, directory)
-    with _writing(settings, root, rebuild) as (indexer, _), progress_bar(err) as update:
-        summary = indexer.run(root, progress=update)
+    with _writing(settings, root, rebuild) as side, progress_bar(err) as update:
+        summary = side.indexer.run(root, progress=update)
     _print_summary(summary, as_json)
 
 
@@ -166,8 +135,8 @@ def retry(
         if as_json:
             print(json.dumps({"retried": 0}))
         return
-    with _writing(settings, Path(root)) as (indexer, _):
-        summary = indexer.run(Path(root), only=failed, kind="retry")
+    with _writing(settings, Path(root)) as side:
+        summary = side.indexer.run(Path(root), only=failed, kind="retry")
     _print_summary(summary, as_json)
 
 
@@ -184,15 +153,13 @@ def watch(
     import signal
     import threading
 
-    from lodex.api.factory import build_watch
     from lodex.api.logs import file_logger, scan_logger
+    from lodex.indexer.writer import RunHooks
 
-    settings = _settings(ctx, config, data_dir)
-    if polling is not None:
-        settings.watch.polling = polling
+    settings = _settings(ctx, config, data_dir, watch__polling=polling)
     root = _root(settings, directory)
-    with _writing(settings, root) as (indexer, _):
-        service = build_watch(settings, indexer, root, on_file=file_logger(err), progress=scan_logger(err))
+    with _writing(settings, root, long_lived=True) as side:
+        service = side.watch(RunHooks(on_file=file_logger(err), progress=scan_logger(err)))
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
@@ -355,14 +322,14 @@ def status(
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
     from lodex.indexer.paths import printable
     from lodex.store.job_log import JobLog
-    from lodex.store.lance_store import Store
+    from lodex.api.factory import open_reader
     from lodex.store.origin import read_origin
 
     settings = _settings(ctx, config, data_dir)
     origin = read_origin(settings.data_dir)
     if origin is None:
         raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
-    counts = Store(settings.data_dir, int(origin["dim"])).counts()
+    counts = open_reader(settings, int(origin["dim"])).counts()
     jobs = JobLog(settings.data_dir)
     failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
     jobs.close()

@@ -1,9 +1,12 @@
-"""Build the core objects (encoder, store, indexer, searcher) from settings; the only place that does."""
+"""The composition root: builds the core objects (encoder, store, indexer, writer, watcher, searcher) from settings,
+and `WriteSide`, the one owner of an index's write side; the only place that does (CLI, service, eval and benches
+use it). Builders never change what they are given."""
 
 import importlib
+import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import TracebackType
 
 from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunker import Chunker
@@ -12,12 +15,13 @@ from lodex.indexer.pipeline import Indexer
 from lodex.indexer.scanner import ScanRules
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
-from lodex.indexer.writer import IndexWriter
+from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.searcher import Fusion, Searcher
-from lodex.store.errors import ConfigError
+from lodex.store.errors import ConfigError, StoreError
 from lodex.store.job_log import JobLog
 from lodex.store.lance_store import AnnPolicy, Store
-from lodex.store.origin import make_origin
+from lodex.store.origin import ORIGIN_FILE, make_origin
+from lodex.store.write_lock import LOCK_FILE, WriteLock
 
 
 def _transformers(cfg: EncoderSettings) -> Encoder:
@@ -48,11 +52,12 @@ def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
 
 
 def build_encoder(settings: Settings) -> Encoder:
-    """The configured encoder, loaded."""
+    """The configured encoder, loaded (a relative encoder.model is resolved against the config file's folder)."""
     backend = _backend(settings.encoder.backend)
-    if settings.encoder.model:
-        settings.encoder.model = str(settings.path(settings.encoder.model))
-    return backend(settings.encoder)
+    cfg = settings.encoder
+    if cfg.model:
+        cfg = cfg.model_copy(update={"model": str(settings.path(cfg.model))})
+    return backend(cfg)
 
 
 def chunk_tokens(settings: Settings, encoder: Encoder) -> int:
@@ -87,25 +92,93 @@ def scan_rules(settings: Settings) -> ScanRules:
                      int(cfg.max_parsed_mb * mib), int(cfg.stream_above_mb * mib))
 
 
-def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None) -> Indexer:
-    """The indexing pipeline over this store, recording its runs in `jobs`."""
+def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False) -> Indexer:
+    """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
+    keep the full-text index caught up as they go (watch.optimize_every_s)."""
     cfg = settings.index
-    return Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), cfg.flush_tokens,
-                   jobs=jobs, retries=cfg.retries, retry_backoff_s=cfg.retry_backoff_s, title_prefix=settings.chunking.title_prefix)
+    indexer = Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), cfg.flush_tokens,
+                      jobs=jobs, retries=cfg.retries, retry_backoff_s=cfg.retry_backoff_s, title_prefix=settings.chunking.title_prefix)
+    if long_lived:
+        indexer.optimize_every_s = settings.watch.optimize_every_s
+    return indexer
 
 
-def build_writer(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> IndexWriter:
-    """The one writer of a long-lived process (watch, serve): its runs keep the full-text index caught up."""
-    indexer.optimize_every_s = settings.watch.optimize_every_s
-    return IndexWriter(indexer, root, nice=settings.watch.writer_nice, **run_options)
+def build_writer(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> IndexWriter:
+    """The one writer of a long-lived process (watch, serve), at the configured CPU priority."""
+    return IndexWriter(indexer, root, nice=settings.watch.writer_nice, hooks=hooks)
 
 
-def build_watch(settings: Settings, indexer: Indexer, root: Path, **run_options: Any) -> WatchService:
+def build_watch(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> WatchService:
     """Watcher, change collector and the one writer, for `root`."""
     collector = ChangeCollector(root, settings.watch.quiet_s)
     watcher = FolderWatcher(root, scan_rules(settings), collector, settings.watch.polling, settings.watch.ignore,
                             settings.watch.poll_interval_s)
-    return WatchService(build_writer(settings, indexer, root, **run_options), watcher, collector)
+    return WatchService(build_writer(settings, indexer, root, hooks), watcher, collector)
+
+
+def open_reader(settings: Settings, dim: int) -> Store:
+    """A read-only handle on the index in settings.data_dir (searches, listings, status), at its latest version."""
+    return Store(settings.data_dir, dim, ann_policy(settings))
+
+
+def wipe_index(data_dir: Path) -> None:
+    """Remove an index (only a folder that holds one, or an empty one); the write lock file stays."""
+    if not data_dir.exists():
+        return
+    if not (data_dir / ORIGIN_FILE).exists() and any(p.name != LOCK_FILE for p in data_dir.iterdir()):
+        raise StoreError(f"{data_dir} does not look like a lodex index; not deleting it", "pass the right --data-dir")
+    for child in data_dir.iterdir():
+        if child.name != LOCK_FILE:
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+class WriteSide:
+    """The write side of one index, owned in one place: the write lock (one writing process), the job log (checked
+    against the folder the index mirrors), the encoder, the store and the indexer. The CLI's index, retry and watch
+    and `lodex serve` all open it; closing it releases the lock."""
+
+    def __init__(self, settings: Settings, root: Path, rebuild: bool = False, encoder: Encoder | None = None,
+                 long_lived: bool = False) -> None:
+        self.settings = settings
+        self.root = root
+        self.lock = WriteLock(settings.data_dir).acquire()
+        try:
+            if rebuild:
+                wipe_index(settings.data_dir)
+            self.jobs = JobLog(settings.data_dir)
+            try:
+                if self.jobs.root and Path(self.jobs.root) != root:
+                    raise ConfigError(f"the index in {settings.data_dir} mirrors {self.jobs.root}, not {root}",
+                                      "give that folder, use another --data-dir for this one, or `lodex index --rebuild` to replace the index")
+                self.encoder = encoder or build_encoder(settings)
+                self.store = open_store(settings, self.encoder, settings.data_dir, create=True)
+                self.jobs.set_root(str(root))
+                self.indexer = build_indexer(settings, self.encoder, self.store, self.jobs, long_lived)
+            except BaseException:
+                self.jobs.close()
+                raise
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def writer(self, hooks: RunHooks = RunHooks()) -> IndexWriter:
+        """The one writer thread of this index (not started)."""
+        return build_writer(self.settings, self.indexer, self.root, hooks)
+
+    def watch(self, hooks: RunHooks = RunHooks()) -> WatchService:
+        """The folder watcher feeding the one writer (not started)."""
+        return build_watch(self.settings, self.indexer, self.root, hooks)
+
+    def close(self) -> None:
+        """Close the job log and release the write lock."""
+        self.jobs.close()
+        self.lock.release()
+
+    def __enter__(self) -> "WriteSide":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
 
 
 def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Searcher:

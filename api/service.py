@@ -5,58 +5,52 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from lodex.api.factory import ann_policy, build_encoder, build_indexer, build_searcher, build_watch, build_writer, open_store
+from lodex.api.factory import WriteSide, build_searcher, open_reader
 from lodex.api.settings import Settings
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Progress, RunSummary, document_id
 from lodex.indexer.watch_service import WatchService
-from lodex.indexer.writer import IndexWriter
+from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.batcher import QueryBatcher
 from lodex.search.results import SearchFilters, SearchResponse
 from lodex.search.searcher import Query
-from lodex.store.errors import ConfigError
-from lodex.store.job_log import FileRecord, JobLog
+from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import Store
-from lodex.store.write_lock import WriteLock
 
 
 class LodexService:
-    """Owns the write lock, the writer thread (fed by the watcher and the API) and the query executor."""
+    """Owns the index's write side (lock, job log, encoder, writer thread fed by the watcher and the API) and the
+    query threads."""
 
     def __init__(self, settings: Settings, root: Path, watch: bool = True, encoder: Encoder | None = None,
-                 on_file: Any = None) -> None:
+                 on_file: Callable[[FileRecord], None] | None = None) -> None:
         self.settings = settings
         self.root = root
         self.data_dir = settings.data_dir
         self.started_at = time.time()
-        self.lock = WriteLock(self.data_dir).acquire()
+        self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
+        self.jobs, self.encoder, self.indexer = self.side.jobs, self.side.encoder, self.side.indexer
         try:
-            self.jobs = JobLog(self.data_dir)
-            if self.jobs.root and Path(self.jobs.root) != root:
-                raise ConfigError(f"the index in {self.data_dir} mirrors {self.jobs.root}, not {root}",
-                                  "serve that folder, or use another --data-dir")
-            self.jobs.set_root(str(root))
-            self.encoder = encoder or build_encoder(settings)
-            self.indexer = build_indexer(settings, self.encoder, open_store(settings, self.encoder, self.data_dir, True), self.jobs)
             self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
         except BaseException:
-            self.lock.release()
+            self.side.close()
             raise
         self.encoded_tokens = 0
         self._rate = 0.0
         self._files_left = 0  # files the current indexing run has not reached yet
         self._on_file = on_file
-        options = {"on_file": self._file_done, "progress": self._progress}
-        self.watch: WatchService | None = build_watch(settings, self.indexer, root, **options) if watch else None
-        self.writer: IndexWriter = self.watch.writer if self.watch else build_writer(settings, self.indexer, root, **options)
+        hooks = RunHooks(on_file=self._file_done, progress=self._progress)
+        self.watch: WatchService | None = self.side.watch(hooks) if watch else None
+        self.writer: IndexWriter = self.watch.writer if self.watch else self.side.writer(hooks)
         self._local = threading.local()
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
         self._queued_lock = threading.Lock()
-        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, Store(self.data_dir, self.encoder.dim, ann_policy(settings))),
+        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, open_reader(settings, self.encoder.dim)),
                                     lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
 
@@ -81,8 +75,7 @@ class LodexService:
             self.writer.stop()
         self.batcher.close()
         self.queries.shutdown(wait=True)
-        self.jobs.close()
-        self.lock.release()
+        self.side.close()
 
     # ---- writer-side callbacks -----------------------------------------------------------
     def _file_done(self, record: FileRecord) -> None:
@@ -115,7 +108,7 @@ class LodexService:
         """This reading thread's own store handle (listings, stats), at the latest committed version."""
         store = getattr(self._local, "store", None)
         if store is None:
-            store = self._local.store = Store(self.data_dir, self.encoder.dim, ann_policy(self.settings))
+            store = self._local.store = open_reader(self.settings, self.encoder.dim)
         store.refresh()
         return store
 

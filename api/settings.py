@@ -13,7 +13,7 @@ _TOML_PATH: ContextVar[Path | None] = ContextVar("lodex_toml_path", default=None
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # a value set after loading is checked too
 
 
 class IndexSettings(_Section):
@@ -182,5 +182,8 @@ def load_settings(config: Path | None = None, overrides: dict[str, Any] | None =
     for dotted, value in (overrides or {}).items():
         if value is not None:
             section, key = dotted.split(".")
-            setattr(getattr(settings, section), key, value)
+            try:
+                setattr(getattr(settings, section), key, value)
+            except ValidationError as exc:
+                raise ConfigError(f"invalid setting {dotted}: {exc.errors()[0]['msg']}", "fix the flag's value") from exc
     return settings

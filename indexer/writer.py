@@ -6,23 +6,33 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from lodex.indexer.pipeline import Indexer, RunSummary
+from lodex.indexer.pipeline import Indexer, Progress, RunSummary
+from lodex.store.job_log import FileRecord
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """What a long-lived writer's runs report as they go: each file processed, and progress."""
+
+    on_file: Callable[[FileRecord], None] | None = None
+    progress: Callable[[Progress], None] | None = None
 
 
 class IndexWriter:
     """A bounded queue of write requests served by one thread; submitters get a Future of the result."""
 
     def __init__(self, indexer: Indexer, root: Path, maxsize: int = 256,
-                 on_error: Callable[[BaseException], None] | None = None, nice: int = 19, **run_options: Any) -> None:
+                 on_error: Callable[[BaseException], None] | None = None, nice: int = 19, hooks: RunHooks = RunHooks()) -> None:
         self.indexer = indexer
         self.nice = nice
         self.root = root
         self.on_error = on_error
-        self.run_options = run_options
+        self.hooks = hooks
         self._queue: queue.Queue = queue.Queue(maxsize=maxsize)
         self._pending = 0  # requests submitted and not finished
         self._count_lock = threading.Lock()
@@ -53,11 +63,11 @@ class IndexWriter:
 
     def reconcile(self, kind: str = "reconcile") -> "Future[RunSummary]":
         """Queue a full comparison of the folder with the index."""
-        return self.submit(lambda ix: ix.run(self.root, kind=kind, **self.run_options))
+        return self.submit(lambda ix: ix.run(self.root, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file))
 
     def paths(self, paths: list[str], kind: str = "watch") -> "Future[RunSummary]":
         """Queue an update of these root-relative paths (files or folders, present or gone)."""
-        return self.submit(lambda ix: ix.run(self.root, only=paths, kind=kind, **self.run_options))
+        return self.submit(lambda ix: ix.run(self.root, only=paths, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file))
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop soon: the request being applied stops at its next check (what it committed stays), queued ones are

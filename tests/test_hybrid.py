@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lodex.api.factory import build_writer
+from lodex.api.factory import build_indexer
 from lodex.api.settings import Settings
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
@@ -146,8 +146,10 @@ def test_a_long_run_of_a_serving_writer_folds_new_chunks_into_the_keyword_index(
         (root / f"{i:02d}.txt").write_text(f"note {i} about turbine blades and topic{i} " * 20)
     store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
     indexer.flush_tokens = 300  # many commits in one run
-    build_writer(Settings(base_dir=tmp_path), indexer, root)  # the writer of `watch` / `serve` turns it on
-    assert indexer.optimize_every_s == Settings(base_dir=tmp_path).watch.optimize_every_s > 0
+    settings = Settings(base_dir=tmp_path)
+    assert indexer.optimize_every_s == 0  # a one-off run (lodex index) optimizes at its end only
+    long_lived = build_indexer(settings, indexer.encoder, store, long_lived=True)  # the indexer of `watch` / `serve`
+    assert long_lived.optimize_every_s == settings.watch.optimize_every_s > 0
     indexer.optimize_every_s = 1e-6  # as often as rows pile up, for the test
     summary = indexer.run(root)
     assert len(counted) > 2 and counted[0] < summary.chunks, "optimized during the run, not only at its end"

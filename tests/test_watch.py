@@ -10,6 +10,7 @@ import pytest
 
 from lodex.api.settings import Settings
 from lodex.api.factory import build_watch
+from lodex.indexer.writer import RunHooks
 from lodex.indexer.watch_service import WatchService
 from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import Store
@@ -35,7 +36,7 @@ class Harness:
         settings.watch.quiet_s = quiet_s
         settings.watch.polling = polling
         settings.watch.poll_interval_s = 0.2
-        self.service: WatchService = build_watch(settings, indexer, self.root, on_file=self.records.append)
+        self.service: WatchService = build_watch(settings, indexer, self.root, RunHooks(on_file=self.records.append))
         self.reader = Store(self.data, self.encoder.dim)
 
     def start(self) -> "Harness":

@@ -41,11 +41,11 @@ def main() -> None:
     parser.add_argument("--rewrite", action="store_true", help="replace every paragraph of the file, not one")
     args = parser.parse_args()
 
-    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.api.factory import build_encoder, open_reader
+    from lodex.api.settings import Settings
     from lodex.search.searcher import Searcher
-    from lodex.store.lance_store import Store
 
-    encoder = TransformersEncoder()
+    encoder = build_encoder(Settings())
     cran = [t for _, t in load_collection(EVAL / "cranfield").docs.values() if t.strip()]
     med = [t for _, t in load_collection(EVAL / "med").docs.values() if t.strip()]
     with tempfile.TemporaryDirectory(prefix="lodex-fresh-") as tmp:
@@ -70,11 +70,12 @@ def main() -> None:
                                    stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
             deadline = time.monotonic() + 600
-            while not (data / "origin.json").exists() or Store(data, encoder.dim).counts()["documents"] < args.files:
+            reader = Settings(index={"data_dir": str(data)})
+            while not (data / "origin.json").exists() or open_reader(reader, encoder.dim).counts()["documents"] < args.files:
                 if time.monotonic() > deadline or watcher.poll() is not None:
                     raise SystemExit(f"watch did not index the folder: {Path(log.name).read_text()[-2000:]}")
                 time.sleep(0.5)
-            store = Store(data, encoder.dim)
+            store = open_reader(reader, encoder.dim)
             searcher = Searcher(store, encoder, passages=1)
             time.sleep(2)
             latencies = []

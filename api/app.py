@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Response
 from fastapi.middleware.cors import CORSMiddleware
@@ -22,6 +22,7 @@ from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, Do
                         PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, valid_metadata, valid_text)
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
+from lodex.search.names import Mode
 from lodex.search.results import SearchFilters
 from lodex.store.schema import DOCUMENT_COLUMNS
 
@@ -107,7 +108,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         path: Annotated[str | None, Query(description="Glob on the relative path.")] = None,
         ext: Annotated[list[str] | None, Query(description="File extensions (repeatable).")] = None,
         modified_after: Annotated[datetime | None, Query(description="ISO 8601 time or epoch seconds.")] = None,
-        mode: Annotated[Literal["dense", "bm25", "hybrid"] | None, Query(description="Retrieval mode (default: search.mode).")] = None,
+        mode: Annotated[Mode | None, Query(description="Retrieval mode (default: search.mode).")] = None,
     ) -> Response:
         """Rank documents (dense, keyword or hybrid retrieval); return each with its best passages."""
         return await run_search(q, k, path, ext, modified_after, mode)

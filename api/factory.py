@@ -27,11 +27,7 @@ from lodex.store.write_lock import LOCK_FILE, WriteLock
 def _transformers(cfg: EncoderSettings) -> Encoder:
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
-    return TransformersEncoder(
-        model_dir=cfg.model or None, pooling=cfg.pooling, normalize=cfg.normalize, max_length=cfg.max_length,
-        threads=cfg.threads, batch_tokens=cfg.batch_tokens, query_prefix=cfg.query_prefix, document_prefix=cfg.document_prefix,
-        precision=cfg.precision, cache_dir=cfg.cache_dir or None, fast_queries=cfg.fast_queries,
-    )
+    return TransformersEncoder(cfg)
 
 
 # Encoder backends by name (`encoder.backend`); tests register a deterministic fake here.

@@ -3,9 +3,11 @@
 import json
 import math
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
+
+from lodex.search.names import Mode
 
 MAX_METADATA_DEPTH = 16  # nesting levels of a pushed document's metadata
 MAX_METADATA_BYTES = 64 * 1024  # its size as JSON
@@ -86,7 +88,7 @@ class SearchIn(BaseModel):
     path: Text | None = Field(None, description="Only documents whose relative path matches this glob.")
     ext: list[Text] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
     modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds).")
-    mode: Literal["dense", "bm25", "hybrid"] | None = Field(None, description="Retrieval mode (default: search.mode).")
+    mode: Mode | None = Field(None, description="Retrieval mode (default: search.mode).")
 
 
 class DocumentOut(BaseModel):

@@ -2,97 +2,21 @@
 
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
+from lodex.indexer.settings import ChunkingSettings, EncoderSettings, IndexSettings, Section, WatchSettings
+from lodex.search.settings import SearchSettings
 from lodex.store.errors import ConfigError
+
+__all__ = ["ApiSettings", "ChunkingSettings", "EncoderSettings", "IndexSettings", "SearchSettings", "Settings", "WatchSettings", "load_settings"]
 
 _TOML_PATH: ContextVar[Path | None] = ContextVar("lodex_toml_path", default=None)
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # a value set after loading is checked too
-
-
-class IndexSettings(_Section):
-    """[index]: what to index and where the index lives."""
-
-    root: str = ""
-    data_dir: str = ".lodex"
-    include: list[str] = ["*"]
-    exclude: list[str] = []
-    skip_hidden: bool = True
-    follow_symlinks: bool = False
-    max_file_mb: float = Field(1024, gt=0)
-    max_parsed_mb: float = Field(50, gt=0)
-    stream_above_mb: float = Field(8, gt=0)
-    ann: Literal["auto", "flat", "ivf"] = "auto"
-    ann_above: int = Field(50_000, ge=10_000)
-    flush_tokens: int = Field(32768, ge=256)
-    retries: int = Field(3, ge=0, le=20)
-    retry_backoff_s: float = Field(0.5, ge=0)
-
-
-class WatchSettings(_Section):
-    """[watch]: how folder changes are picked up."""
-
-    quiet_s: float = Field(1.0, ge=0)
-    polling: bool = False
-    poll_interval_s: float = Field(1.0, gt=0)
-    optimize_every_s: float = Field(30.0, ge=0)
-    writer_nice: int = Field(19, ge=0, le=19)
-    ignore: list[str] = ["*.swp", "*.swx", "*.swo", "*~", "*.tmp", "*.temp", ".#*", "#*#", "4913", "*.part", "*.crdownload", "~$*"]
-
-
-class ChunkingSettings(_Section):
-    """[chunking]: chunk length and overlap in model tokens."""
-
-    max_tokens: int = Field(128, ge=16)
-    overlap: int = Field(32, ge=0)
-    title_prefix: bool = False
-
-
-class EncoderSettings(_Section):
-    """[encoder]: the model and how it runs."""
-
-    backend: str = "transformers"
-    model: str = ""
-    pooling: Literal["auto", "mean", "cls", "last"] = "auto"
-    normalize: bool = True
-    max_length: int = Field(0, ge=0)
-    threads: int = Field(0, ge=0)
-    batch_tokens: int = Field(4096, ge=256)
-    query_prefix: str = ""
-    document_prefix: str = ""
-    precision: Literal["exact", "fast"] = "exact"
-    fast_queries: bool = True
-    cache_dir: str = ""
-
-
-class SearchSettings(_Section):
-    """[search]: retrieval mode, document ranking, fusion and result sizes."""
-
-    mode: Literal["dense", "bm25", "hybrid"] = "hybrid"
-    ranking: Literal["max", "topm", "mean", "blend"] = "blend"
-    fusion: Literal["convex", "rrf"] = "convex"
-    dense_weight: float = Field(0.6, ge=0, le=1)
-    rrf_k: float = Field(60.0, gt=0)
-    bm25_weight: float = Field(1.0, ge=0)
-    feedback_chunks: int = Field(5, ge=0, le=1000)
-    feedback_weight: float = Field(1.0, ge=0)
-    doc_dense_weight: float = Field(0.7, ge=0, le=1)
-    hybrid_blend_alpha: float = Field(0.6, ge=0, le=1)
-    top_m: int = Field(3, ge=1, le=100)
-    blend_alpha: float = Field(0.5, ge=0, le=1)
-    k: int = Field(10, ge=1, le=1000)
-    passages: int = Field(3, ge=0, le=50)
-    candidates: int = Field(100, ge=1)
-    nprobe: int = Field(64, ge=1, le=65_536)
-
-
-class ApiSettings(_Section):
+class ApiSettings(Section):
     """[api]: the HTTP service of `lodex serve`."""
 
     host: str = "127.0.0.1"

@@ -45,9 +45,10 @@ def worker(kind: str, data_dir: Path) -> None:
         started = time.perf_counter()
         model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
     else:
+        from lodex.indexer.settings import EncoderSettings
         from lodex.indexer.transformers_encoder import TransformersEncoder
 
-        encoder = TransformersEncoder(precision="fast" if kind == "fast" else "exact", cache_dir=data_dir.parent / "model-cache")
+        encoder = TransformersEncoder(EncoderSettings(precision="fast" if kind == "fast" else "exact", cache_dir=str(data_dir.parent / "model-cache")))
         encoder.embed(texts[:64])
         started = time.perf_counter()
         encoder.embed(texts)

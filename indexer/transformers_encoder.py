@@ -14,6 +14,7 @@ from lodex.indexer.encoder import Encoder
 from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
 from lodex.indexer.smoothing import SCHEME
 from lodex.indexer.errors import ModelError
+from lodex.indexer.settings import EncoderSettings
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
 
@@ -85,21 +86,13 @@ def _declared_pooling(model_dir: Path) -> str:
 class TransformersEncoder(Encoder):
     """AutoModel + AutoTokenizer from a local directory; mean, cls or last-token pooling."""
 
-    def __init__(
-        self,
-        model_dir: str | Path | None = None,
-        pooling: str = "auto",
-        normalize: bool = True,
-        max_length: int = 0,
-        threads: int = 0,
-        batch_tokens: int = 4_096,
-        query_prefix: str = "",
-        document_prefix: str = "",
-        precision: str = "exact",
-        cache_dir: str | Path | None = None,
-        fast_queries: bool = False,
-    ) -> None:
-        super().__init__(batch_tokens=batch_tokens)
+    def __init__(self, cfg: EncoderSettings | None = None) -> None:
+        """The model of `cfg` ([encoder] settings; their defaults when None: the bundled model, as users get it)."""
+        cfg = cfg or EncoderSettings()
+        model_dir, pooling, normalize, max_length, threads = cfg.model or None, cfg.pooling, cfg.normalize, cfg.max_length, cfg.threads
+        query_prefix, document_prefix, precision, fast_queries = cfg.query_prefix, cfg.document_prefix, cfg.precision, cfg.fast_queries
+        cache_dir = cfg.cache_dir or None
+        super().__init__(batch_tokens=cfg.batch_tokens)
         import torch
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging

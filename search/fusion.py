@@ -1,9 +1,11 @@
 """Ranked hit lists as numpy arrays, and how hybrid mode fuses two of them (convex or reciprocal-rank fusion)."""
 
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
+
+from lodex.search.names import FusionMethod
 
 
 class Hits(NamedTuple):
@@ -48,7 +50,7 @@ class Fusion:
     query vector is moved toward the mean of the best fused chunks (weight `feedback_weight`), searched
     again, and fused again with BM25 (pseudo-relevance feedback; no extra encoding)."""
 
-    method: Literal["convex", "rrf"] = "convex"
+    method: FusionMethod = "convex"
     dense_weight: float = 0.6
     rrf_k: float = 60.0
     bm25_weight: float = 1.0

@@ -10,23 +10,19 @@ candidates are ranked as numpy arrays, which is what keeps latency low when many
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import numpy as np
 
 from lodex.indexer.encoder import Encoder
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
+from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
 from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
 from lodex.store.lance_store import Store
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
 
-Mode = Literal["dense", "bm25", "hybrid"]
-Ranking = Literal["max", "topm", "mean", "blend"]
-MODES: tuple[str, ...] = ("dense", "bm25", "hybrid")
-RANKINGS: tuple[str, ...] = ("max", "topm", "mean", "blend")
 KeywordHits = tuple[int, np.ndarray, np.ndarray]  # a query's BM25 hits: chunks version, Lance row ids, scores
 
 

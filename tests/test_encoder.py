@@ -111,17 +111,18 @@ def test_chunking_and_encoding_at_once_do_not_share_tokenizer_settings(real_enco
 def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder, tmp_path) -> None:
     """Queries go through a float32 ONNX copy of the model (exported once); a query embedded as a query and as
     a document gives the same vector, and without a usable cache PyTorch answers instead."""
+    from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
     queries = ["heat transfer in hypersonic flow", "what is the effect of sweep on the drag of wings at transonic speed",
                "a", "Boundary layer. " * 300]  # short, long, tiny and truncated
-    encoder = TransformersEncoder(cache_dir=tmp_path / "cache")
+    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False))
     as_queries = encoder.embed(queries, kind="query")
     assert encoder._queries is not None and len(list((tmp_path / "cache").glob("*-fp32.onnx"))) == 1
     assert np.abs(as_queries - real_encoder.embed(queries, kind="document")).max() < 1e-5
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")
-    fallback = TransformersEncoder(cache_dir=blocked)
+    fallback = TransformersEncoder(EncoderSettings(cache_dir=str(blocked), fast_queries=False))
     assert np.abs(fallback.embed(queries, kind="query") - as_queries).max() < 1e-5
     assert fallback._queries is None and fallback._query_fallback
 
@@ -131,6 +132,7 @@ def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, mo
     """The query model is checked against PyTorch when loaded (a traced length baked into a graph would give
     wrong vectors silently): one that disagrees is dropped, with a warning, and PyTorch answers."""
     import lodex.indexer.transformers_encoder as module
+    from lodex.indexer.settings import EncoderSettings
 
     class Garbled:
         def __init__(self, model) -> None:
@@ -147,7 +149,7 @@ def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, mo
         return Garbled(model) if not kwargs.get("int8") else model
 
     monkeypatch.setattr(module, "load_onnx_model", garbled_load)
-    encoder = module.TransformersEncoder(cache_dir=tmp_path / "cache")
+    encoder = module.TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False))
     queries = ["heat transfer in hypersonic flow", "drag of swept wings"]
     with caplog.at_level("WARNING"):
         vectors = encoder.embed(queries, kind="query")

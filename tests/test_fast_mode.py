@@ -21,9 +21,10 @@ def fast_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def fast_encoder(fast_cache: Path):
+    from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
-    return TransformersEncoder(precision="fast", cache_dir=fast_cache)
+    return TransformersEncoder(EncoderSettings(precision="fast", cache_dir=str(fast_cache)))
 
 
 def _real_chunks(encoder, per_collection: int = 150) -> list[str]:
@@ -54,12 +55,13 @@ def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, 
 
 
 def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) -> None:
+    from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
     files = list(fast_cache.glob("*-int8-sq75.onnx"))
     assert len(files) == 1
     stamp = files[0].stat().st_mtime_ns
-    again = TransformersEncoder(precision="fast", cache_dir=fast_cache)
+    again = TransformersEncoder(EncoderSettings(precision="fast", cache_dir=str(fast_cache)))
     assert again._fast.path == files[0] and files[0].stat().st_mtime_ns == stamp
     assert not list(fast_cache.glob(".export-*"))  # no export leftovers
 
@@ -130,13 +132,14 @@ def test_a_fast_index_of_another_quantization_scheme_is_refused(fast_encoder, re
 
 def test_fast_queries_on_an_exact_index_use_the_int8_model_for_queries_only(real_encoder, fast_encoder, fast_cache: Path) -> None:
     """encoder.fast_queries: queries through the (cached) int8 model, documents exact, the index's origin unchanged."""
+    from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
-    encoder = TransformersEncoder(cache_dir=fast_cache, fast_queries=True)
+    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(fast_cache), fast_queries=True))
     texts = _real_chunks(real_encoder, per_collection=25)
     assert np.allclose(encoder.embed(texts, kind="document"), real_encoder.embed(texts, kind="document"), atol=1e-5)
     queries = ["heat transfer in hypersonic flow", "information retrieval evaluation", "blood pressure in children"]
-    ours, exact = encoder.embed(queries, kind="query"), real_encoder.embed(queries, kind="query")
+    ours, exact = encoder.embed(queries, kind="query"), real_encoder.embed(queries, kind="document")  # no prefixes: exact
     assert np.allclose(ours, fast_encoder.embed(queries, kind="query"), atol=1e-5)  # the fast model's vectors
     assert not np.allclose(ours, exact, atol=1e-4) and (ours * exact).sum(axis=1).min() >= 0.97
     assert encoder.origin() == real_encoder.origin()  # an exact index: opened by either setting

@@ -1,0 +1,67 @@
+"""The typed settings of the indexing side ([index], [watch], [chunking], [encoder]): defaults and limits defined once,
+here; the core takes these sections, api/settings.py loads them from config.toml and the environment."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Section(BaseModel):
+    """A [section] of config.toml: unknown keys refused, values checked when set after loading too."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # a value set after loading is checked too
+
+
+class IndexSettings(Section):
+    """[index]: what to index and where the index lives."""
+
+    root: str = ""
+    data_dir: str = ".lodex"
+    include: list[str] = ["*"]
+    exclude: list[str] = []
+    skip_hidden: bool = True
+    follow_symlinks: bool = False
+    max_file_mb: float = Field(1024, gt=0)
+    max_parsed_mb: float = Field(50, gt=0)
+    stream_above_mb: float = Field(8, gt=0)
+    ann: Literal["auto", "flat", "ivf"] = "auto"
+    ann_above: int = Field(50_000, ge=10_000)
+    flush_tokens: int = Field(32768, ge=256)
+    retries: int = Field(3, ge=0, le=20)
+    retry_backoff_s: float = Field(0.5, ge=0)
+
+
+class WatchSettings(Section):
+    """[watch]: how folder changes are picked up."""
+
+    quiet_s: float = Field(1.0, ge=0)
+    polling: bool = False
+    poll_interval_s: float = Field(1.0, gt=0)
+    optimize_every_s: float = Field(30.0, ge=0)
+    writer_nice: int = Field(19, ge=0, le=19)
+    ignore: list[str] = ["*.swp", "*.swx", "*.swo", "*~", "*.tmp", "*.temp", ".#*", "#*#", "4913", "*.part", "*.crdownload", "~$*"]
+
+
+class ChunkingSettings(Section):
+    """[chunking]: chunk length and overlap in model tokens."""
+
+    max_tokens: int = Field(128, ge=16)
+    overlap: int = Field(32, ge=0)
+    title_prefix: bool = False
+
+
+class EncoderSettings(Section):
+    """[encoder]: the model and how it runs."""
+
+    backend: str = "transformers"
+    model: str = ""
+    pooling: Literal["auto", "mean", "cls", "last"] = "auto"
+    normalize: bool = True
+    max_length: int = Field(0, ge=0)
+    threads: int = Field(0, ge=0)
+    batch_tokens: int = Field(4096, ge=256)
+    query_prefix: str = ""
+    document_prefix: str = ""
+    precision: Literal["exact", "fast"] = "exact"
+    fast_queries: bool = True
+    cache_dir: str = ""

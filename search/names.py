@@ -1,0 +1,9 @@
+"""The names of the query side, defined once: retrieval modes and document rankings."""
+
+from typing import Literal, get_args
+
+Mode = Literal["dense", "bm25", "hybrid"]
+Ranking = Literal["max", "topm", "mean", "blend"]
+FusionMethod = Literal["convex", "rrf"]
+MODES: tuple[str, ...] = get_args(Mode)
+RANKINGS: tuple[str, ...] = get_args(Ranking)

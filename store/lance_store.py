@@ -15,12 +15,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lodex.store.ann_policy import AnnPolicy
+from lodex.store.chunk_owners import ChunkOwners, version_keys
 from lodex.store.errors import StoreError
 from lodex.store.heap import release_freed
 from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
-from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
-from lodex.store.vector_index import NPROBE, VectorIndex, ivf_lists, train_stride
+from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
+from lodex.store.vector_index import VectorIndex, ivf_lists, train_stride
 from lodex.store.version_marks import VersionMarks
+
+__all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "Store", "vectors_of", "version_keys"]
 
 _IN_BATCH = 2_000  # ids per `IN (...)` predicate
 _SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
@@ -70,18 +74,6 @@ def _start(coroutine: Any) -> "Future[Any]":
     return asyncio.run_coroutine_threadsafe(coroutine, LOOP.loop)
 
 
-def version_keys(doc_ids: Any, content_hashes: Any) -> Any:
-    """The "id:hash" key of each document version (Arrow columns in, an Arrow array of strings out): it names one
-    content of one document, so whatever is derived from it never changes."""
-    return pc.binary_join_element_wise(doc_ids, content_hashes, ":")
-
-
-def _find(sorted_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each value sits in `sorted_keys` (clamped), and whether it is there."""
-    pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
-    return pos, sorted_keys[pos] == values
-
-
 def _sql_list(values: list) -> str:
     return ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in values)
 
@@ -109,7 +101,7 @@ def _open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
 class Store:
     """Lance tables plus the FAISS index over chunk vectors, under one data directory."""
 
-    def __init__(self, data_dir: Path, dim: int, ann: "AnnPolicy | None" = None) -> None:
+    def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None) -> None:
         import lancedb
 
         self.data_dir = data_dir
@@ -138,7 +130,7 @@ class Store:
         self._refreshing = threading.Lock()
 
     @classmethod
-    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: "AnnPolicy | None" = None) -> "Store":
+    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: AnnPolicy | None = None) -> "Store":
         """Open the index in data_dir for an encoder with `origin`; create it when allowed and absent."""
         stored = read_origin(data_dir)
         if stored is None:
@@ -377,7 +369,7 @@ class Store:
         release_freed()
         return index
 
-    def chunk_owners(self, version: int | None = None) -> "ChunkOwners":
+    def chunk_owners(self, version: int | None = None) -> ChunkOwners:
         """Which document version each chunk belongs to, for the current chunks version (cached; `version` as
         for vector_index)."""
         version = self.chunks.version if version is None else version
@@ -405,88 +397,3 @@ class Store:
     def track_index(self) -> None:
         """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""
         self.vector_index()
-
-
-@dataclass(frozen=True)
-class AnnPolicy:
-    """Which FAISS index the writer keeps: exact ("flat"), IVF ("ivf", from MIN_IVF vectors), or "auto" (IVF from
-    `above` vectors). An IVF index is retrained when it outgrows its clusters (4x the size they were made for)."""
-
-    kind: str = "auto"
-    above: int = 50_000
-    nprobe: int = NPROBE
-
-    MIN_IVF = 10_000
-
-    def kind_for(self, n: int) -> str:
-        """The kind of index wanted for n vectors."""
-        return "ivf" if n >= self.MIN_IVF and (self.kind == "ivf" or (self.kind == "auto" and n >= self.above)) else "flat"
-
-    def rebuild(self, index: VectorIndex) -> str | None:
-        """The kind to rebuild `index` as, or None when it suits its size (an IVF index stays until it is a
-        quarter of `above`, so that a collection near the threshold does not switch back and forth)."""
-        n = len(index)
-        if self.kind_for(n) == "ivf":
-            return "ivf" if index.kind == "flat" or n > 4 * index.trained_for else None
-        if index.kind == "ivf" and (self.kind == "flat" or n < self.MIN_IVF or n < self.above // 4):
-            return "flat"
-        return None
-
-
-class ChunkOwners:
-    """chunk id → the code of its document version (document id and content hash, `keys[code]` = "id:hash"), a
-    code → its chunk ids, and a Lance row id → its chunk id: lookups without Lance, built with Arrow and numpy (no
-    Python object per chunk) from one version's rows (id, document_id, content_hash, _rowid), so that a new table
-    version costs little."""
-
-    def __init__(self, table: pa.Table) -> None:
-        ids = table["id"].to_numpy()
-        row_ids = table["_rowid"].to_numpy()
-        by_row = np.argsort(row_ids)
-        self._row_ids, self._ids_by_row = row_ids[by_row], ids[by_row]
-        keys = version_keys(table["document_id"], table["content_hash"])
-        encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.keys: pa.Array = encoded.dictionary
-        order = np.argsort(ids, kind="stable")
-        self.ids, self._codes = ids[order], codes[order]  # ids: every chunk id of the version, sorted
-        self.row_ids = row_ids[order]  # each one's Lance row id
-        by_code = np.argsort(codes, kind="stable")  # stable: a document's chunks stay in table (ordinal) order
-        self._members = ids[by_code]
-        self._starts = np.searchsorted(codes[by_code], np.arange(len(self.keys) + 1))
-
-    def codes(self, chunk_ids: np.ndarray) -> np.ndarray:
-        """The document-version code of each chunk id; -1 for ids not in this version."""
-        chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
-        if not len(self.ids) or not len(chunk_ids):
-            return np.full(len(chunk_ids), -1, np.int64)
-        pos, found = _find(self.ids, chunk_ids)
-        return np.where(found, self._codes[pos], -1)
-
-    def ranked(self, row_ids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Hits given by Lance row id (of this version) as chunk ids and scores, best first (equal scores in id
-        order, however Lance ran the query); row ids not in this version are left out."""
-        if not len(self._row_ids) or not len(row_ids):
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        pos, known = _find(self._row_ids, row_ids)
-        ids, scores = self._ids_by_row[pos[known]], np.asarray(scores)[known]
-        order = np.lexsort((ids, -scores))
-        return ids[order], scores[order]
-
-    def members(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The chunk ids of these document versions, concatenated (each one's in order), and how many each has
-        (none for a code of -1)."""
-        codes = np.asarray(codes, dtype=np.int64)
-        known = codes >= 0
-        low = np.where(known, self._starts[np.maximum(codes, 0)], 0)
-        lengths = np.where(known, self._starts[np.maximum(codes, 0) + 1] - low, 0)
-        offsets = np.cumsum(lengths) - lengths
-        return self._members[np.repeat(low - offsets, lengths) + np.arange(int(lengths.sum()))], lengths
-
-
-def vectors_of(table: pa.Table) -> np.ndarray:
-    """The `vector` column of a table as an (n, dim) float32 array."""
-    column = table["vector"].combine_chunks()
-    if len(column) == 0:
-        return np.zeros((0, column.type.list_size), dtype=np.float32)
-    return column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32, copy=False)

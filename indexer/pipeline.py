@@ -24,15 +24,12 @@ from lodex.indexer.decoding import OffsetMap
 from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
 from lodex.store.errors import LodexError, ReadError
 from lodex.store.job_log import FileRecord, JobLog
-from lodex.store.lance_store import DocRecord, Store, vectors_of
-from lodex.store.schema import chunks_schema
+from lodex.store.base import DocRecord, Store
+from lodex.store.schema import chunks_schema, vectors_of
 
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
 _COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
 _NOTHING = object()
-# Small updates (watch batches, API pushes) save the FAISS file at most this often; full runs and a
-# stopping writer always save it. Between saves, readers catch the last file up from Lance.
-PERSIST_EVERY_S = 30.0
 # A streamed file is committed in parts of this many flush_tokens: few, large Lance fragments (each commit
 # adds a version whose manifest lists every fragment) at a few MB of memory per part.
 STREAM_PART_FLUSHES = 8
@@ -251,8 +248,7 @@ class Indexer:
             if on_file:
                 on_file(record)
 
-        self.store.collect_garbage()  # leftovers of an interrupted run
-        self.store.track_index()
+        self.store.before_run()
         entries, refused = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
         known = self.store.document_records()
         scopes = None if only is None else [path_key(key_path(root, o)) for o in only]
@@ -282,9 +278,7 @@ class Indexer:
                 if path not in summary.failures:
                     summary.deleted += 1
                     note(FileRecord(path, "deleted"))
-            self.store.collect_garbage()
-            self.store.maybe_optimize(force=only is None)
-            self.store.persist_index(0 if only is None else PERSIST_EVERY_S)
+            self.store.after_run(full=only is None)
         summary.failed = len(summary.failures)
         summary.seconds = round(time.monotonic() - started, 3)
         if self.jobs:
@@ -303,7 +297,7 @@ class Indexer:
             if record.metadata == metadata and record.title == (title or name):
                 return FileRecord(path, "unchanged", chunks=record.chunk_count)
             # same text, new title or metadata: update the row, keep its chunks (never commit them twice)
-            self.store.documents.update(where=f"id = '{record.id}'", values={"metadata": metadata, "title": title or name})
+            self.store.set_document_fields(record.id, title=title or name, metadata=metadata)
             return FileRecord(path, "indexed", chunks=record.chunk_count)
         chunks = self.chunker.chunk(text)
         rows = _chunk_rows(chunks)
@@ -316,17 +310,14 @@ class Indexer:
         self._flush([prepared], RunSummary(), Progress(1), records.append, self.jobs.start_run("api") if self.jobs else 0)
         if not records:
             raise Interrupted("stopped before the document was indexed")
-        self.store.collect_garbage()
-        self.store.maybe_optimize()
-        self.store.persist_index(PERSIST_EVERY_S)
+        self.store.after_small_change()
         return records[0]
 
     def delete_documents(self, doc_ids: list[str]) -> int:
         """Remove documents (and their chunks) by id; returns how many existed."""
         existing = [r.id for r in self.store.document_records().values() if r.id in set(doc_ids)]
         self.store.commit(None, [], existing)
-        self.store.collect_garbage()
-        self.store.persist_index(PERSIST_EVERY_S)
+        self.store.after_removal()
         return len(existing)
 
     def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
@@ -367,8 +358,7 @@ class Indexer:
             self._flush(pending, summary, state, note, run_id, fail)
             if progress:
                 progress(state)
-        for entry in touched:
-            self.store.documents.update(where=f"id = '{document_id(entry.path)}'", values={"size": entry.size, "mtime": entry.mtime})
+        self.store.touch_documents({document_id(entry.path): (entry.size, entry.mtime) for entry in touched})
 
     def _prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator["_Prepared | _Skipped"]:
         """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
@@ -454,20 +444,20 @@ class Indexer:
 
     def _unchanged_chunks(self, record: DocRecord, texts: list[str]) -> dict[int, np.ndarray]:
         """Vectors of the previous version's chunks whose text an edited file still holds, by new chunk index."""
-        old = self.store.chunks_where(f"document_id = '{record.id}' AND content_hash = '{record.content_hash}'", ["text", "vector"])
-        if old.num_rows == 0:
+        old_texts, old_vectors = self.store.chunk_vectors_of(record.id, record.content_hash)
+        if not old_texts:
             return {}
-        by_text = dict(zip(old["text"].to_pylist(), vectors_of(old)))
+        by_text = dict(zip(old_texts, old_vectors))
         return {i: by_text[t] for i, t in enumerate(texts) if t in by_text}
 
     def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> Iterator[_Prepared]:
         """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time."""
-        query = self.store.chunks.search().where(f"document_id = '{source.id}' AND content_hash = '{source.content_hash}'")
+        batches = self.store.chunk_batches_of(source.id, source.content_hash, _CHUNK_COPY_COLUMNS, _COPY_BATCH)
         schema = chunks_schema(self.store.dim)
         empty = pa.RecordBatch.from_pylist([], schema=pa.schema([schema.field(c) for c in _CHUNK_COPY_COLUMNS]))
         stream = _Stream()
         outcome = "reused" if outcome == "added" else outcome
-        for batch, last in _lookahead(query.select(_CHUNK_COPY_COLUMNS).to_batches(_COPY_BATCH), empty):
+        for batch, last in _lookahead(batches, empty):
             table = pa.Table.from_batches([batch])
             rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
             yield _Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors_of(table),
@@ -576,8 +566,7 @@ class Indexer:
             })
             finished.append((p, total))
         self.store.commit(pa.concat_tables(chunk_tables), documents, [])
-        if self.optimize_every_s:  # a long run while serving: keep keyword search on the full-text index
-            self.store.maybe_optimize(min_interval_s=self.optimize_every_s)
+        self.store.after_commit(self.optimize_every_s)  # a long run while serving: keep keyword search on the full-text index
         done = time.monotonic()
         records = []
         for p, total in finished:

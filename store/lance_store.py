@@ -165,10 +165,6 @@ class LanceStore(base.Store):
         asked for)."""
         yield from self.chunks.search().where(version_of(doc_id, content_hash)).select(columns).to_batches(batch_rows)
 
-    def chunks_where(self, predicate: str, columns: list[str]) -> pa.Table:
-        """Chunk rows matching a Lance SQL predicate."""
-        return lance_bridge.select(self.chunks, predicate, columns)
-
     def chunks_by_id(self, ids: list[int], columns: list[str]) -> pa.Table:
         """Chunk rows for the given ids (any order)."""
         return lance_bridge.select_in(self.chunks, "id", ids, columns)

@@ -63,7 +63,7 @@ def test_large_file_is_committed_in_parts_and_searchable(tmp_path: Path, small_w
     assert summary.added == 2 and not summary.failures
     assert store.chunks.version - commits_before > 10  # the big file went in over many commits
     record = store.document_records()["big.txt"]
-    chunks = store.chunks_where(f"document_id = '{record.id}'", ["ordinal", "char_start", "char_end", "text"]).to_pylist()
+    chunks = store.chunks_of_documents([record.id], ["ordinal", "char_start", "char_end", "text"]).to_pylist()
     assert record.chunk_count == len(chunks) > 100 and record.content_hash == content_hash(text.encode())
     assert sorted(c["ordinal"] for c in chunks) == list(range(len(chunks)))
     assert all(text[c["char_start"] : c["char_end"]] == c["text"] for c in chunks)

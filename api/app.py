@@ -154,8 +154,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         def read() -> DocumentDetailOut:
             found = one_document(doc_id)
             row, store = found["row"], found["store"]
-            chunks = store.chunks_where(f"document_id = '{doc_id}' AND content_hash = '{row['content_hash']}'",
-                                        ["ordinal", "char_start", "char_end", "token_count", "text"]).sort_by("ordinal").to_pylist()
+            chunks = store.chunks_of(doc_id, row["content_hash"],
+                                     ["ordinal", "char_start", "char_end", "token_count", "text"]).sort_by("ordinal").to_pylist()
             return DocumentDetailOut(**_document(row).model_dump(), chunks=chunks)
 
         return await on_query_thread(read)

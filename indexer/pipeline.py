@@ -1,13 +1,8 @@
 """The indexing run: reconcile a folder (or some of its paths) with the store, encode what changed, commit in order."""
 
-import errno
-import hashlib
-import os
-import queue
 import threading
 import time
-import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,36 +10,20 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lodex.indexer.chunker import Chunk, Chunker
+from lodex.indexer.chunker import Chunker
 from lodex.indexer.encoder import Encoder
-from lodex.indexer.paths import PUSHED_PREFIX, key_path, path_key, read_limited
-from lodex.indexer.readers import extract, fallback_title, format_of
+from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
+from lodex.indexer.paths import PUSHED_PREFIX, key_path, path_key
+from lodex.indexer.preparation import CHANGED, VANISHED, Prepared, Preparer, Skipped, Stream, chunk_rows, unchanged_chunks
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
-from lodex.indexer.decoding import OffsetMap
-from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
-from lodex.indexer.errors import ReadError
-from lodex.store.errors import LodexError
+from lodex.store.base import DocRecord, Store
 from lodex.store.job_log import FileRecord, JobLog
-from lodex.store.lance_store import DocRecord, Store, vectors_of
 from lodex.store.schema import chunks_schema
 
-_CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
-_COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
-_NOTHING = object()
-# Small updates (watch batches, API pushes) save the FAISS file at most this often; full runs and a
-# stopping writer always save it. Between saves, readers catch the last file up from Lance.
-PERSIST_EVERY_S = 30.0
-# A streamed file is committed in parts of this many flush_tokens: few, large Lance fragments (each commit
-# adds a version whose manifest lists every fragment) at a few MB of memory per part.
-STREAM_PART_FLUSHES = 8
-# OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
-_TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
 # Chunks are encoded in groups of about this many encoder batches; between two groups the run checks that it was not
 # asked to stop and that the files being encoded did not change or vanish (those are dropped, not finished).
 GROUP_BATCHES = 2
 CHECK_EVERY_S = 0.5
-CHANGED = "changed while being read; it is indexed again on its next change or run"
-VANISHED = "vanished while being read"
 
 
 class Interrupted(Exception):
@@ -89,115 +68,6 @@ class RunSummary:
         return asdict(self)
 
 
-@dataclass
-class _Prepared:
-    """A file read and chunked (or matched to stored vectors), waiting to be encoded and committed."""
-
-    entry: FileEntry
-    doc_id: str
-    content_hash: str
-    format: str
-    title: str
-    texts: list[str]
-    rows: dict[str, list]  # chunk columns except id/document_id/content_hash/vector
-    vectors: np.ndarray | None  # known when re-used from the store
-    outcome: str  # "added" | "updated" | "reused"
-    started: float
-    attempts: int = 1
-    metadata: str = "{}"
-    known: dict[int, np.ndarray] = field(default_factory=dict)  # chunk index → vector kept from the previous version
-    stream: "_Stream | None" = None  # set when the document comes in several parts (a large file)
-    final: bool = True  # the last (or only) part: its commit writes the document row
-
-    def to_encode(self) -> list[int]:
-        """Indexes of the chunks that need the encoder."""
-        return [] if self.vectors is not None else [i for i in range(len(self.texts)) if i not in self.known]
-
-
-@dataclass
-class _Stream:
-    """Running totals of a document committed in parts; its row is written with the last part."""
-
-    vector_sum: np.ndarray | None = None
-    chunks: int = 0
-    tokens: int = 0
-    encoded: int = 0
-
-
-@dataclass
-class _Skipped:
-    """A file that needs no encoding: unchanged content (maybe touched), or a failure."""
-
-    entry: FileEntry
-    error: str = ""
-    attempts: int = 1
-
-
-_Item = _Prepared | _Skipped | Iterator[_Prepared | _Skipped]  # what preparing one file gives
-
-
-def document_id(path: str) -> str:
-    """Stable id of the document at a root-relative path."""
-    return hashlib.blake2b(path.encode(), digest_size=8).hexdigest()
-
-
-def content_hash(data: bytes) -> str:
-    """Hash of a file's bytes: what decides whether it must be encoded again."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _new_ids(n: int) -> np.ndarray:
-    return np.frombuffer(os.urandom(8 * n), dtype=np.uint64).astype(np.int64) & np.int64(0x7FFF_FFFF_FFFF_FFFF)
-
-
-def _chunk_rows(chunks: list[Chunk]) -> dict[str, list]:
-    """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table."""
-    return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
-            "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
-            "text": [c.text for c in chunks]}
-
-
-def _lookahead(items: Iterable[Any], empty: Any) -> Iterator[tuple[Any, bool]]:
-    """(item, is_last) for each item; a lone (empty, True) when there is none."""
-    iterator = iter(items)
-    previous = next(iterator, _NOTHING)
-    if previous is _NOTHING:
-        yield empty, True
-        return
-    for item in iterator:
-        yield previous, False
-        previous = item
-    yield previous, True
-
-
-def _batched(chunks: Iterable[Chunk], tokens: int) -> Iterator[list[Chunk]]:
-    """Consecutive chunks grouped into lists of about `tokens` tokens."""
-    batch, count = [], 0
-    for chunk in chunks:
-        batch.append(chunk)
-        count += chunk.token_count
-        if count >= tokens:
-            yield batch
-            batch, count = [], 0
-    if batch:
-        yield batch
-
-
-def _parts(item: "_Item", entry: FileEntry) -> Iterator["_Prepared | _Skipped"]:
-    """A prepared file as the parts it is committed in; a failure midway ends it as a _Skipped."""
-    if isinstance(item, (_Prepared, _Skipped)):
-        yield item
-        return
-    try:
-        yield from item
-    except OSError as exc:
-        yield _Skipped(entry, VANISHED if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}")
-    except LodexError as exc:
-        yield _Skipped(entry, exc.one_line())
-    except Exception as exc:  # a reader bug must not stop the run: record it with the file
-        yield _Skipped(entry, f"{type(exc).__name__}: {exc}")
-
-
 def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
     return record is not None and record.size == entry.size and record.mtime == entry.mtime
 
@@ -213,13 +83,6 @@ def _moved_on(entry: FileEntry) -> str | None:
     except OSError:
         return None
     return None if (info.st_size, info.st_mtime) == (entry.size, entry.mtime) else CHANGED
-
-
-def _shifted(chunks: list[Chunk], offsets: OffsetMap | None) -> list[Chunk]:
-    """Chunks of a cleaned text with their offsets moved back to the source text's."""
-    if offsets is None:
-        return chunks
-    return [Chunk(c.ordinal, offsets.start(c.char_start), offsets.end(c.char_end), c.token_count, c.text) for c in chunks]
 
 
 class Indexer:
@@ -239,6 +102,10 @@ class Indexer:
         self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
         self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
 
+    def preparer(self) -> Preparer:
+        """What prepares the files of a run, with this indexer's settings as they are now."""
+        return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s)
+
     def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
         """Index new and changed files under `root` (or only under the `only` paths), drop deleted ones,
@@ -252,8 +119,7 @@ class Indexer:
             if on_file:
                 on_file(record)
 
-        self.store.collect_garbage()  # leftovers of an interrupted run
-        self.store.track_index()
+        self.store.before_run()
         entries, refused = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
         known = self.store.document_records()
         scopes = None if only is None else [path_key(key_path(root, o)) for o in only]
@@ -283,9 +149,7 @@ class Indexer:
                 if path not in summary.failures:
                     summary.deleted += 1
                     note(FileRecord(path, "deleted"))
-            self.store.collect_garbage()
-            self.store.maybe_optimize(force=only is None)
-            self.store.persist_index(0 if only is None else PERSIST_EVERY_S)
+            self.store.after_run(full=only is None)
         summary.failed = len(summary.failures)
         summary.seconds = round(time.monotonic() - started, 3)
         if self.jobs:
@@ -304,35 +168,32 @@ class Indexer:
             if record.metadata == metadata and record.title == (title or name):
                 return FileRecord(path, "unchanged", chunks=record.chunk_count)
             # same text, new title or metadata: update the row, keep its chunks (never commit them twice)
-            self.store.documents.update(where=f"id = '{record.id}'", values={"metadata": metadata, "title": title or name})
+            self.store.set_document_fields(record.id, title=title or name, metadata=metadata)
             return FileRecord(path, "indexed", chunks=record.chunk_count)
         chunks = self.chunker.chunk(text)
-        rows = _chunk_rows(chunks)
+        rows = chunk_rows(chunks)
         entry = FileEntry(path, Path(path), len(data), time.time())
-        prepared = _Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
-                             "updated" if record else "added", started, metadata=metadata)
+        prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
+                            "updated" if record else "added", started, metadata=metadata)
         if record is not None:
-            prepared.known = self._unchanged_chunks(record, rows["text"])
+            prepared.known = unchanged_chunks(self.store, record, rows["text"])
         records: list[FileRecord] = []
         self._flush([prepared], RunSummary(), Progress(1), records.append, self.jobs.start_run("api") if self.jobs else 0)
         if not records:
             raise Interrupted("stopped before the document was indexed")
-        self.store.collect_garbage()
-        self.store.maybe_optimize()
-        self.store.persist_index(PERSIST_EVERY_S)
+        self.store.after_small_change()
         return records[0]
 
     def delete_documents(self, doc_ids: list[str]) -> int:
         """Remove documents (and their chunks) by id; returns how many existed."""
         existing = [r.id for r in self.store.document_records().values() if r.id in set(doc_ids)]
         self.store.commit(None, [], existing)
-        self.store.collect_garbage()
-        self.store.persist_index(PERSIST_EVERY_S)
+        self.store.after_removal()
         return len(existing)
 
     def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
                  state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
-        pending: list[_Prepared] = []
+        pending: list[Prepared] = []
         pending_tokens = 0
         touched: list[FileEntry] = []
         dropped: set[str] = set()  # files that failed midway: their later parts are ignored
@@ -342,17 +203,17 @@ class Indexer:
             summary.failures[entry.path] = error
             note(FileRecord(entry.path, "failed", error=error, attempts=attempts))
 
-        for item in self._prepared(todo, known, by_content):
+        for item in self.preparer().prepared(todo, known, by_content):
             if self.cancel.is_set():
                 raise Interrupted("stopping")
             if item.entry.path in dropped:
                 continue
-            state.files_done += 0 if isinstance(item, _Prepared) and not item.final else 1
+            state.files_done += 0 if isinstance(item, Prepared) and not item.final else 1
             state.path = item.entry.path
-            if isinstance(item, _Skipped) and item.error:
+            if isinstance(item, Skipped) and item.error:
                 pending = [p for p in pending if p.entry is not item.entry]  # parts of a file that failed midway
                 fail(item.entry, item.error, item.attempts)
-            elif isinstance(item, _Skipped):
+            elif isinstance(item, Skipped):
                 summary.unchanged += 1
                 touched.append(item.entry)
                 note(FileRecord(item.entry.path, "unchanged"))
@@ -368,131 +229,9 @@ class Indexer:
             self._flush(pending, summary, state, note, run_id, fail)
             if progress:
                 progress(state)
-        for entry in touched:
-            self.store.documents.update(where=f"id = '{document_id(entry.path)}'", values={"size": entry.size, "mtime": entry.mtime})
+        self.store.touch_documents({document_id(entry.path): (entry.size, entry.mtime) for entry in touched})
 
-    def _prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator["_Prepared | _Skipped"]:
-        """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
-        out: queue.Queue = queue.Queue(maxsize=16)
-        stop = threading.Event()
-
-        def work() -> None:
-            for entry in todo:
-                if stop.is_set():
-                    return
-                item = self._prepare_with_retries(entry, known.get(entry.path), by_content)
-                for part in _parts(item, entry):
-                    if stop.is_set():
-                        return
-                    out.put(part)
-            out.put(None)
-
-        worker = threading.Thread(target=work, name="lodex-reader", daemon=True)
-        worker.start()
-        try:
-            while (got := out.get()) is not None:
-                yield got
-        finally:
-            stop.set()
-            deadline = time.monotonic() + 2.0
-            while worker.is_alive() and (not self.cancel.is_set() or time.monotonic() < deadline):
-                try:  # a stopping process does not wait long for a file being parsed (the thread is a daemon)
-                    out.get(timeout=0.1)
-                except queue.Empty:
-                    pass
-
-    def _prepare_with_retries(self, entry: FileEntry, record: DocRecord | None, by_content: dict) -> "_Item":
-        """Prepare one file; retry transient OS errors with backoff; turn any failure into a recorded reason."""
-        started = time.monotonic()
-        for attempt in range(1, self.retries + 2):
-            try:
-                item = self._prepare(entry, record, by_content, started)
-                if isinstance(item, _Prepared):
-                    item.attempts = attempt
-                return item
-            except ReadError as exc:
-                return _Skipped(entry, exc.message, attempt)
-            except OSError as exc:
-                # a missing file may be mid-save (editors replace files by renaming): worth one retry while its folder
-                # is there; a deleted folder's files are not waited for (thousands of them would take hours)
-                missing = exc.errno == errno.ENOENT
-                if missing and (attempt > 1 or not entry.abspath.parent.is_dir()) or exc.errno not in _TRANSIENT or attempt > self.retries:
-                    reason = VANISHED if missing else f"cannot read: {exc.strerror or exc}"
-                    return _Skipped(entry, reason, attempt)
-                if self.cancel.wait(self.retry_backoff_s * 2 ** (attempt - 1)):
-                    return _Skipped(entry, "not read: the run was stopping", attempt)
-            except LodexError as exc:
-                return _Skipped(entry, exc.one_line(), attempt)
-            except Exception as exc:  # a reader bug must not stop the run: record it with the file
-                return _Skipped(entry, f"{type(exc).__name__}: {exc}", attempt)
-        raise AssertionError("unreachable")
-
-    def _prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict, started: float) -> "_Item":
-        fmt = format_of(entry.path) or "text"
-        streamed = fmt == "text" and entry.size > self.rules.stream_bytes
-        if not streamed and entry.size > self.rules.max_parsed_bytes:
-            raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
-                            f"{self.rules.max_parsed_bytes / 1e6:.1f} MB); only plain-text files are streamed",
-                            "raise index.max_parsed_mb, or exclude the file")
-        follow = self.rules.follow_symlinks
-        data = None if streamed else read_limited(entry.abspath, self.rules.max_parsed_bytes, follow)
-        digest = file_digest(entry.abspath, self.rules.max_file_bytes, follow) if data is None else content_hash(data)
-        if record is not None and record.content_hash == digest:
-            return _Skipped(entry)  # touched, not changed: the caller records the new size and mtime
-        outcome = "updated" if record is not None else "added"
-        source = by_content.get((digest, fmt))
-        if source is not None:
-            return self._reuse(entry, digest, source, outcome, started)
-        if data is None:
-            return self._streamed(entry, digest, outcome, started)
-        doc = extract(entry.path, data)
-        chunks = _shifted(self.chunker.chunk(doc.text), doc.offsets)
-        rows = _chunk_rows(chunks)
-        prepared = _Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
-        if record is not None:
-            prepared.known = self._unchanged_chunks(record, rows["text"])
-        return prepared
-
-    def _unchanged_chunks(self, record: DocRecord, texts: list[str]) -> dict[int, np.ndarray]:
-        """Vectors of the previous version's chunks whose text an edited file still holds, by new chunk index."""
-        old = self.store.chunks_where(f"document_id = '{record.id}' AND content_hash = '{record.content_hash}'", ["text", "vector"])
-        if old.num_rows == 0:
-            return {}
-        by_text = dict(zip(old["text"].to_pylist(), vectors_of(old)))
-        return {i: by_text[t] for i, t in enumerate(texts) if t in by_text}
-
-    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> Iterator[_Prepared]:
-        """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time."""
-        query = self.store.chunks.search().where(f"document_id = '{source.id}' AND content_hash = '{source.content_hash}'")
-        schema = chunks_schema(self.store.dim)
-        empty = pa.RecordBatch.from_pylist([], schema=pa.schema([schema.field(c) for c in _CHUNK_COPY_COLUMNS]))
-        stream = _Stream()
-        outcome = "reused" if outcome == "added" else outcome
-        for batch, last in _lookahead(query.select(_CHUNK_COPY_COLUMNS).to_batches(_COPY_BATCH), empty):
-            table = pa.Table.from_batches([batch])
-            rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
-            yield _Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors_of(table),
-                            outcome, started, stream=stream, final=last)
-
-    def _streamed(self, entry: FileEntry, digest: str, outcome: str, started: float) -> Iterator["_Prepared | _Skipped"]:
-        """A large plain-text file read, chunked and handed on in parts of about flush_tokens tokens."""
-        check = hashlib.blake2b(digest_size=16)
-        offsets = OffsetMap()
-        blocks = text_blocks(entry.abspath, check, offsets, self.rules.max_file_bytes, self.rules.follow_symlinks)
-        first = next(blocks, "")
-        title = fallback_title(first, entry.path)
-        stream = _Stream()
-        part_tokens = self.flush_tokens * STREAM_PART_FLUSHES
-        chunks = chunk_stream(self.chunker, itertools.chain([first], blocks), offsets)
-        for batch, last in _lookahead(_batched(chunks, part_tokens), []):
-            if last and check.hexdigest() != digest:
-                yield _Skipped(entry, CHANGED)
-                return
-            rows = _chunk_rows(batch)
-            yield _Prepared(entry, document_id(entry.path), digest, "text", title, rows["text"], rows, None, outcome, started,
-                            stream=stream, final=last)
-
-    def _encode(self, pending: list[_Prepared], fail: Callable[[FileEntry, str], None] | None) -> list[_Prepared]:
+    def _encode(self, pending: list[Prepared], fail: Callable[[FileEntry, str], None] | None) -> list[Prepared]:
         """Encode the chunks the pending files need (their vectors filled in place), a group of encoder batches at a
         time; between groups, stop when asked to (Interrupted) and drop files that changed or vanished meanwhile (they
         are failed through `fail`). Returns the files still wanted."""
@@ -537,7 +276,7 @@ class Indexer:
             drop_moved()  # once more before the commit
         return [p for p in pending if p.entry.path not in gone]
 
-    def _flush(self, pending: list[_Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
+    def _flush(self, pending: list[Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
                fail: Callable[[FileEntry, str], None] | None = None) -> None:
         """Encode the pending files' chunks, then commit chunks and documents, then record them."""
         fresh_ids = {id(p) for p in pending if p.vectors is None}
@@ -552,10 +291,10 @@ class Indexer:
             n = len(p.texts)
             vectors = p.vectors if p.vectors is not None else np.zeros((n, self.store.dim), np.float32)  # set by _encode
             chunk_tables.append(pa.Table.from_pydict({
-                "id": _new_ids(n), "document_id": [p.doc_id] * n, "content_hash": [p.content_hash] * n, **p.rows,
+                "id": new_chunk_ids(n), "document_id": [p.doc_id] * n, "content_hash": [p.content_hash] * n, **p.rows,
                 "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), self.store.dim),
             }, schema=chunks_schema(self.store.dim)))
-            total = p.stream or _Stream()
+            total = p.stream or Stream()
             total.vector_sum = vectors.sum(axis=0) + (total.vector_sum if total.vector_sum is not None else 0)
             total.chunks += n
             total.tokens += int(sum(p.rows["token_count"]))
@@ -577,8 +316,7 @@ class Indexer:
             })
             finished.append((p, total))
         self.store.commit(pa.concat_tables(chunk_tables), documents, [])
-        if self.optimize_every_s:  # a long run while serving: keep keyword search on the full-text index
-            self.store.maybe_optimize(min_interval_s=self.optimize_every_s)
+        self.store.after_commit(self.optimize_every_s)  # a long run while serving: keep keyword search on the full-text index
         done = time.monotonic()
         records = []
         for p, total in finished:

@@ -1,133 +1,55 @@
-"""The durable record: Lance tables `documents` and `chunks`, with the FAISS index kept in step."""
+"""The Lance implementation of the store: tables `documents` and `chunks` (with a BM25 index on chunk text) under
+one data directory, the FAISS index kept in step (`faiss_lifecycle`), and when compaction is due."""
 
 import asyncio
-import re
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from lodex.store import base, lance_bridge
+from lodex.store.ann_policy import AnnPolicy
+from lodex.store.base import DocRecord
+from lodex.store.chunk_owners import ChunkOwners, version_keys
 from lodex.store.errors import StoreError
+from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
+from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
-from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema
-from lodex.store.vector_index import NPROBE, VectorIndex, ivf_lists, train_stride
+from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
+from lodex.store.vector_index import VectorIndex
 from lodex.store.version_marks import VersionMarks
 
-_IN_BATCH = 2_000  # ids per `IN (...)` predicate
-_SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
-# Vectors the writer adds to its in-memory FAISS index between saves. A run that adds more lets the index go
-# and the next save rebuilds (or catches up) the index from Lance a batch at a time, in the kind its size calls
-# for: memory stays at one index of the final kind, never a float32 copy of every new vector on top of it.
-HOLD_ROWS = 65_536
+__all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "Store", "vectors_of", "version_keys"]
+
 # Chunk rows added since the last optimize from which one is due: until then keyword search scans them one by one
 # (about 20 µs per row and query at 100k chunks, against ~4 ms for a query the full-text index covers).
 OPTIMIZE_ROWS = 500
 
 
-@dataclass(frozen=True)
-class DocRecord:
-    """What the store knows of one indexed file (no vectors)."""
-
-    id: str
-    path: str
-    content_hash: str
-    size: int
-    mtime: float
-    format: str
-    title: str
-    chunk_count: int
-    token_count: int
-    indexed_at: float
-    metadata: str = "{}"
-
-
-def _async(table: Any) -> Any:
-    """The async table behind a lancedb sync table handle (at the same checked-out version): queries through it
-    skip the sync builder's schema look-ups, and several can be awaited together."""
-    return table._table
-
-
-def _run(coroutine: Any) -> Any:
-    """Run a coroutine on lancedb's background event loop and wait for its result."""
-    from lancedb.background_loop import LOOP
-
-    return LOOP.run(coroutine)
-
-
-def _start(coroutine: Any) -> "Future[Any]":
-    """Start a coroutine on lancedb's background event loop; its result comes through the returned future."""
-    from lancedb.background_loop import LOOP
-
-    return asyncio.run_coroutine_threadsafe(coroutine, LOOP.loop)
-
-
-def version_keys(doc_ids: Any, content_hashes: Any) -> Any:
-    """The "id:hash" key of each document version (Arrow columns in, an Arrow array of strings out): it names one
-    content of one document, so whatever is derived from it never changes."""
-    return pc.binary_join_element_wise(doc_ids, content_hashes, ":")
-
-
-def _find(sorted_keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where each value sits in `sorted_keys` (clamped), and whether it is there."""
-    pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
-    return pos, sorted_keys[pos] == values
-
-
-def _sql_list(values: list) -> str:
-    return ", ".join(f"'{v}'" if isinstance(v, str) else str(int(v)) for v in values)
-
-
-def _ensure_text_index(table: Any) -> None:
-    """Give the chunk text a BM25 full-text index (stemmed, stop words out) unless it has one. Rows added
-    later are searched too (Lance scans what the index does not cover yet) until `optimize` folds them in."""
-    from lancedb.index import FTS
-
-    if any(ix.columns == ["text"] for ix in table.list_indices()):
-        return
-    try:
-        table.create_index("text", config=FTS(with_position=False))
-    except Exception as exc:  # another process created it at the same moment
-        if not any(ix.columns == ["text"] for ix in table.list_indices()):
-            raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from exc
-
-
-def _open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
-    if name in db.list_tables().tables:
-        return db.open_table(name)
-    return db.create_table(name, schema=schema)
-
-
-class Store:
+class LanceStore(base.Store):
     """Lance tables plus the FAISS index over chunk vectors, under one data directory."""
 
-    def __init__(self, data_dir: Path, dim: int, ann: "AnnPolicy | None" = None) -> None:
+    def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None) -> None:
         import lancedb
 
         self.data_dir = data_dir
         self.dim = dim
-        self.ann = ann or AnnPolicy()
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
             self.db = lancedb.connect(str(data_dir / "lance"))
-            self.documents = _open_or_create(self.db, "documents", documents_schema(dim))
-            self.chunks = _open_or_create(self.db, "chunks", chunks_schema(dim))
-            _ensure_text_index(self.chunks)
+            self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
+            self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
+            lance_bridge.ensure_text_index(self.chunks)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
-        self._index: VectorIndex | None = None
-        self._index_version = -1
-        self._unsaved = 0  # vectors added to the in-memory index since it was loaded, built or saved
+        self._faiss = FaissLifecycle(data_dir, dim, self.chunks, ann or AnnPolicy())
         self._owners: ChunkOwners | None = None
-        self._persisted_at = float("-inf")
         self._owners_version = -1
         self._optimized_at = self.chunks.version
         self._optimized_time = time.monotonic()
@@ -137,8 +59,17 @@ class Store:
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
         self._refreshing = threading.Lock()
 
+    @property
+    def ann(self) -> AnnPolicy:
+        """Which FAISS index the writer keeps (a new policy applies from the next save)."""
+        return self._faiss.ann
+
+    @ann.setter
+    def ann(self, policy: AnnPolicy) -> None:
+        self._faiss.ann = policy
+
     @classmethod
-    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: "AnnPolicy | None" = None) -> "Store":
+    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: AnnPolicy | None = None) -> "LanceStore":
         """Open the index in data_dir for an encoder with `origin`; create it when allowed and absent."""
         stored = read_origin(data_dir)
         if stored is None:
@@ -155,7 +86,7 @@ class Store:
         """See the latest committed versions of both tables (written by this or another process): their
         (documents, chunks) versions, in one round trip to Lance's runtime, made only when a table's version
         directory changed since the last one (a stat each: `VersionMarks`)."""
-        documents, chunks = _async(self.documents), _async(self.chunks)
+        documents, chunks = lance_bridge.async_table(self.documents), lance_bridge.async_table(self.chunks)
 
         async def latest() -> tuple[int, int]:
             await asyncio.gather(documents.checkout_latest(), chunks.checkout_latest())
@@ -165,35 +96,24 @@ class Store:
             marks = self._marks.read()
             if self._marks.unchanged(marks) and self._versions is not None:
                 return self._versions
-            self._versions = _run(latest())
+            self._versions = lance_bridge.run(latest())
             self._marks.answered(marks)
             return self._versions
 
     def document_table(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
         """Every document's metadata (these columns; by default all but the vector)."""
-        return _run(_async(self.documents).query().select(columns).to_arrow())
+        return lance_bridge.run(lance_bridge.async_table(self.documents).query().select(columns).to_arrow())
 
     def document_rows(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
         """These documents' rows (any order; ids not found are left out)."""
-        parts = [_run(_async(self.documents).query().where(f"id IN ({_sql_list(doc_ids[i:i + _IN_BATCH])})").select(columns).to_arrow())
-                 for i in range(0, len(doc_ids), _IN_BATCH)]
-        return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
+        return lance_bridge.select_in(self.documents, "id", doc_ids, columns)
 
     def document_row(self, doc_id: str) -> dict[str, Any] | None:
         """One document's metadata by id (ids are hex), or None."""
-        if not re.fullmatch(r"[0-9a-f]{1,64}", doc_id):
+        if not is_hex(doc_id):
             return None
-        rows = self.documents.search().where(f"id = '{doc_id}'").select(DOCUMENT_COLUMNS).limit(None).to_arrow().to_pylist()
+        rows = self.documents.search().where(equals("id", doc_id)).select(DOCUMENT_COLUMNS).limit(None).to_arrow().to_pylist()
         return rows[0] if rows else None
-
-    def document_records(self) -> dict[str, DocRecord]:
-        """Every document, keyed by its path."""
-        return {row["path"]: DocRecord(**row) for row in self.document_table().to_pylist()}
-
-    def counts(self) -> dict[str, int]:
-        """Number of documents and of current chunks."""
-        docs = self.document_table()
-        return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
 
     def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer, so that other work
@@ -201,7 +121,7 @@ class Store:
         chunks (`ChunkOwners.ranked` of this version turns them into chunk ids, best first). The queries run
         concurrently in Lance's runtime at this handle's checked-out version (`version`, when the caller has just
         read it), one round trip for all; row ids spare Lance a read of the id column (a third of its work)."""
-        table = _async(self.chunks)
+        table = lance_bridge.async_table(self.chunks)
         covered = version is not None and self._text_index_covers(version)
         limits = [limit] * len(texts) if isinstance(limit, int) else limit
 
@@ -216,7 +136,7 @@ class Store:
         async def every() -> list[pa.Table | None]:
             return await asyncio.gather(*(one(text, n) for text, n in zip(texts, limits)))
 
-        pending = _start(every())
+        pending = lance_bridge.start(every())
 
         def answer() -> list[tuple[np.ndarray, np.ndarray]]:
             return [(np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else
@@ -227,35 +147,53 @@ class Store:
     def _text_index_covers(self, version: int) -> bool:
         """Whether the full-text index holds every chunk row of this version (asked once per version)."""
         if self._text_covered[0] != version:
-            table = _async(self.chunks)
+            table = lance_bridge.async_table(self.chunks)
 
             async def unindexed() -> int:
                 name = next(ix.name for ix in await table.list_indices() if ix.columns == ["text"])
                 return (await table.index_stats(name)).num_unindexed_rows
 
-            self._text_covered = (version, _run(unindexed()) == 0)
+            self._text_covered = (version, lance_bridge.run(unindexed()) == 0)
         return self._text_covered[1]
 
-    def chunks_where(self, predicate: str, columns: list[str]) -> pa.Table:
-        """Chunk rows matching a Lance SQL predicate."""
-        return _run(_async(self.chunks).query().where(predicate).select(columns).to_arrow())
+    def chunks_of(self, doc_id: str, content_hash: str, columns: list[str]) -> pa.Table:
+        """The chunk rows of one document version (any order)."""
+        return lance_bridge.select(self.chunks, version_of(doc_id, content_hash), columns)
+
+    def chunk_batches_of(self, doc_id: str, content_hash: str, columns: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """The chunk rows of one document version, streamed in batches of up to `batch_rows` (read as they are
+        asked for)."""
+        yield from self.chunks.search().where(version_of(doc_id, content_hash)).select(columns).to_batches(batch_rows)
 
     def chunks_by_id(self, ids: list[int], columns: list[str]) -> pa.Table:
         """Chunk rows for the given ids (any order)."""
-        parts = [self.chunks_where(f"id IN ({_sql_list(ids[i:i + _IN_BATCH])})", columns) for i in range(0, len(ids), _IN_BATCH)]
-        return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
+        return lance_bridge.select_in(self.chunks, "id", ids, columns)
 
     def chunks_at_rows(self, row_ids: np.ndarray, columns: list[str]) -> pa.Table:
         """Chunk rows by Lance row id at this handle's version (`ChunkOwners.row_ids`), any order: a direct read,
         no predicate to plan."""
         if not len(row_ids):
             return pa.table({c: [] for c in columns})
-        return _run(_async(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(columns).to_arrow())
+        return lance_bridge.run(lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(columns).to_arrow())
 
     def chunks_of_documents(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
         """Chunk rows (current and not yet collected) of the given documents."""
-        parts = [self.chunks_where(f"document_id IN ({_sql_list(doc_ids[i:i + _IN_BATCH])})", columns) for i in range(0, len(doc_ids), _IN_BATCH)]
-        return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
+        return lance_bridge.select_in(self.chunks, "document_id", doc_ids, columns)
+
+    def chunk_owners(self, version: int | None = None) -> ChunkOwners:
+        """Which document version each chunk belongs to, for the current chunks version (cached; `version` as
+        for vector_index)."""
+        version = self.chunks.version if version is None else version
+        if self._owners is None or self._owners_version != version:
+            table = self.chunks.search().select(["id", "document_id", "content_hash"]).with_row_id(True).limit(None).to_arrow()
+            self._owners, self._owners_version = ChunkOwners(table), version
+        return self._owners
+
+    def vector_index(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
+        """The FAISS index for the current chunks version (`version`, when the caller has just read it): loaded
+        if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk
+        ids with Lance (`chunk_ids`: that version's ids, when the caller has them), else built from Lance."""
+        return self._faiss.current(version, chunk_ids)
 
     # ---- writing (one writer at a time) --------------------------------------------------
     def commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
@@ -263,30 +201,40 @@ class Store:
         if chunks is not None and chunks.num_rows:
             self.chunks.add(chunks)
             self._unoptimized_rows += chunks.num_rows
-            if self._index is not None:
-                self._unsaved += chunks.num_rows
-                if self._unsaved > HOLD_ROWS:
-                    self._index = None  # a large run: rebuilt from Lance when next needed
-                else:
-                    self._index.add(chunks["id"].to_numpy(), vectors_of(chunks))
-                    self._index_version = self.chunks.version
+            self._faiss.added(chunks)
         if documents:
             rows = pa.Table.from_pylist(documents, schema=documents_schema(self.dim))
             self.documents.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
-        for i in range(0, len(deleted_ids), _IN_BATCH):
-            self.documents.delete(f"id IN ({_sql_list(deleted_ids[i:i + _IN_BATCH])})")
+        for predicate in in_lists("id", deleted_ids):
+            self.documents.delete(predicate)
 
+    def set_document_fields(self, doc_id: str, *, title: str | None = None, metadata: str | None = None) -> None:
+        """Change a document's title and metadata (those given) and nothing else: its chunks stay."""
+        values = {name: value for name, value in (("metadata", metadata), ("title", title)) if value is not None}
+        if values:
+            self.documents.update(where=equals("id", doc_id), values=values)
+
+    def touch_documents(self, stats: Mapping[str, tuple[int, float]]) -> None:
+        """Record the new (size, mtime) of documents whose file was touched but not changed, all in one write
+        (ids not in the table are left out)."""
+        if not stats:
+            return
+        schema = documents_schema(self.dim)
+        rows = pa.table({"id": pa.array(list(stats), schema.field("id").type),
+                         "size": pa.array([size for size, _ in stats.values()], schema.field("size").type),
+                         "mtime": pa.array([mtime for _, mtime in stats.values()], schema.field("mtime").type)})
+        self.documents.merge_insert("id").when_matched_update_all().execute(rows)
+
+    # ---- upkeep --------------------------------------------------------------------------
     def collect_garbage(self) -> int:
         """Delete chunks that belong to no current document version (replaced, deleted, or left by a crash)."""
         docs = self.documents.search().select(["id", "content_hash"]).limit(None).to_arrow()
         chunks = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
         current = docs.rename_columns(["document_id", "content_hash"])
         orphans = chunks.join(current, keys=["document_id", "content_hash"], join_type="left anti")["id"].to_pylist()
-        for i in range(0, len(orphans), _IN_BATCH):
-            self.chunks.delete(f"id IN ({_sql_list(orphans[i:i + _IN_BATCH])})")
-        if self._index is not None:
-            self._index.remove(orphans)
-            self._index_version = self.chunks.version
+        for predicate in in_lists("id", orphans):
+            self.chunks.delete(predicate)
+        self._faiss.removed(orphans)
         return len(orphans)
 
     def maybe_optimize(self, force: bool = False, every: int = 50, min_interval_s: float = 0.0) -> None:
@@ -308,185 +256,16 @@ class Store:
             table.optimize(cleanup_older_than=timedelta(minutes=10))
         release_freed()
         self._optimized_at, self._optimized_time, self._unoptimized_rows = self.chunks.version, time.monotonic(), 0
-        if self._index is not None:
-            self._index_version = self.chunks.version
-
-    # ---- the FAISS index -----------------------------------------------------------------
-    def vector_index(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
-        """The FAISS index for the current chunks version (`version`, when the caller has just read it): loaded
-        if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk
-        ids with Lance (`chunk_ids`: that version's ids, when the caller has them), else built from Lance."""
-        version = self.chunks.version if version is None else version
-        if self._index is not None and self._index_version == version:
-            return self._index
-        index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
-        if index is None:
-            index, self._index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe), None
-            if index is None or not self._catch_up(index, chunk_ids):
-                index = None  # freed before the new one is built
-                index = self._build_index()
-        self._index, self._index_version, self._unsaved = index, version, 0
-        return index
-
-    def _vector_batches(self, every: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(ids, vectors) of every `every`-th chunk of this version, read by row offset a batch at a time
-        (a plain scan reads far ahead: hundreds of MB at this size)."""
-        n = self.chunks.count_rows()
-        step = _SCAN_BATCH * every
-        for start in range(0, n, step):
-            table = self.chunks.take_offsets(list(range(start, min(n, start + step), every))).select(["id", "vector"]).to_arrow()
-            yield table["id"].to_numpy(), vectors_of(table)
-
-    def _catch_up(self, index: VectorIndex, lance_ids: np.ndarray | None = None) -> bool:
-        """Make `index` hold exactly the chunk ids of this Lance version (`lance_ids`, read when not given);
-        False (index untouched) when more than half of them are missing, for which building afresh is cheaper."""
-        if lance_ids is None:
-            lance_ids = self.chunks.search().select(["id"]).to_arrow()["id"].to_numpy()
-        have = index.ids()
-        missing = np.setdiff1d(lance_ids, have, assume_unique=True)
-        if len(missing) > len(lance_ids) // 2:
-            return False
-        index.remove(np.setdiff1d(have, lance_ids, assume_unique=True))
-        if len(missing) <= 4 * _IN_BATCH:
-            if len(missing):
-                table = self.chunks_by_id(missing.tolist(), ["id", "vector"])
-                index.add(table["id"].to_numpy(), vectors_of(table))
-            return True
-        for ids, vectors in self._vector_batches():
-            keep = np.isin(ids, missing, assume_unique=True)
-            index.add(ids[keep], vectors[keep])
-        return True
-
-    def _build_index(self, kind: str | None = None) -> VectorIndex:
-        """A new index of `kind` (default: what the policy wants for this size) over every chunk in Lance,
-        streamed; an IVF index is first trained on an even sample of them (one more pass)."""
-        n = self.chunks.count_rows()
-        if (kind or self.ann.kind_for(n)) == "ivf":
-            nlist = ivf_lists(n)
-            every = train_stride(n, nlist)
-            sample, filled = np.empty((len(range(0, n, every)), self.dim), np.float32), 0
-            for _, vectors in self._vector_batches(every):
-                sample[filled:filled + len(vectors)] = vectors
-                filled += len(vectors)
-            index = VectorIndex.ivf(self.dim, sample[:filled], nlist, self.ann.nprobe)
-            del sample
-        else:
-            index = VectorIndex(self.dim, self.ann.nprobe)
-        for ids, vectors in self._vector_batches():
-            index.add(ids, vectors)
-        release_freed()
-        return index
-
-    def chunk_owners(self, version: int | None = None) -> "ChunkOwners":
-        """Which document version each chunk belongs to, for the current chunks version (cached; `version` as
-        for vector_index)."""
-        version = self.chunks.version if version is None else version
-        if self._owners is None or self._owners_version != version:
-            table = self.chunks.search().select(["id", "document_id", "content_hash"]).with_row_id(True).limit(None).to_arrow()
-            self._owners, self._owners_version = ChunkOwners(table), version
-        return self._owners
+        self._faiss.compacted()
 
     def persist_index(self, min_interval_s: float = 0.0) -> None:
         """Save the FAISS index as the reflection of the current chunks version; with `min_interval_s`,
         skip it when the last save is more recent (readers catch a stale file up from Lance by chunk id)."""
-        if min_interval_s and time.monotonic() - self._persisted_at < min_interval_s:
-            return
-        index = self.vector_index()
-        kind = self.ann.rebuild(index)
-        if kind is not None:
-            self._index = index = None  # freed before the new one is built
-            self._index = index = self._build_index(kind)
-            (self.data_dir / f"chunks.v{self.chunks.version}.faiss").unlink(missing_ok=True)
-        if not (self.data_dir / f"chunks.v{self.chunks.version}.faiss").exists():
-            index.save(self.data_dir, self.chunks.version)
-        self._index_version, self._unsaved = self.chunks.version, 0
-        self._persisted_at = time.monotonic()
+        self._faiss.persist(min_interval_s)
 
     def track_index(self) -> None:
         """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""
         self.vector_index()
 
 
-@dataclass(frozen=True)
-class AnnPolicy:
-    """Which FAISS index the writer keeps: exact ("flat"), IVF ("ivf", from MIN_IVF vectors), or "auto" (IVF from
-    `above` vectors). An IVF index is retrained when it outgrows its clusters (4x the size they were made for)."""
-
-    kind: str = "auto"
-    above: int = 50_000
-    nprobe: int = NPROBE
-
-    MIN_IVF = 10_000
-
-    def kind_for(self, n: int) -> str:
-        """The kind of index wanted for n vectors."""
-        return "ivf" if n >= self.MIN_IVF and (self.kind == "ivf" or (self.kind == "auto" and n >= self.above)) else "flat"
-
-    def rebuild(self, index: VectorIndex) -> str | None:
-        """The kind to rebuild `index` as, or None when it suits its size (an IVF index stays until it is a
-        quarter of `above`, so that a collection near the threshold does not switch back and forth)."""
-        n = len(index)
-        if self.kind_for(n) == "ivf":
-            return "ivf" if index.kind == "flat" or n > 4 * index.trained_for else None
-        if index.kind == "ivf" and (self.kind == "flat" or n < self.MIN_IVF or n < self.above // 4):
-            return "flat"
-        return None
-
-
-class ChunkOwners:
-    """chunk id → the code of its document version (document id and content hash, `keys[code]` = "id:hash"), a
-    code → its chunk ids, and a Lance row id → its chunk id: lookups without Lance, built with Arrow and numpy (no
-    Python object per chunk) from one version's rows (id, document_id, content_hash, _rowid), so that a new table
-    version costs little."""
-
-    def __init__(self, table: pa.Table) -> None:
-        ids = table["id"].to_numpy()
-        row_ids = table["_rowid"].to_numpy()
-        by_row = np.argsort(row_ids)
-        self._row_ids, self._ids_by_row = row_ids[by_row], ids[by_row]
-        keys = version_keys(table["document_id"], table["content_hash"])
-        encoded = pc.dictionary_encode(keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys)
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self.keys: pa.Array = encoded.dictionary
-        order = np.argsort(ids, kind="stable")
-        self.ids, self._codes = ids[order], codes[order]  # ids: every chunk id of the version, sorted
-        self.row_ids = row_ids[order]  # each one's Lance row id
-        by_code = np.argsort(codes, kind="stable")  # stable: a document's chunks stay in table (ordinal) order
-        self._members = ids[by_code]
-        self._starts = np.searchsorted(codes[by_code], np.arange(len(self.keys) + 1))
-
-    def codes(self, chunk_ids: np.ndarray) -> np.ndarray:
-        """The document-version code of each chunk id; -1 for ids not in this version."""
-        chunk_ids = np.asarray(chunk_ids, dtype=np.int64)
-        if not len(self.ids) or not len(chunk_ids):
-            return np.full(len(chunk_ids), -1, np.int64)
-        pos, found = _find(self.ids, chunk_ids)
-        return np.where(found, self._codes[pos], -1)
-
-    def ranked(self, row_ids: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Hits given by Lance row id (of this version) as chunk ids and scores, best first (equal scores in id
-        order, however Lance ran the query); row ids not in this version are left out."""
-        if not len(self._row_ids) or not len(row_ids):
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        pos, known = _find(self._row_ids, row_ids)
-        ids, scores = self._ids_by_row[pos[known]], np.asarray(scores)[known]
-        order = np.lexsort((ids, -scores))
-        return ids[order], scores[order]
-
-    def members(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The chunk ids of these document versions, concatenated (each one's in order), and how many each has
-        (none for a code of -1)."""
-        codes = np.asarray(codes, dtype=np.int64)
-        known = codes >= 0
-        low = np.where(known, self._starts[np.maximum(codes, 0)], 0)
-        lengths = np.where(known, self._starts[np.maximum(codes, 0) + 1] - low, 0)
-        offsets = np.cumsum(lengths) - lengths
-        return self._members[np.repeat(low - offsets, lengths) + np.arange(int(lengths.sum()))], lengths
-
-
-def vectors_of(table: pa.Table) -> np.ndarray:
-    """The `vector` column of a table as an (n, dim) float32 array."""
-    column = table["vector"].combine_chunks()
-    if len(column) == 0:
-        return np.zeros((0, column.type.list_size), dtype=np.float32)
-    return column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32, copy=False)
+Store = LanceStore  # the name lodex has always opened its store by

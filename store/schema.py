@@ -1,5 +1,6 @@
 """Arrow schemas of the two Lance tables: documents and their chunks."""
 
+import numpy as np
 import pyarrow as pa
 
 
@@ -42,3 +43,11 @@ def chunks_schema(dim: int) -> pa.Schema:
 
 
 DOCUMENT_COLUMNS = [name for name in documents_schema(1).names if name != "vector"]
+
+
+def vectors_of(table: pa.Table) -> np.ndarray:
+    """The `vector` column of a table as an (n, dim) float32 array."""
+    column = table["vector"].combine_chunks()
+    if len(column) == 0:
+        return np.zeros((0, column.type.list_size), dtype=np.float32)
+    return column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32, copy=False)

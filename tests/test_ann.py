@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lodex.store import lance_store
+from lodex.store import faiss_lifecycle
+from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.lance_store import AnnPolicy, Store
 from lodex.store.vector_index import VectorIndex
 from tests.conftest import make_pipeline
@@ -81,10 +82,10 @@ def test_store_switches_to_ivf_and_keeps_it_in_step(tmp_path: Path, monkeypatch:
 
 
 def test_a_large_run_lets_the_index_go_and_the_save_rebuilds_it_from_lance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lance_store, "HOLD_ROWS", 20)
+    monkeypatch.setattr(faiss_lifecycle, "HOLD_ROWS", 20)
     built: list[str | None] = []
-    build = Store._build_index
-    monkeypatch.setattr(Store, "_build_index", lambda self, kind=None: built.append(kind) or build(self, kind))
+    build = FaissLifecycle._build
+    monkeypatch.setattr(FaissLifecycle, "_build", lambda self, kind=None: built.append(kind) or build(self, kind))
     root = tmp_path / "docs"
     root.mkdir()
     for i in range(120):

@@ -123,7 +123,7 @@ def test_a_file_growing_past_its_limit_while_read_is_refused(tmp_path: Path) -> 
     _, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder(), rules=ScanRules(max_parsed_bytes=1000))
     files, _ = scan(root, indexer.rules)
     grows.write_text("# Log\n\n" + "line\n" * 1000)  # after the listing: its listed size said it was small
-    item = indexer._prepare_with_retries(files[0], None, {})
+    item = indexer.preparer().prepare_with_retries(files[0], None, {})
     assert "grew after it was listed" in item.error
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-import lodex.indexer.pipeline as pipeline
+import lodex.indexer.preparation as preparation
 import lodex.indexer.streaming as streaming
 from lodex.indexer.chunker import Chunker
 from lodex.indexer.pipeline import content_hash
@@ -63,7 +63,7 @@ def test_large_file_is_committed_in_parts_and_searchable(tmp_path: Path, small_w
     assert summary.added == 2 and not summary.failures
     assert store.chunks.version - commits_before > 10  # the big file went in over many commits
     record = store.document_records()["big.txt"]
-    chunks = store.chunks_where(f"document_id = '{record.id}'", ["ordinal", "char_start", "char_end", "text"]).to_pylist()
+    chunks = store.chunks_of_documents([record.id], ["ordinal", "char_start", "char_end", "text"]).to_pylist()
     assert record.chunk_count == len(chunks) > 100 and record.content_hash == content_hash(text.encode())
     assert sorted(c["ordinal"] for c in chunks) == list(range(len(chunks)))
     assert all(text[c["char_start"] : c["char_end"]] == c["text"] for c in chunks)
@@ -73,7 +73,7 @@ def test_large_file_is_committed_in_parts_and_searchable(tmp_path: Path, small_w
 
     calls = encoder.texts_encoded
     (root / "big.txt").rename(root / "moved.txt")  # a rename copies the stored parts: no encoding
-    monkeypatch.setattr(pipeline, "_COPY_BATCH", 64)  # copied in many parts too
+    monkeypatch.setattr(preparation, "_COPY_BATCH", 64)  # copied in many parts too
     summary = indexer.run(root)
     assert summary.reused == 1 and encoder.texts_encoded == calls
     moved = store.document_records()["moved.txt"]
@@ -99,14 +99,14 @@ def test_a_large_file_failing_midway_leaves_no_partial_version(tmp_path: Path, s
                 raise PermissionError(13, "Permission denied")
             yield block
 
-    monkeypatch.setattr(pipeline, "text_blocks", failing_blocks)
+    monkeypatch.setattr(preparation, "text_blocks", failing_blocks)
     indexer.retries = 0
     summary = indexer.run(root)
     assert "big.txt" in summary.failures and "Permission denied" in summary.failures["big.txt"]
     # a file that cannot be read is dropped like any failed file, and its half-written parts are collected
     assert "big.txt" not in store.document_records()
     assert store.chunks.count_rows() == 0
-    monkeypatch.setattr(pipeline, "text_blocks", real_blocks)
+    monkeypatch.setattr(preparation, "text_blocks", real_blocks)
     summary = indexer.run(root)
     assert summary.added == 1 and searcher.search("madagascar", k=1, mode="bm25").results[0].path == "big.txt"
     assert store.document_records()["big.txt"].content_hash != before.content_hash

@@ -4,7 +4,7 @@ import os
 import time
 from pathlib import Path
 
-import lodex.store.lance_store as lance_store
+import lodex.store.lance_bridge as lance_bridge
 from lodex.store.lance_store import Store
 from lodex.store.version_marks import VersionMarks
 from tests.conftest import make_pipeline
@@ -47,8 +47,8 @@ def test_refresh_asks_lance_only_after_a_commit(tmp_path: Path, monkeypatch) -> 
     for directory in versions_dirs:
         _age(directory, 5)
     asked = []
-    real_run = lance_store._run
-    monkeypatch.setattr(lance_store, "_run", lambda coroutine: asked.append(1) or real_run(coroutine))
+    real_run = lance_bridge.run
+    monkeypatch.setattr(lance_bridge, "run", lambda coroutine: asked.append(1) or real_run(coroutine))
 
     def refresh() -> tuple[tuple[int, int], int]:
         """The versions the reader sees, and how many round trips to Lance that took."""

@@ -1,0 +1,278 @@
+"""Preparing the files of a run: each one read and chunked, matched to stored vectors (a rename, move or copy, or
+the unchanged chunks of an edit), or, when large, read and chunked in parts; on a reader thread, so that parsing
+overlaps encoding. What comes out is encoded and committed by `pipeline`."""
+
+import errno
+import hashlib
+import itertools
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lodex.indexer.chunker import Chunk, Chunker
+from lodex.indexer.decoding import OffsetMap
+from lodex.indexer.identity import content_hash, document_id
+from lodex.indexer.paths import read_limited
+from lodex.indexer.readers import extract, fallback_title, format_of
+from lodex.indexer.scanner import FileEntry, ScanRules
+from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
+from lodex.store.base import DocRecord, Store
+from lodex.indexer.errors import ReadError
+from lodex.store.errors import LodexError
+from lodex.store.schema import chunks_schema, vectors_of
+
+_CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
+_COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
+_NOTHING = object()
+# A streamed file is committed in parts of this many flush_tokens: few, large Lance fragments (each commit
+# adds a version whose manifest lists every fragment) at a few MB of memory per part.
+STREAM_PART_FLUSHES = 8
+# OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
+_TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
+CHANGED = "changed while being read; it is indexed again on its next change or run"
+VANISHED = "vanished while being read"
+
+
+@dataclass
+class Prepared:
+    """A file read and chunked (or matched to stored vectors), waiting to be encoded and committed."""
+
+    entry: FileEntry
+    doc_id: str
+    content_hash: str
+    format: str
+    title: str
+    texts: list[str]
+    rows: dict[str, list]  # chunk columns except id/document_id/content_hash/vector
+    vectors: np.ndarray | None  # known when re-used from the store
+    outcome: str  # "added" | "updated" | "reused"
+    started: float
+    attempts: int = 1
+    metadata: str = "{}"
+    known: dict[int, np.ndarray] = field(default_factory=dict)  # chunk index → vector kept from the previous version
+    stream: "Stream | None" = None  # set when the document comes in several parts (a large file)
+    final: bool = True  # the last (or only) part: its commit writes the document row
+
+    def to_encode(self) -> list[int]:
+        """Indexes of the chunks that need the encoder."""
+        return [] if self.vectors is not None else [i for i in range(len(self.texts)) if i not in self.known]
+
+
+@dataclass
+class Stream:
+    """Running totals of a document committed in parts; its row is written with the last part."""
+
+    vector_sum: np.ndarray | None = None
+    chunks: int = 0
+    tokens: int = 0
+    encoded: int = 0
+
+
+@dataclass
+class Skipped:
+    """A file that needs no encoding: unchanged content (maybe touched), or a failure."""
+
+    entry: FileEntry
+    error: str = ""
+    attempts: int = 1
+
+
+Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one file gives
+
+
+def chunk_rows(chunks: list[Chunk]) -> dict[str, list]:
+    """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table."""
+    return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
+            "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
+            "text": [c.text for c in chunks]}
+
+
+def _lookahead(items: Iterable[Any], empty: Any) -> Iterator[tuple[Any, bool]]:
+    """(item, is_last) for each item; a lone (empty, True) when there is none."""
+    iterator = iter(items)
+    previous = next(iterator, _NOTHING)
+    if previous is _NOTHING:
+        yield empty, True
+        return
+    for item in iterator:
+        yield previous, False
+        previous = item
+    yield previous, True
+
+
+def _batched(chunks: Iterable[Chunk], tokens: int) -> Iterator[list[Chunk]]:
+    """Consecutive chunks grouped into lists of about `tokens` tokens."""
+    batch, count = [], 0
+    for chunk in chunks:
+        batch.append(chunk)
+        count += chunk.token_count
+        if count >= tokens:
+            yield batch
+            batch, count = [], 0
+    if batch:
+        yield batch
+
+
+def _parts(item: Item, entry: FileEntry) -> Iterator[Prepared | Skipped]:
+    """A prepared file as the parts it is committed in; a failure midway ends it as a Skipped."""
+    if isinstance(item, (Prepared, Skipped)):
+        yield item
+        return
+    try:
+        yield from item
+    except OSError as exc:
+        yield Skipped(entry, VANISHED if exc.errno == errno.ENOENT else f"cannot read: {exc.strerror or exc}")
+    except LodexError as exc:
+        yield Skipped(entry, exc.one_line())
+    except Exception as exc:  # a reader bug must not stop the run: record it with the file
+        yield Skipped(entry, f"{type(exc).__name__}: {exc}")
+
+
+def _shifted(chunks: list[Chunk], offsets: OffsetMap | None) -> list[Chunk]:
+    """Chunks of a cleaned text with their offsets moved back to the source text's."""
+    if offsets is None:
+        return chunks
+    return [Chunk(c.ordinal, offsets.start(c.char_start), offsets.end(c.char_end), c.token_count, c.text) for c in chunks]
+
+
+def unchanged_chunks(store: Store, record: DocRecord, texts: list[str]) -> dict[int, np.ndarray]:
+    """Vectors of the previous version's chunks whose text an edited file still holds, by new chunk index."""
+    old_texts, old_vectors = store.chunk_vectors_of(record.id, record.content_hash)
+    if not old_texts:
+        return {}
+    by_text = dict(zip(old_texts, old_vectors))
+    return {i: by_text[t] for i, t in enumerate(texts) if t in by_text}
+
+
+@dataclass
+class Preparer:
+    """Prepares the files of one run with the indexer's settings of that moment; `cancel` is the indexer's stop signal."""
+
+    store: Store
+    chunker: Chunker
+    rules: ScanRules
+    cancel: threading.Event
+    flush_tokens: int  # a streamed file comes in parts of STREAM_PART_FLUSHES times this many tokens
+    retries: int  # further tries after a transient OS error
+    retry_backoff_s: float  # the wait before the first of them, doubled for each next one
+
+    def prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+        """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
+        out: queue.Queue = queue.Queue(maxsize=16)
+        stop = threading.Event()
+
+        def work() -> None:
+            for entry in todo:
+                if stop.is_set():
+                    return
+                item = self.prepare_with_retries(entry, known.get(entry.path), by_content)
+                for part in _parts(item, entry):
+                    if stop.is_set():
+                        return
+                    out.put(part)
+            out.put(None)
+
+        worker = threading.Thread(target=work, name="lodex-reader", daemon=True)
+        worker.start()
+        try:
+            while (got := out.get()) is not None:
+                yield got
+        finally:
+            stop.set()
+            deadline = time.monotonic() + 2.0
+            while worker.is_alive() and (not self.cancel.is_set() or time.monotonic() < deadline):
+                try:  # a stopping process does not wait long for a file being parsed (the thread is a daemon)
+                    out.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+
+    def prepare_with_retries(self, entry: FileEntry, record: DocRecord | None, by_content: dict) -> Item:
+        """Prepare one file; retry transient OS errors with backoff; turn any failure into a recorded reason."""
+        started = time.monotonic()
+        for attempt in range(1, self.retries + 2):
+            try:
+                item = self.prepare(entry, record, by_content, started)
+                if isinstance(item, Prepared):
+                    item.attempts = attempt
+                return item
+            except ReadError as exc:
+                return Skipped(entry, exc.message, attempt)
+            except OSError as exc:
+                # a missing file may be mid-save (editors replace files by renaming): worth one retry while its folder
+                # is there; a deleted folder's files are not waited for (thousands of them would take hours)
+                missing = exc.errno == errno.ENOENT
+                if missing and (attempt > 1 or not entry.abspath.parent.is_dir()) or exc.errno not in _TRANSIENT or attempt > self.retries:
+                    reason = VANISHED if missing else f"cannot read: {exc.strerror or exc}"
+                    return Skipped(entry, reason, attempt)
+                if self.cancel.wait(self.retry_backoff_s * 2 ** (attempt - 1)):
+                    return Skipped(entry, "not read: the run was stopping", attempt)
+            except LodexError as exc:
+                return Skipped(entry, exc.one_line(), attempt)
+            except Exception as exc:  # a reader bug must not stop the run: record it with the file
+                return Skipped(entry, f"{type(exc).__name__}: {exc}", attempt)
+        raise AssertionError("unreachable")
+
+    def prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict, started: float) -> Item:
+        """One file as a Prepared (read and chunked), as its parts (copied from stored identical content, or
+        streamed), or as a Skipped (its content is the stored one); raises what reading it raised."""
+        fmt = format_of(entry.path) or "text"
+        streamed = fmt == "text" and entry.size > self.rules.stream_bytes
+        if not streamed and entry.size > self.rules.max_parsed_bytes:
+            raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
+                            f"{self.rules.max_parsed_bytes / 1e6:.1f} MB); only plain-text files are streamed",
+                            "raise index.max_parsed_mb, or exclude the file")
+        follow = self.rules.follow_symlinks
+        data = None if streamed else read_limited(entry.abspath, self.rules.max_parsed_bytes, follow)
+        digest = file_digest(entry.abspath, self.rules.max_file_bytes, follow) if data is None else content_hash(data)
+        if record is not None and record.content_hash == digest:
+            return Skipped(entry)  # touched, not changed: the caller records the new size and mtime
+        outcome = "updated" if record is not None else "added"
+        source = by_content.get((digest, fmt))
+        if source is not None:
+            return self._reuse(entry, digest, source, outcome, started)
+        if data is None:
+            return self._streamed(entry, digest, outcome, started)
+        doc = extract(entry.path, data)
+        chunks = _shifted(self.chunker.chunk(doc.text), doc.offsets)
+        rows = chunk_rows(chunks)
+        prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
+        if record is not None:
+            prepared.known = unchanged_chunks(self.store, record, rows["text"])
+        return prepared
+
+    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> Iterator[Prepared]:
+        """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time."""
+        batches = self.store.chunk_batches_of(source.id, source.content_hash, _CHUNK_COPY_COLUMNS, _COPY_BATCH)
+        schema = chunks_schema(self.store.dim)
+        empty = pa.RecordBatch.from_pylist([], schema=pa.schema([schema.field(c) for c in _CHUNK_COPY_COLUMNS]))
+        stream = Stream()
+        outcome = "reused" if outcome == "added" else outcome
+        for batch, last in _lookahead(batches, empty):
+            table = pa.Table.from_batches([batch])
+            rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
+            yield Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors_of(table),
+                           outcome, started, stream=stream, final=last)
+
+    def _streamed(self, entry: FileEntry, digest: str, outcome: str, started: float) -> Iterator[Prepared | Skipped]:
+        """A large plain-text file read, chunked and handed on in parts of about flush_tokens tokens."""
+        check = hashlib.blake2b(digest_size=16)
+        offsets = OffsetMap()
+        blocks = text_blocks(entry.abspath, check, offsets, self.rules.max_file_bytes, self.rules.follow_symlinks)
+        first = next(blocks, "")
+        title = fallback_title(first, entry.path)
+        stream = Stream()
+        part_tokens = self.flush_tokens * STREAM_PART_FLUSHES
+        chunks = chunk_stream(self.chunker, itertools.chain([first], blocks), offsets)
+        for batch, last in _lookahead(_batched(chunks, part_tokens), []):
+            if last and check.hexdigest() != digest:
+                yield Skipped(entry, CHANGED)
+                return
+            rows = chunk_rows(batch)
+            yield Prepared(entry, document_id(entry.path), digest, "text", title, rows["text"], rows, None, outcome, started,
+                           stream=stream, final=last)

@@ -1,0 +1,144 @@
+"""The FAISS index over chunk vectors through its life: kept in step with the writer's commits in memory, saved
+per chunks version, and for a version with no file of its own loaded, caught up from an older one by chunk id, or
+built from the vectors in Lance."""
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lodex.store import lance_bridge
+from lodex.store.ann_policy import AnnPolicy
+from lodex.store.heap import release_freed
+from lodex.store.lance_sql import IN_BATCH
+from lodex.store.schema import vectors_of
+from lodex.store.vector_index import VectorIndex, ivf_lists, train_stride
+
+_SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
+# Vectors the writer adds to its in-memory FAISS index between saves. A run that adds more lets the index go
+# and the next save rebuilds (or catches up) the index from Lance a batch at a time, in the kind its size calls
+# for: memory stays at one index of the final kind, never a float32 copy of every new vector on top of it.
+HOLD_ROWS = 65_536
+
+
+class FaissLifecycle:
+    """The FAISS index of one Lance chunks table (a lancedb table handle), under the store's data directory."""
+
+    def __init__(self, data_dir: Path, dim: int, chunks: Any, ann: AnnPolicy) -> None:
+        self.data_dir = data_dir
+        self.dim = dim
+        self.chunks = chunks
+        self.ann = ann
+        self._index: VectorIndex | None = None
+        self._index_version = -1
+        self._unsaved = 0  # vectors added to the in-memory index since it was loaded, built or saved
+        self._persisted_at = float("-inf")
+
+    # ---- following the writer's commits ----------------------------------------------------
+    def added(self, chunks: pa.Table) -> None:
+        """Chunk rows were just added to Lance: add their vectors, or let a large run's index go."""
+        if self._index is not None:
+            self._unsaved += chunks.num_rows
+            if self._unsaved > HOLD_ROWS:
+                self._index = None  # a large run: rebuilt from Lance when next needed
+            else:
+                self._index.add(chunks["id"].to_numpy(), vectors_of(chunks))
+                self._index_version = self.chunks.version
+
+    def removed(self, chunk_ids: list[int]) -> None:
+        """These chunk rows were just deleted from Lance."""
+        if self._index is not None:
+            self._index.remove(chunk_ids)
+            self._index_version = self.chunks.version
+
+    def compacted(self) -> None:
+        """Lance just moved to a new version with the same rows (optimize)."""
+        if self._index is not None:
+            self._index_version = self.chunks.version
+
+    # ---- the index of a version --------------------------------------------------------------
+    def current(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
+        """The FAISS index for the current chunks version (`version`, when the caller has just read it): loaded
+        if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk
+        ids with Lance (`chunk_ids`: that version's ids, when the caller has them), else built from Lance."""
+        version = self.chunks.version if version is None else version
+        if self._index is not None and self._index_version == version:
+            return self._index
+        index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
+        if index is None:
+            index, self._index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe), None
+            if index is None or not self._catch_up(index, chunk_ids):
+                index = None  # freed before the new one is built
+                index = self._build()
+        self._index, self._index_version, self._unsaved = index, version, 0
+        return index
+
+    def persist(self, min_interval_s: float = 0.0) -> None:
+        """Save the index as the reflection of the current chunks version (converted first when the policy wants
+        another kind); with `min_interval_s`, skip it when the last save is more recent (readers catch a stale
+        file up from Lance by chunk id)."""
+        if min_interval_s and time.monotonic() - self._persisted_at < min_interval_s:
+            return
+        index = self.current()
+        kind = self.ann.rebuild(index)
+        if kind is not None:
+            self._index = index = None  # freed before the new one is built
+            self._index = index = self._build(kind)
+            (self.data_dir / f"chunks.v{self.chunks.version}.faiss").unlink(missing_ok=True)
+        if not (self.data_dir / f"chunks.v{self.chunks.version}.faiss").exists():
+            index.save(self.data_dir, self.chunks.version)
+        self._index_version, self._unsaved = self.chunks.version, 0
+        self._persisted_at = time.monotonic()
+
+    # ---- from Lance ------------------------------------------------------------------------------
+    def _vector_batches(self, every: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, vectors) of every `every`-th chunk of this version, read by row offset a batch at a time
+        (a plain scan reads far ahead: hundreds of MB at this size)."""
+        n = self.chunks.count_rows()
+        step = _SCAN_BATCH * every
+        for start in range(0, n, step):
+            table = self.chunks.take_offsets(list(range(start, min(n, start + step), every))).select(["id", "vector"]).to_arrow()
+            yield table["id"].to_numpy(), vectors_of(table)
+
+    def _catch_up(self, index: VectorIndex, lance_ids: np.ndarray | None = None) -> bool:
+        """Make `index` hold exactly the chunk ids of this Lance version (`lance_ids`, read when not given);
+        False (index untouched) when more than half of them are missing, for which building afresh is cheaper."""
+        if lance_ids is None:
+            lance_ids = self.chunks.search().select(["id"]).to_arrow()["id"].to_numpy()
+        have = index.ids()
+        missing = np.setdiff1d(lance_ids, have, assume_unique=True)
+        if len(missing) > len(lance_ids) // 2:
+            return False
+        index.remove(np.setdiff1d(have, lance_ids, assume_unique=True))
+        if len(missing) <= 4 * IN_BATCH:
+            if len(missing):
+                table = lance_bridge.select_in(self.chunks, "id", missing.tolist(), ["id", "vector"])
+                index.add(table["id"].to_numpy(), vectors_of(table))
+            return True
+        for ids, vectors in self._vector_batches():
+            keep = np.isin(ids, missing, assume_unique=True)
+            index.add(ids[keep], vectors[keep])
+        return True
+
+    def _build(self, kind: str | None = None) -> VectorIndex:
+        """A new index of `kind` (default: what the policy wants for this size) over every chunk in Lance,
+        streamed; an IVF index is first trained on an even sample of them (one more pass)."""
+        n = self.chunks.count_rows()
+        if (kind or self.ann.kind_for(n)) == "ivf":
+            nlist = ivf_lists(n)
+            every = train_stride(n, nlist)
+            sample, filled = np.empty((len(range(0, n, every)), self.dim), np.float32), 0
+            for _, vectors in self._vector_batches(every):
+                sample[filled:filled + len(vectors)] = vectors
+                filled += len(vectors)
+            index = VectorIndex.ivf(self.dim, sample[:filled], nlist, self.ann.nprobe)
+            del sample
+        else:
+            index = VectorIndex(self.dim, self.ann.nprobe)
+        for ids, vectors in self._vector_batches():
+            index.add(ids, vectors)
+        release_freed()
+        return index

@@ -1,0 +1,66 @@
+"""The way into lancedb: its background event loop (where async queries run, several at once), the async table
+behind a sync handle, opening the tables and their keyword index, and reads by predicate."""
+
+import asyncio
+from collections.abc import Coroutine, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+from lodex.store.errors import StoreError
+from lodex.store.lance_sql import in_lists
+
+T = TypeVar("T")
+
+
+def async_table(table: Any) -> Any:
+    """The async table behind a lancedb sync table handle (at the same checked-out version): queries through it
+    skip the sync builder's schema look-ups, and several can be awaited together."""
+    return table._table
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on lancedb's background event loop and wait for its result."""
+    from lancedb.background_loop import LOOP
+
+    return LOOP.run(coroutine)
+
+
+def start(coroutine: Coroutine[Any, Any, T]) -> "Future[T]":
+    """Start a coroutine on lancedb's background event loop; its result comes through the returned future."""
+    from lancedb.background_loop import LOOP
+
+    return asyncio.run_coroutine_threadsafe(coroutine, LOOP.loop)
+
+
+def open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
+    """The table `name` of a lancedb connection, created empty with `schema` when absent."""
+    if name in db.list_tables().tables:
+        return db.open_table(name)
+    return db.create_table(name, schema=schema)
+
+
+def ensure_text_index(table: Any) -> None:
+    """Give the chunk text a BM25 full-text index (stemmed, stop words out) unless it has one. Rows added
+    later are searched too (Lance scans what the index does not cover yet) until `optimize` folds them in."""
+    from lancedb.index import FTS
+
+    if any(ix.columns == ["text"] for ix in table.list_indices()):
+        return
+    try:
+        table.create_index("text", config=FTS(with_position=False))
+    except Exception as exc:  # another process created it at the same moment
+        if not any(ix.columns == ["text"] for ix in table.list_indices()):
+            raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from exc
+
+
+def select(table: Any, predicate: str, columns: list[str]) -> pa.Table:
+    """These columns of the rows matching a predicate (built by `lance_sql`), at the handle's version."""
+    return run(async_table(table).query().where(predicate).select(columns).to_arrow())
+
+
+def select_in(table: Any, column: str, values: Sequence[str | int], columns: list[str]) -> pa.Table:
+    """These columns of the rows whose `column` is one of `values` (any order; values not found are left out)."""
+    parts = [select(table, predicate, columns) for predicate in in_lists(column, values)]
+    return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})

@@ -119,11 +119,15 @@ def test_passage_highlights_mark_query_words_with_exact_offsets(tmp_path: Path) 
     _, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
     indexer.run(root)
     hit = searcher.search("heat the plate", k=1, mode="bm25").results[0]
+    assert hit.passages, "no passage: the checks below would pass on nothing"
     for passage in hit.passages:
         assert text[passage.char_start : passage.char_end] == passage.text
         marked = [passage.text[s:e] for s, e in passage.highlights]
         assert marked and all(w.lower().startswith(("heat", "plate")) for w in marked)
         assert "the" not in [w.lower() for w in marked]  # stop words are not marked
+    first = hit.passages[0]  # the whole (short) file is one chunk: every query word in it is marked, in order
+    assert (first.char_start, first.char_end) == (0, len(text))
+    assert [first.text[s:e] for s, e in first.highlights] == ["Heated", "plates", "heat", "plate", "heating"]
 
 
 def test_highlight_spans_unit() -> None:

@@ -73,3 +73,24 @@ def check_index(store: Store, root: Path | None = None, persisted: bool = False,
         assert saved is not None, "FAISS index not persisted for the final version"
         assert np.array_equal(np.sort(saved.ids()), np.sort(ids)), "the persisted FAISS index holds other ids"
     return dict(zip(paths, hashes))
+
+
+def dense_document_scores(store: Store, query_vector: np.ndarray, ranking: str, top_m: int = 3, alpha: float = 0.5) -> dict[str, float]:
+    """path → the document's dense-mode score under `ranking`, computed by hand from its chunks' vectors in Lance:
+    `max` the best chunk's cosine, `topm` the mean of the `top_m` best, `mean` the cosine to the normalized mean of
+    its chunk vectors, `blend` alpha * max + (1 - alpha) * mean."""
+    docs = store.document_table(["id", "path", "content_hash"])
+    chunks = store.chunks.search().select(["document_id", "content_hash", "vector"]).limit(None).to_arrow()
+    vectors = vectors_of(chunks)
+    owners = list(zip(chunks["document_id"].to_pylist(), chunks["content_hash"].to_pylist()))
+    out = {}
+    for doc_id, content, path in zip(docs["id"].to_pylist(), docs["content_hash"].to_pylist(), docs["path"].to_pylist()):
+        mine = vectors[[i for i, key in enumerate(owners) if key == (doc_id, content)]].astype(np.float64)
+        if not len(mine):
+            continue
+        sims = np.sort(mine @ query_vector)[::-1]
+        mean = mine.mean(axis=0)
+        scores = {"max": sims[0], "topm": sims[:top_m].mean(), "mean": mean @ query_vector / max(np.linalg.norm(mean), 1e-12)}
+        scores["blend"] = alpha * scores["max"] + (1 - alpha) * scores["mean"]
+        out[path] = float(scores[ranking])
+    return out

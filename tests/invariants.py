@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lodex.indexer.encoder import Encoder
 from lodex.store.lance_store import Store, vectors_of
 
 
@@ -19,7 +20,8 @@ def folder_hashes(root: Path) -> dict[str, str]:
     return out
 
 
-def check_index(store: Store, root: Path | None = None, persisted: bool = False, vector_atol: float = 2e-3) -> dict[str, str]:
+def check_index(store: Store, root: Path | None = None, persisted: bool = False, vector_atol: float = 2e-3,
+                encoder: Encoder | None = None) -> dict[str, str]:
     """Assert the invariants of `store`'s current version and return {path: content hash}:
 
     - chunk ids are unique, and every chunk belongs to the current version of a document (no orphans);
@@ -27,11 +29,13 @@ def check_index(store: Store, root: Path | None = None, persisted: bool = False,
     - the FAISS index (flat or IVF) holds exactly the Lance chunk ids, with the Lance vectors (to `vector_atol`:
       an IVF index stores float16);
     - each document's vector is the normalized mean of its chunks' vectors;
+    - with `encoder`: each chunk's vector is its text's encoding (vectors kept across an edit or a rename belong to
+      the chunk they are stored with; an index built without chunking.title_prefix);
     - with `root`: the index holds exactly the folder's files, each at its current content;
     - with `persisted`: the FAISS file of this chunks version is on disk and holds the same ids.
     """
     docs = store.document_table(["id", "path", "content_hash", "chunk_count", "vector"])
-    chunks = store.chunks.search().select(["id", "document_id", "content_hash", "ordinal", "vector"]).limit(None).to_arrow()
+    chunks = store.chunks.search().select(["id", "document_id", "content_hash", "ordinal", "text", "vector"]).limit(None).to_arrow()
     ids = chunks["id"].to_numpy()
     assert len(ids) == len(np.unique(ids)), "duplicate chunk ids"
 
@@ -58,6 +62,11 @@ def check_index(store: Store, root: Path | None = None, persisted: bool = False,
         norm = float(np.linalg.norm(mean))
         expected = mean / norm if norm > 0 else mean
         assert np.allclose(doc_vectors[d], expected, atol=1e-4), f"{path}: the document vector is not its chunks' mean"
+
+    if encoder is not None and len(ids):
+        fresh = encoder.embed(chunks["text"].to_pylist())
+        worst = float(np.abs(fresh - chunk_vectors).max())
+        assert worst < 1e-4, f"a chunk's vector is not the encoding of its text (off by {worst:.3g})"
 
     index = store.vector_index()
     assert np.array_equal(np.sort(index.ids()), np.sort(ids)), "FAISS ids differ from Lance ids"

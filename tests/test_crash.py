@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from lodex.store.lance_store import Store
+from tests.fakes import FakeEncoder
+from tests.invariants import check_index
 
 REPO = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"\bf(\d{3})w\d+\b")
@@ -45,22 +46,6 @@ def _committed(data: Path, root: Path) -> set[int]:
     return done
 
 
-def _assert_index_equals_folder(data: Path, root: Path) -> None:
-    store = Store(data, 256)
-    docs = store.document_records()
-    files = {p.name: hashlib.blake2b(p.read_bytes(), digest_size=16).hexdigest() for p in root.iterdir()}
-    assert {p: d.content_hash for p, d in docs.items()} == files
-    chunks = store.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
-    ids = chunks["id"].to_numpy()
-    assert len(ids) == len(np.unique(ids)), "duplicate chunk ids"
-    current = {(d.id, d.content_hash) for d in docs.values()}
-    assert all((d, h) in current for d, h in zip(chunks["document_id"].to_pylist(), chunks["content_hash"].to_pylist())), "orphan chunks"
-    assert sum(d.chunk_count for d in docs.values()) == len(ids)
-    faiss_ids = np.sort(store.vector_index().ids())
-    assert np.array_equal(faiss_ids, np.sort(ids)), "FAISS ids differ from Lance ids"
-    assert (data / f"chunks.v{store.chunks.version}.faiss").exists(), "FAISS index not persisted for the final version"
-
-
 def _encoded_files(log: Path) -> set[int]:
     return {int(m.group(1)) for line in log.read_text().splitlines() for m in MARK.finditer(line)} if log.exists() else set()
 
@@ -76,7 +61,7 @@ def test_kill_during_indexing_then_restart_converges(tmp_path: Path, kill_after:
     assert len(committed) < 520
     restart = _lodex(data, root, tmp_path / "restart.log")
     assert restart.returncode == 0, restart.stderr[-2000:]
-    _assert_index_equals_folder(data, root)
+    check_index(Store(data, 256), root, persisted=True, encoder=FakeEncoder())
     re_encoded = _encoded_files(tmp_path / "restart.log")
     assert not (re_encoded & committed), f"finished files encoded again: {sorted(re_encoded & committed)[:10]}"
     assert re_encoded == set(range(520)) - committed
@@ -98,5 +83,5 @@ def test_kill_during_an_update_run(tmp_path: Path) -> None:
     assert killed.returncode == -9
     restart = _lodex(data, root, tmp_path / "restart.log")
     assert restart.returncode == 0, restart.stderr[-2000:]
-    _assert_index_equals_folder(data, root)
+    check_index(Store(data, 256), root, persisted=True, encoder=FakeEncoder())
     assert _encoded_files(tmp_path / "restart.log") <= set(range(100)), "only changed files may be encoded"

@@ -81,6 +81,7 @@ def test_real_encoder_declares_its_shape(real_encoder) -> None:
     assert real_encoder.origin()["model_id"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
+@pytest.mark.slow  # loads the real model (and transformers): not in the quick loop
 def test_chunking_and_encoding_at_once_do_not_share_tokenizer_settings(real_encoder) -> None:
     """The reader thread chunks (no padding, no truncation) while the writer or a query encodes (padded,
     truncated to max_length): each must get its own settings, or a long block's token spans get cut."""

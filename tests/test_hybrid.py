@@ -14,6 +14,7 @@ from lodex.store import lance_store
 from lodex.store.lance_store import Store
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
+from tests.invariants import dense_document_scores
 
 
 def _paths(searcher, query: str, mode: str, k: int = 10) -> list[str]:
@@ -96,19 +97,72 @@ def test_convex_fusion_normalizes_each_list_and_a_lone_keyword_hit_counts() -> N
     assert rrf.ids.tolist() == [3, 1, 2] and rrf.scores[0] == pytest.approx(1 / 13 + 1 / 11)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("ranking", RANKINGS)
-def test_every_document_ranking_finds_the_planted_document(tmp_path: Path, real_encoder, ranking: str) -> None:
-    root = tmp_path / "docs"
+QUERY = ["anglerfish", "lure", "glowing", "abyss", "lantern", "photophore"]
+
+
+def _paragraph(name: str, i: int, words: list[str]) -> str:
+    """Ten distinct tokens: these query words, then words of this paragraph's own."""
+    return " ".join(words + [f"{name}{i}w{j}" for j in range(10 - len(words))])
+
+
+def _pair(i: int) -> list[str]:
+    """Two of the query's words, in turn: q0 q1, q2 q3, q4 q5, q0 q1, ..."""
+    return QUERY[2 * (i % 3) : 2 * (i % 3) + 2]
+
+
+# Four documents on one topic, sharing the query's words, laid out so that each ranking has its own winner
+# (one paragraph = one chunk):
+RANKED_DOCS = {
+    # one passage is the whole query, the rest is about other things: the best chunk, the worst mean
+    "spike.txt": [QUERY] + [[]] * 9,
+    # three strong passages (five of the six words each) in a long document: the best top-3, a poor mean
+    "trio.txt": [QUERY[0:5] if i == 0 else QUERY[1:6] if i == 4 else QUERY[:1] + QUERY[2:] if i == 8 else [] for i in range(18)],
+    # no passage holds more than two words, but together they cover the query evenly: the best mean vector
+    "steady.txt": [_pair(i) for i in range(12)],
+    # a strong passage and an even rest: second-best on both, first when both count (blend)
+    "both.txt": [QUERY[0:5]] + [_pair(i) for i in range(1, 6)],
+}
+WINNER = {"max": "spike.txt", "topm": "trio.txt", "mean": "steady.txt", "blend": "both.txt"}
+
+
+@pytest.fixture(scope="module")
+def ranked_index(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("rankings")
+    root = tmp / "docs"
     root.mkdir()
-    topics = ["tax law and accounting rules", "medieval castles and their sieges", "deep sea fish and their light organs"]
-    for i, topic in enumerate(topics):
-        (root / f"doc-{i}.txt").write_text("\n\n".join(f"Part {j}: a discussion of {topic}, chapter {j}." for j in range(12)))
-    _, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)
+    for name, paragraphs in RANKED_DOCS.items():
+        (root / name).write_text("\n\n".join(_paragraph(name[:-4], i, words) for i, words in enumerate(paragraphs)))
+    encoder = FakeEncoder()
+    store, indexer, searcher = make_pipeline(tmp / "data", encoder, max_tokens=12, overlap=0)
     indexer.run(root)
-    for mode in ("dense", "hybrid"):
-        top = searcher.search("anglerfish glowing lure in the abyss", k=3, mode=mode, ranking=ranking).results  # type: ignore[arg-type]
-        assert top[0].path == "doc-2.txt", (mode, ranking, [h.path for h in top])
+    assert {p: r.chunk_count for p, r in store.document_records().items()} == {p: len(v) for p, v in RANKED_DOCS.items()}
+    return store, encoder, searcher
+
+
+@pytest.mark.parametrize("ranking", RANKINGS)
+def test_each_document_ranking_ranks_by_its_own_property(ranked_index, ranking: str) -> None:
+    """Dense mode: every document's score is the hand computation of the ranking (best chunk, mean of the top 3,
+    cosine to the mean vector, or half of each), so a ranking that ignored the best chunk or the mean vector would
+    put another document first. Hybrid mode keeps each ranking's character, with BM25 fused in."""
+    store, encoder, searcher = ranked_index
+    query = " ".join(QUERY)
+    expected = dense_document_scores(store, encoder.embed([query], kind="query")[0], ranking,
+                                      searcher.fusion.top_m, searcher.fusion.blend_alpha)
+    assert max(expected, key=expected.__getitem__) == WINNER[ranking], f"the corpus no longer separates the rankings: {expected}"
+    dense = searcher.search(query, k=10, mode="dense", ranking=ranking).results  # type: ignore[arg-type]
+    assert [h.path for h in dense] == sorted(expected, key=lambda p: -expected[p])
+    assert {h.path: h.score for h in dense} == pytest.approx(expected, abs=1e-5)
+    top_two = sorted(expected.values())[-2:]
+    assert top_two[1] - top_two[0] > 0.04, f"the winner's margin is too thin to mean anything: {expected}"
+
+    hybrid = [h.path for h in searcher.search(query, k=10, mode="hybrid", ranking=ranking).results]  # type: ignore[arg-type]
+    assert sorted(hybrid) == sorted(RANKED_DOCS)
+    if ranking == "mean":  # fused with BM25's best chunk at document level: the even document still beats the strong passages
+        assert hybrid.index("steady.txt") < min(hybrid.index("spike.txt"), hybrid.index("trio.txt")), hybrid
+    else:
+        assert hybrid[0] == WINNER[ranking], hybrid
+    if ranking == "blend":  # the best chunk counts too: the one-passage document passes the even one
+        assert hybrid.index("spike.txt") < hybrid.index("steady.txt"), hybrid
 
 
 def test_passage_highlights_mark_query_words_with_exact_offsets(tmp_path: Path) -> None:
@@ -119,11 +173,15 @@ def test_passage_highlights_mark_query_words_with_exact_offsets(tmp_path: Path) 
     _, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
     indexer.run(root)
     hit = searcher.search("heat the plate", k=1, mode="bm25").results[0]
+    assert hit.passages, "no passage: the checks below would pass on nothing"
     for passage in hit.passages:
         assert text[passage.char_start : passage.char_end] == passage.text
         marked = [passage.text[s:e] for s, e in passage.highlights]
         assert marked and all(w.lower().startswith(("heat", "plate")) for w in marked)
         assert "the" not in [w.lower() for w in marked]  # stop words are not marked
+    first = hit.passages[0]  # the whole (short) file is one chunk: every query word in it is marked, in order
+    assert (first.char_start, first.char_end) == (0, len(text))
+    assert [first.text[s:e] for s, e in first.highlights] == ["Heated", "plates", "heat", "plate", "heating"]
 
 
 def test_highlight_spans_unit() -> None:

@@ -13,6 +13,7 @@ from lodex.indexer.scanner import ScanRules
 from lodex.store.schema import chunks_schema
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
+from tests.invariants import check_index
 
 
 def _write(root: Path, rel: str, text: str) -> Path:
@@ -37,27 +38,6 @@ def _indexed(tmp_path: Path, files: dict[str, str], rules: ScanRules | None = No
     return root, encoder, store, indexer, searcher, first
 
 
-def _state(store) -> dict[str, str]:
-    """path → content hash, after checking that chunks belong to current documents only."""
-    docs = store.document_records()
-    chunks = store.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow().to_pylist()
-    ids = [c["id"] for c in chunks]
-    assert len(ids) == len(set(ids)), "duplicate chunk ids"
-    current = {(d.id, d.content_hash) for d in docs.values()}
-    assert all((c["document_id"], c["content_hash"]) in current for c in chunks), "orphan chunks"
-    assert sum(d.chunk_count for d in docs.values()) == len(chunks)
-    faiss_ids = set(faiss_id_list(store))
-    assert faiss_ids == set(ids), "FAISS ids differ from Lance ids"
-    return {p: d.content_hash for p, d in docs.items()}
-
-
-def faiss_id_list(store) -> list[int]:
-    index = store.vector_index().index
-    import faiss
-
-    return faiss.vector_to_array(index.id_map).tolist()
-
-
 def test_unchanged_files_are_never_encoded_again(tmp_path: Path) -> None:
     root, encoder, store, indexer, _, first = _indexed(tmp_path, {f"d{i}.txt": _doc_text(f"topic{i}") for i in range(5)})
     assert first.added == 5 and encoder.texts_encoded > 0
@@ -68,7 +48,7 @@ def test_unchanged_files_are_never_encoded_again(tmp_path: Path) -> None:
     os.utime(root / "d0.txt", (1, 1))  # touched, same content: hashed, not encoded
     third = indexer.run(root)
     assert encoder.texts_encoded == encoded and third.unchanged == 5
-    assert len(_state(store)) == 5
+    assert len(check_index(store, root, encoder=FakeEncoder())) == 5
 
 
 def test_changed_file_replaces_its_chunks(tmp_path: Path) -> None:
@@ -81,7 +61,7 @@ def test_changed_file_replaces_its_chunks(tmp_path: Path) -> None:
     hit = searcher.search("gamma3 gamma4", k=1).results[0]
     assert hit.path == "a.txt" and "gamma" in hit.passages[0].text
     assert all("alpha" not in p.text for r in searcher.search("alpha3 alpha4", k=2).results for p in r.passages)
-    _state(store)
+    check_index(store, root, encoder=FakeEncoder())
 
 
 def _varied_paragraphs(n: int, seed: int = 7) -> list[str]:
@@ -109,7 +89,7 @@ def test_an_edit_re_encodes_only_the_chunks_it_touches(tmp_path: Path, edit: str
     texts = store.chunks_of_documents([store.document_records()["long.txt"].id], ["text", "content_hash"])
     current = store.document_records()["long.txt"].content_hash
     assert any("zeppelins" in t for t, h in zip(texts["text"].to_pylist(), texts["content_hash"].to_pylist()) if h == current)
-    _state(store)
+    check_index(store, root, encoder=FakeEncoder())
 
 
 def test_deleted_file_disappears_from_results(tmp_path: Path) -> None:
@@ -118,7 +98,7 @@ def test_deleted_file_disappears_from_results(tmp_path: Path) -> None:
     summary = indexer.run(root)
     assert summary.deleted == 1
     assert [r.path for r in searcher.search("gone1 gone2", k=5).results] == ["keep.txt"]
-    assert set(_state(store)) == {"keep.txt"}
+    assert set(check_index(store, root, encoder=FakeEncoder())) == {"keep.txt"}
 
 
 def test_rename_and_move_reuse_vectors(tmp_path: Path) -> None:
@@ -136,7 +116,7 @@ def test_rename_and_move_reuse_vectors(tmp_path: Path) -> None:
     assert set(new) == {"renamed.txt", "moved/b.md"}
     assert new["moved/b.md"].title == "Beta" and new["renamed.txt"].chunk_count == old["a.txt"].chunk_count
     assert searcher.search("beta5 beta6", k=1).results[0].path == "moved/b.md"
-    _state(store)
+    check_index(store, root, encoder=FakeEncoder())
 
 
 def test_identical_content_under_two_paths_is_two_documents(tmp_path: Path) -> None:
@@ -150,7 +130,7 @@ def test_identical_content_under_two_paths_is_two_documents(tmp_path: Path) -> N
     (root / "one.txt").unlink()
     indexer.run(root)
     assert [r.path for r in searcher.search("same1 same2", k=5).results] == ["two.txt"]
-    _state(store)
+    check_index(store, root, encoder=FakeEncoder())
 
 
 def test_swapped_contents_follow_their_paths(tmp_path: Path) -> None:
@@ -162,7 +142,7 @@ def test_swapped_contents_follow_their_paths(tmp_path: Path) -> None:
     assert summary.updated == 2 and encoder.texts_encoded == encoded
     assert searcher.search("alpha1 alpha2", k=1).results[0].path == "b.txt"
     assert searcher.search("beta1 beta2", k=1).results[0].path == "a.txt"
-    hashes = _state(store)
+    hashes = check_index(store, root, encoder=FakeEncoder())
     assert hashes["a.txt"] != hashes["b.txt"]
 
 
@@ -178,7 +158,7 @@ def test_bad_files_are_recorded_and_the_rest_indexes(tmp_path: Path) -> None:
     assert "binary" in summary.failures["image.txt"]
     assert "too large" in summary.failures["big.txt"]
     assert "invalid JSON" in summary.failures["broken.json"]
-    assert set(_state(store)) == {"good.txt"}
+    assert set(check_index(store, encoder=FakeEncoder())) == {"good.txt"}
 
 
 def test_file_that_turns_bad_leaves_the_index(tmp_path: Path) -> None:
@@ -186,13 +166,13 @@ def test_file_that_turns_bad_leaves_the_index(tmp_path: Path) -> None:
     (root / "doc.txt").write_bytes(b"\x00\x01binary now" * 100)
     summary = indexer.run(root)
     assert "doc.txt" in summary.failures
-    assert _state(store) == {}
+    assert check_index(store, encoder=FakeEncoder()) == {}
 
 
 def test_hidden_and_git_files_are_skipped(tmp_path: Path) -> None:
     files = {"seen.md": "visible text", ".hidden.md": "hidden", ".git/notes.txt": "git", ".cache/x.txt": "cached", "skip/me.txt": "excluded"}
     _, _, store, _, _, _ = _indexed(tmp_path, files, ScanRules(exclude=["skip/*"]))
-    assert set(_state(store)) == {"seen.md"}
+    assert set(check_index(store, encoder=FakeEncoder())) == {"seen.md"}
 
 
 def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
@@ -204,7 +184,7 @@ def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
     store.chunks.add(ghost)
     assert [r.path for r in searcher.search("alpha1 alpha2 alpha3", k=5).results] == ["a.txt"]
     indexer.run(root)
-    _state(store)
+    check_index(store, root, encoder=FakeEncoder())
 
 
 def test_title_prefix_is_encoded_and_recorded(tmp_path: Path) -> None:

@@ -10,8 +10,10 @@ import pytest
 
 from lodex.api.settings import Settings
 from lodex.api.factory import build_watch
+from lodex.indexer.scanner import ScanRules
 from lodex.indexer.writer import RunHooks
 from lodex.indexer.watch_service import WatchService
+from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import Store
 from tests.conftest import make_pipeline
@@ -38,6 +40,9 @@ class Harness:
         settings.watch.poll_interval_s = 0.2
         self.service: WatchService = build_watch(settings, indexer, self.root, RunHooks(on_file=self.records.append))
         self.reader = Store(self.data, self.encoder.dim)
+        self.noted: list[str] = []  # every path the watcher's filter let through to the collector (work to do)
+        add = self.service.collector.add
+        self.service.collector.add = lambda rel: self.noted.append(rel) or add(rel)  # type: ignore[method-assign]
 
     def start(self) -> "Harness":
         self.service.start()
@@ -126,7 +131,7 @@ def test_editor_atomic_save_is_one_update(harness: Harness) -> None:
     harness.settle()
     assert set(docs) == {"note.md"}
     assert harness.indexed("note.md", since) == 1
-    assert not any(r.path.endswith((".swp", ".tmp")) for r in harness.records)
+    assert set(harness.noted) == {"note.md"}, "the editor's temporary files never reach the collector"
 
 
 def test_file_written_slowly_is_indexed_once_complete(harness: Harness) -> None:
@@ -165,6 +170,7 @@ def test_temporary_and_hidden_files_are_ignored(harness: Harness) -> None:
     harness.wait(lambda d: "real.md" in d)
     harness.settle()
     assert set(harness.docs()) == {"real.md"}
+    assert set(harness.noted) == {"real.md"}, "ignored names trigger no work (the scanner would drop them too late)"
 
 
 def test_changes_while_stopped_are_applied_at_start(tmp_path: Path) -> None:
@@ -218,3 +224,133 @@ def test_the_writer_runs_at_the_configured_low_priority(tmp_path: Path) -> None:
         writer.stop(timeout=30)
     assert nice == max(7, os.getpriority(os.PRIO_PROCESS, 0))  # raised, never lowered below the process's own
     assert Settings().watch.writer_nice == 19
+
+
+# ---- the watcher's filter and the collector, without a watcher running (no sleeps) ------------------------------
+
+EDITOR_TEMPORARIES = ["x.txt.swp", "x.txt.swx", "x.txt.swo", "draft.md~", "scratch.tmp", "note.md.tmp", "a.temp", ".#lock.md",
+                      "#autosave.md#", "4913", "video.part", "f.crdownload", "~$report.docx"]
+
+
+def _watcher(root: Path, rules: ScanRules | None = None, ignore: list[str] | None = None) -> FolderWatcher:
+    return FolderWatcher(root, rules or ScanRules(), ChangeCollector(root), ignore=Settings().watch.ignore if ignore is None else ignore)
+
+
+@pytest.mark.parametrize("name", EDITOR_TEMPORARIES)
+def test_the_filter_drops_every_default_ignore_glob_at_any_depth(tmp_path: Path, name: str) -> None:
+    watcher = _watcher(tmp_path)
+    assert watcher.relevant(str(tmp_path / name)) is None
+    assert watcher.relevant(str(tmp_path / "sub" / "deeper" / name)) is None
+
+
+def test_the_filter_keeps_lookalikes_and_maps_paths_to_root_relative_ones(tmp_path: Path) -> None:
+    watcher = _watcher(tmp_path)
+    for rel in ("a.md", "sub/b.txt", "notes.tmp.md", "4913.txt", "swp", "draft~.md", "my#notes#.md", "tilde~dir/c.txt"):
+        assert watcher.relevant(str(tmp_path / rel)) == rel, rel
+    assert watcher.relevant(str(tmp_path / "sub" / ".." / "c.md")) == "c.md"
+    assert watcher.relevant(str(tmp_path / "sub")) == "sub"  # a folder: its subtree is rescanned
+    assert watcher.relevant(str(tmp_path)) is None
+    assert watcher.relevant(str(tmp_path.parent / "elsewhere.md")) is None
+
+
+def test_the_filter_drops_hidden_names_and_git_unless_hidden_files_are_wanted(tmp_path: Path) -> None:
+    hidden = [".hidden.md", ".git", ".git/HEAD", "sub/.cache/x.txt", ".obsidian/workspace.json", "sub/.note.md.swp"]
+    watcher = _watcher(tmp_path)
+    assert [watcher.relevant(str(tmp_path / rel)) for rel in hidden] == [None] * len(hidden)
+    showing = _watcher(tmp_path, ScanRules(skip_hidden=False))
+    assert [showing.relevant(str(tmp_path / rel)) for rel in hidden] == [
+        ".hidden.md", None, None, "sub/.cache/x.txt", ".obsidian/workspace.json", None]  # .git never; a swap file still ignored
+
+
+def test_the_ignore_globs_are_the_configured_ones(tmp_path: Path) -> None:
+    watcher = _watcher(tmp_path, ignore=["*.bak"])
+    assert watcher.relevant(str(tmp_path / "old.bak")) is None
+    assert watcher.relevant(str(tmp_path / "x.txt.swp")) == "x.txt.swp"  # not ignored any more: the scanner decides
+    assert _watcher(tmp_path, ignore=[]).relevant(str(tmp_path / "scratch.tmp")) == "scratch.tmp"
+
+
+class Clock:
+    """A hand-moved monotonic clock."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _collector(root: Path, quiet_s: float = 1.0) -> tuple[ChangeCollector, Clock]:
+    clock = Clock()
+    return ChangeCollector(root, quiet_s=quiet_s, clock=clock), clock
+
+
+def test_a_path_is_ready_once_quiet_for_the_quiet_period_and_only_once(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one")
+    collector, clock = _collector(tmp_path)
+    collector.add("a.txt")
+    assert collector.ready() == [] and len(collector) == 1
+    clock.now += 0.875
+    assert collector.ready() == []
+    clock.now += 0.125  # (steps exact in binary: the boundary itself is tested)
+    assert collector.ready() == ["a.txt"]
+    assert len(collector) == 0 and collector.ready() == []
+    clock.now += 10
+    assert collector.ready() == []
+
+
+def test_repeated_events_coalesce_and_each_one_restarts_the_quiet_period(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("one")
+    collector, clock = _collector(tmp_path)
+    for _ in range(3):
+        collector.add("a.txt")
+        assert len(collector) == 1
+        clock.now += 0.75  # an event every 0.75 s: never quiet for 1 s
+        assert collector.ready() == []
+    clock.now += 0.25
+    assert collector.ready() == ["a.txt"]  # one batch entry for the burst
+
+
+def test_paths_become_ready_each_on_its_own_schedule_sorted(tmp_path: Path) -> None:
+    for name in ("b.txt", "a.txt", "c.txt"):
+        (tmp_path / name).write_text(name)
+    collector, clock = _collector(tmp_path, quiet_s=0.5)
+    collector.add("b.txt")
+    collector.add("a.txt")
+    clock.now += 0.25
+    collector.add("c.txt")
+    clock.now += 0.25
+    assert collector.ready() == ["a.txt", "b.txt"]
+    clock.now += 0.25
+    assert collector.ready() == ["c.txt"]
+
+
+def test_a_file_whose_size_or_mtime_keeps_moving_is_held_back(tmp_path: Path) -> None:
+    path = tmp_path / "slow.txt"
+    path.write_text("part 1\n")
+    collector, clock = _collector(tmp_path)
+    collector.add("slow.txt")
+    for i in range(2, 5):  # written on without events reaching the collector (a lost or coalesced inotify event)
+        clock.now += 1.0
+        with path.open("a") as fh:
+            fh.write(f"part {i}\n")
+        assert collector.ready() == [], f"held while its size moves ({i})"
+    clock.now += 0.5
+    assert collector.ready() == [], "the quiet period starts again from the moment the move was seen"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # same size, newer mtime
+    clock.now += 0.5
+    assert collector.ready() == [], "held while its mtime moves"
+    clock.now += 1.0
+    assert collector.ready() == ["slow.txt"]
+
+
+def test_a_path_that_vanishes_is_reported_once_its_absence_is_stable(tmp_path: Path) -> None:
+    (tmp_path / "going.txt").write_text("x")
+    collector, clock = _collector(tmp_path)
+    collector.add("going.txt")
+    collector.add("never-existed.txt")  # a delete event: no signature, and none later either
+    (tmp_path / "going.txt").unlink()
+    clock.now += 1.0
+    assert collector.ready() == ["never-existed.txt"]  # going.txt changed (it vanished) since its event: held
+    clock.now += 1.0
+    assert collector.ready() == ["going.txt"]

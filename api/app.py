@@ -4,11 +4,12 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import FastAPI, HTTPException, Query, Response
 from fastapi.middleware.cors import CORSMiddleware
@@ -22,10 +23,14 @@ from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, Do
                         PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, valid_metadata, valid_text)
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
+from lodex.indexer.pipeline import Interrupted
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters
 from lodex.store.schema import DOCUMENT_COLUMNS
 
+T = TypeVar("T")
+MAX_GLOB_CHARS = 1000  # a search's path glob (fnmatch compiles and caches each one)
+MAX_EXTENSIONS = 50
 PAGE = Path(__file__).parent / "static" / "index.html"
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 503)}
 
@@ -45,6 +50,16 @@ def _document(row: dict[str, Any]) -> DocumentOut:
         meta = {"_unreadable": "this metadata was stored before lodex checked it; push the document again"}
     return DocumentOut(**{k: row[k] for k in DOCUMENT_COLUMNS if k not in ("content_hash", "metadata")},
                        status="indexed", source=source, metadata=meta)
+
+
+async def writer_result(done: "Future[T]") -> T:
+    """The result of a request queued on the writer; one cancelled because lodex is stopping answers 503."""
+    try:
+        return await asyncio.wrap_future(done)
+    except asyncio.CancelledError:
+        if done.cancelled():
+            raise Interrupted() from None  # the writer dropped it; the request itself was not cancelled
+        raise
 
 
 def _timestamp(moment: datetime) -> float:
@@ -91,6 +106,10 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
                 raise HTTPException(422, f"{name}: {exc}") from exc
         if not q.strip():
             raise HTTPException(400, "q is empty: pass some words to look for")
+        if path is not None and len(path) > MAX_GLOB_CHARS:
+            raise HTTPException(400, f"path is longer than {MAX_GLOB_CHARS} characters")
+        if ext and (len(ext) > MAX_EXTENSIONS or any(len(e) > 32 for e in ext)):
+            raise HTTPException(400, f"ext takes at most {MAX_EXTENSIONS} extensions of at most 32 characters")
         if len(q) > limits.max_query_chars:
             raise HTTPException(400, f"q is longer than {limits.max_query_chars} characters (api.max_query_chars)")
         k = min(settings.search.k, limits.max_k) if k is None else k
@@ -177,17 +196,19 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         doc_id, done = service.push(name, body.text, body.title, body.metadata)
         if not wait:
             return JSONResponse(PushOut(id=doc_id, path=PUSHED_PREFIX + name, status="queued", chunks=0).model_dump(), 202)
-        record = await asyncio.wrap_future(done)
+        record = await writer_result(done)
         status = "unchanged" if record.status == "unchanged" else "indexed"
         return JSONResponse(PushOut(id=doc_id, path=PUSHED_PREFIX + name, status=status, chunks=record.chunks).model_dump(), 201)
 
     @app.delete("/documents/{doc_id}", response_model=DeletedOut, responses=ERRORS, tags=["documents"])
     async def delete_document(doc_id: str) -> DeletedOut:
-        """Delete a pushed document (files of the folder are removed by deleting the file)."""
-        found = await on_query_thread(one_document, doc_id)
-        if not found["row"]["path"].startswith(PUSHED_PREFIX):
-            raise HTTPException(409, f"{found['row']['path']} is a file of the watched folder: delete the file instead")
-        await asyncio.get_running_loop().run_in_executor(None, service.delete, doc_id)
+        """Delete a pushed document (files of the folder are removed by deleting the file); one still queued is
+        deleted once its push is applied."""
+        if service.queued_push(doc_id) is None:
+            found = await on_query_thread(one_document, doc_id)
+            if not found["row"]["path"].startswith(PUSHED_PREFIX):
+                raise HTTPException(409, f"{found['row']['path']} is a file of the watched folder: delete the file instead")
+        await writer_result(service.delete(doc_id))
         return DeletedOut(deleted=doc_id)
 
     @app.post("/reindex", response_model=QueuedOut, status_code=202, tags=["admin"],
@@ -199,7 +220,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         done = service.reindex()
         if not wait:
             return JSONResponse(QueuedOut(queued=True, queue_depth=service.writer.depth).model_dump(), 202)
-        summary = await asyncio.wrap_future(done)
+        summary = await writer_result(done)
         return JSONResponse(RunOut(**{k: v for k, v in summary.to_dict().items() if k in RunOut.model_fields}).model_dump())
 
     @app.get("/health", response_model=HealthOut, tags=["admin"])

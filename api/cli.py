@@ -186,7 +186,7 @@ def serve(
     import uvicorn
 
     from lodex.api.app import create_app
-    from lodex.api.http_errors import JsonErrorsProtocol, is_loopback
+    from lodex.api.http_errors import HaltingServer, JsonErrorsProtocol, is_loopback
     from lodex.api.logs import file_logger
     from lodex.api.service import LodexService
 
@@ -213,8 +213,9 @@ def serve(
             err.print("stopped")
 
         # uvicorn runs the app's shutdown (which closes the service) before it re-raises SIGINT/SIGTERM
-        uvicorn.run(create_app(service, on_shutdown=shutdown, host=host), host=host, port=port, log_level="warning",
-                    access_log=False, http=JsonErrorsProtocol, timeout_graceful_shutdown=5)
+        server_config = uvicorn.Config(create_app(service, on_shutdown=shutdown, host=host), host=host, port=port, log_level="warning",
+                                       access_log=False, http=JsonErrorsProtocol, timeout_graceful_shutdown=5)
+        HaltingServer(server_config, on_exit=service.halt).run()
     finally:
         service.close()
 

@@ -4,6 +4,12 @@ loopback server, HEAD requests, and the request-body size limit."""
 import hmac
 import ipaddress
 import json
+import re
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+import uvicorn
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,23 +27,32 @@ OPEN_PATHS = ("/health", "/", "/docs", "/openapi.json", "/static/")
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 
 
+_HOST = re.compile(r"\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<name>[A-Za-z0-9._-]+)")
+_PORT = re.compile(r":[0-9]{1,5}")
+
+
 def is_loopback(host: str) -> bool:
     """Whether a host name or address (an address bound, or a Host header's name) is this machine's loopback."""
     host = host.strip().lower().strip("[]")
+    host = host[:-1] if host.endswith(".") and not host.endswith("..") else host
     if host in LOOPBACK_NAMES or host.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
 
 
-def host_name(header: str) -> str:
-    """The name part of a Host header ('[::1]:8765' → '::1', 'localhost:8765' → 'localhost')."""
+def host_name(header: str) -> str | None:
+    """The name part of a Host header ('[::1]:8765' → '::1', 'localhost:8765' → 'localhost'), or None when the header
+    is not a plain name or address with an optional port (userinfo, zone ids, spaces and the like)."""
     header = header.strip()
-    if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else header
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+    match = _HOST.match(header)
+    if match is None or not (match.end() == len(header) or _PORT.fullmatch(header, match.end())):
+        return None
+    return match.group("v6") or match.group("name")
 
 
 def error(status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -78,13 +93,18 @@ class LimitsAndAuth:
         self.max_body = max_body_bytes
         self.allowed_hosts = None if allowed_hosts is None else frozenset(h.strip().lower() for h in allowed_hosts)
 
-    def _host_refused(self, headers: dict[str, bytes]) -> str | None:
-        if self.allowed_hosts is None or "host" not in headers:
+    def _host_refused(self, scope: Scope) -> str | None:
+        """The first Host header this server does not answer to (every one is checked), or None."""
+        if self.allowed_hosts is None:
             return None
-        name = host_name(headers["host"].decode("latin-1")).lower()
-        if is_loopback(name) or name in self.allowed_hosts:
-            return None
-        return name
+        for key, value in scope.get("headers", []):
+            if key.lower() != b"host":
+                continue
+            raw = value.decode("latin-1")
+            name = host_name(raw)
+            if name is None or not (is_loopback(name) or name.lower().rstrip(".") in self.allowed_hosts):
+                return raw
+        return None
 
     def _authorized(self, headers: dict[str, bytes]) -> bool:
         scheme, _, token = headers.get("authorization", b"").strip().partition(b" ")
@@ -94,7 +114,7 @@ class LimitsAndAuth:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
-        refused = self._host_refused(headers)
+        refused = self._host_refused(scope)
         if refused is not None:
             response = error(403, f"Host {refused[:100]!r} is not allowed: a lodex server on a loopback address answers only "
                                   "to localhost names (this guards against DNS rebinding); add the name to api.allowed_hosts")
@@ -146,6 +166,19 @@ def _without_body(send: Send) -> Send:
         await send(message)
 
     return head_only
+
+
+class HaltingServer(uvicorn.Server):
+    """uvicorn's server, calling `on_exit` (on its own thread) as soon as SIGINT or SIGTERM arrives, before the server
+    waits for open requests: requests waiting on the writer then answer at once instead of past the grace period."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        threading.Thread(target=self.on_exit, name="lodex-halt", daemon=True).start()  # not in the signal handler
+        super().handle_exit(sig, frame)
 
 
 class JsonErrorsProtocol(HttpToolsProtocol):

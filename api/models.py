@@ -84,7 +84,7 @@ class SearchIn(BaseModel):
     """POST /search body."""
 
     q: Text = Field(description="The query, in plain words.")
-    k: int | None = Field(None, description="Documents to return (default: search.k).")
+    k: int | None = Field(None, strict=True, description="Documents to return (default: search.k).")
     path: Text | None = Field(None, description="Only documents whose relative path matches this glob.")
     ext: list[Text] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
     modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds).")

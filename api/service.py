@@ -9,10 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 from lodex.api.factory import WriteSide, build_searcher, open_reader
+from lodex.api.push_spool import PushSpool
 from lodex.api.settings import Settings
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.pipeline import Progress, RunSummary, document_id
+from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary, document_id
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.batcher import QueryBatcher
@@ -33,6 +34,7 @@ class LodexService:
         self.data_dir = settings.data_dir
         self.started_at = time.time()
         self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
+        self.spool = PushSpool(self.data_dir)
         self.jobs, self.encoder, self.indexer = self.side.jobs, self.side.encoder, self.side.indexer
         try:
             self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
@@ -62,7 +64,14 @@ class LodexService:
         else:
             self.writer.start()
             self.writer.submit(lambda ix: ix.store.collect_garbage())
+        for kept, request in self.spool.pending():  # pushes accepted before a stop or a crash, in order
+            self._queue_push(request, kept)
         return self
+
+    def halt(self) -> None:
+        """Begin stopping (at SIGTERM, before the server drains its requests): the writer stops at its next check and
+        queued changes are cancelled, so requests waiting on them answer at once (pushes stay on disk)."""
+        self.writer.halt()
 
     def close(self) -> None:
         """Stop watching, apply what is queued, release the index (once; later calls do nothing)."""
@@ -118,13 +127,28 @@ class LodexService:
 
     # ---- writing through the one writer --------------------------------------------------
     def push(self, name: str, text: str, title: str, metadata: dict[str, Any]) -> "tuple[str, Future[FileRecord]]":
-        """Queue a pushed text document on the writer; returns its id and the future of its record (while it waits,
-        `queued_push` knows it)."""
-        encoded = json.dumps(metadata, sort_keys=True)
-        doc_id, path = document_id(PUSHED_PREFIX + name), PUSHED_PREFIX + name
+        """Keep a pushed text document on disk, then queue it on the writer; returns its id and the future of its
+        record (while it waits, `queued_push` knows it; if lodex stops first, the next start indexes it)."""
+        request = {"name": name, "text": text, "title": title, "metadata": json.dumps(metadata, sort_keys=True)}
+        return self._queue_push(request, self.spool.add(request))
+
+    def _queue_push(self, request: dict[str, Any], kept: Path) -> "tuple[str, Future[FileRecord]]":
+        doc_id, path = document_id(PUSHED_PREFIX + request["name"]), PUSHED_PREFIX + request["name"]
         with self._queued_lock:
             self._queued[doc_id] = (path, self._queued.get(doc_id, (path, 0))[1] + 1)
-        done = self.writer.submit(lambda ix: ix.index_text(name, text, title, encoded))
+
+        def apply(ix: Indexer) -> FileRecord:
+            try:
+                record = ix.index_text(request["name"], request["text"], request["title"], request["metadata"])
+            except Interrupted:
+                raise  # kept on disk: the next start indexes it
+            except Exception:
+                self.spool.done(kept)  # it can never be indexed: not retried forever
+                raise
+            self.spool.done(kept)
+            return record
+
+        done = self.writer.submit(apply)
         done.add_done_callback(lambda future: self._pushed(doc_id, path, future))
         return doc_id, done
 
@@ -135,7 +159,7 @@ class LodexService:
                 self._queued[doc_id] = (path, left)
             else:
                 self._queued.pop(doc_id, None)
-        if not future.cancelled() and future.exception() is not None and self._on_file:
+        if not future.cancelled() and future.exception() is not None and not isinstance(future.exception(), Interrupted) and self._on_file:
             self._on_file(FileRecord(path, "failed", error=str(future.exception())))
 
     def queued_push(self, doc_id: str) -> str | None:
@@ -144,9 +168,10 @@ class LodexService:
             entry = self._queued.get(doc_id)
         return entry[0] if entry else None
 
-    def delete(self, doc_id: str) -> int:
-        """Delete a pushed document through the writer queue."""
-        return self.writer.submit(lambda ix: ix.delete_documents([doc_id])).result()
+    def delete(self, doc_id: str) -> "Future[int]":
+        """Delete a pushed document through the writer queue (after any push of it queued before); the future gives
+        how many documents existed."""
+        return self.writer.submit(lambda ix: ix.delete_documents([doc_id]))
 
     def reindex(self) -> "Future[RunSummary]":
         """Queue a reconciliation with the folder; its future gives the run's summary."""

@@ -14,32 +14,34 @@ from lodex.indexer.errors import ReadError
 PUSHED_PREFIX = "@api/"
 # A folder file whose path would fall in the pushed namespace is spelled with this prefix instead ("./@api/x").
 _FOLDER_ESCAPE = "./"
-_BYTE_ESCAPE = re.compile(r"\\x([0-9a-f]{2})")
+_ESCAPES = re.compile(r"\\\\|\\x([89a-f][0-9a-f])")
 _KINDS = {stat.S_IFIFO: "named pipe", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
           stat.S_IFSOCK: "socket", stat.S_IFDIR: "folder", stat.S_IFLNK: "symbolic link"}
 
 
 def path_key(rel: str) -> str:
-    """The index's name for a root-relative path: bytes that are not UTF-8 (surrogate-escaped by the OS layer) as
-    `\\xNN`, and a folder path that would read as a pushed document's (`@api/…`) spelled `./@api/…`."""
+    """The index's name for a root-relative path (as the OS layer spells it): itself when it is valid UTF-8 without a
+    backslash; otherwise with each backslash doubled and each byte that is not UTF-8 (surrogate-escaped by the OS
+    layer) written `\\xNN`, so that two files never share a name. A folder path that would read as a pushed
+    document's (`@api/…`) is spelled `./@api/…`."""
     try:
         rel.encode("utf-8")
-        key = rel
+        plain = "\\" not in rel
     except UnicodeEncodeError:
-        key = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        plain = False
+    key = rel if plain else "".join("\\\\" if c == "\\" else f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c
+                                    for c in rel)
     if key == PUSHED_PREFIX.rstrip("/") or key.startswith(PUSHED_PREFIX):
         key = _FOLDER_ESCAPE + key
     return key
 
 
-def key_path(root: Path, key: str) -> str:
-    """The root-relative path (as the OS layer spells it) of an index name or a plain relative path."""
+def key_path(key: str) -> str:
+    """The root-relative path, as the OS layer spells it, of an index name (the inverse of path_key)."""
     rel = key[len(_FOLDER_ESCAPE):] if key.startswith(_FOLDER_ESCAPE + PUSHED_PREFIX.rstrip("/")) else key
-    if "\\x" in rel and not os.path.lexists(root / rel):
-        raw = _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)) if int(m.group(1), 16) >= 0x80 else m.group(0), rel)
-        if os.path.lexists(root / raw):
-            return raw
-    return rel
+    if "\\" not in rel:
+        return rel
+    return _ESCAPES.sub(lambda m: "\\" if m.group(0) == "\\\\" else chr(0xDC00 + int(m.group(1), 16)), rel)
 
 
 def printable(name: str) -> str:

@@ -11,12 +11,14 @@ import numpy as np
 import pyarrow as pa
 
 from lodex.indexer.chunker import Chunker
+from lodex.indexer.decoding import OffsetMap, clean_mapped
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
-from lodex.indexer.paths import PUSHED_PREFIX, key_path, path_key
-from lodex.indexer.preparation import CHANGED, VANISHED, Prepared, Preparer, Skipped, Stream, chunk_rows, unchanged_chunks
+from lodex.indexer.paths import PUSHED_PREFIX
+from lodex.indexer.preparation import CHANGED, VANISHED, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.store.base import DocRecord, Store
+from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, JobLog
 from lodex.store.schema import chunks_schema
 
@@ -26,8 +28,15 @@ GROUP_BATCHES = 2
 CHECK_EVERY_S = 0.5
 
 
-class Interrupted(Exception):
+class Interrupted(LodexError):
     """The run was asked to stop (the process is stopping): what is committed stays, the next run does the rest."""
+
+    code = "stopping"
+    status = 503
+
+    def __init__(self, message: str = "lodex is stopping: this change was not finished",
+                 fix: str = "it is applied when lodex starts again") -> None:
+        super().__init__(message, fix)
 
 
 @dataclass
@@ -108,8 +117,8 @@ class Indexer:
 
     def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
-        """Index new and changed files under `root` (or only under the `only` paths), drop deleted ones,
-        re-use vectors of moved or copied content; every file processed gets a record."""
+        """Index new and changed files under `root` (or only under the `only` paths, as the index names
+        them: path_key), drop deleted ones, re-use vectors of moved or copied content; every file processed gets a record."""
         started = time.monotonic()
         summary, records = RunSummary(), []
         run_id = self.jobs.start_run(kind) if self.jobs else 0
@@ -122,8 +131,7 @@ class Indexer:
         self.store.before_run()
         entries, refused = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
         known = self.store.document_records()
-        scopes = None if only is None else [path_key(key_path(root, o)) for o in only]
-        in_scope = {p: r for p, r in known.items() if not p.startswith(PUSHED_PREFIX) and (scopes is None or under(p, scopes))}
+        in_scope = {p: r for p, r in known.items() if not p.startswith(PUSHED_PREFIX) and (only is None or under(p, only))}
         for path, reason in refused.items():
             summary.failures[path] = reason
             note(FileRecord(path, "failed", error=reason))
@@ -170,7 +178,8 @@ class Indexer:
             # same text, new title or metadata: update the row, keep its chunks (never commit them twice)
             self.store.set_document_fields(record.id, title=title or name, metadata=metadata)
             return FileRecord(path, "indexed", chunks=record.chunk_count)
-        chunks = self.chunker.chunk(text)
+        offsets = OffsetMap()  # cleaned like a file's text (invisible characters, CRs); offsets stay in the text pushed
+        chunks = shifted(self.chunker.chunk(clean_mapped(text, offsets)), offsets)
         rows = chunk_rows(chunks)
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
@@ -180,7 +189,7 @@ class Indexer:
         records: list[FileRecord] = []
         self._flush([prepared], RunSummary(), Progress(1), records.append, self.jobs.start_run("api") if self.jobs else 0)
         if not records:
-            raise Interrupted("stopped before the document was indexed")
+            raise Interrupted()
         self.store.after_small_change()
         return records[0]
 
@@ -205,7 +214,7 @@ class Indexer:
 
         for item in self.preparer().prepared(todo, known, by_content):
             if self.cancel.is_set():
-                raise Interrupted("stopping")
+                raise Interrupted()
             if item.entry.path in dropped:
                 continue
             state.files_done += 0 if isinstance(item, Prepared) and not item.final else 1
@@ -268,7 +277,7 @@ class Indexer:
                     p.vectors[i] = vector  # type: ignore[index]  # set above for every file that needs the encoder
             start = end
             if self.cancel.is_set():
-                raise Interrupted("stopping")
+                raise Interrupted()
             if fail is not None and time.monotonic() - checked >= CHECK_EVERY_S:
                 checked = time.monotonic()
                 drop_moved()

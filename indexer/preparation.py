@@ -134,7 +134,7 @@ def _parts(item: Item, entry: FileEntry) -> Iterator[Prepared | Skipped]:
         yield Skipped(entry, f"{type(exc).__name__}: {exc}")
 
 
-def _shifted(chunks: list[Chunk], offsets: OffsetMap | None) -> list[Chunk]:
+def shifted(chunks: list[Chunk], offsets: OffsetMap | None) -> list[Chunk]:
     """Chunks of a cleaned text with their offsets moved back to the source text's."""
     if offsets is None:
         return chunks
@@ -239,7 +239,7 @@ class Preparer:
         if data is None:
             return self._streamed(entry, digest, outcome, started)
         doc = extract(entry.path, data)
-        chunks = _shifted(self.chunker.chunk(doc.text), doc.offsets)
+        chunks = shifted(self.chunker.chunk(doc.text), doc.offsets)
         rows = chunk_rows(chunks)
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
         if record is not None:

@@ -17,6 +17,7 @@ from lodex.indexer.errors import ReadError
 MAX_HTML_DEPTH = 1_000
 _HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)[^>]*?(/?)>")
 # Elements that never hold others (void) or that a parser closes by itself when a sibling opens (they do not nest).
+_HTML_VOID_LIKE = frozenset("svg math path circle rect line polyline polygon ellipse use stop g".split())  # foreign: `/>` closes
 _HTML_FLAT = frozenset("area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
                        "option optgroup thead tbody tfoot colgroup rb rt rp".split())
 
@@ -45,11 +46,45 @@ def _inline_text(token) -> str:  # markdown-it Token
     return "".join(parts)
 
 
+# markdown-it holds ~500 bytes of tokens per byte of input: a long file is parsed a segment at a time, cut at a blank
+# line (or, in a long run of lines without one, at a line end) outside code fences, so memory stays bounded.
+_MD_SEGMENT_CHARS = 64 * 1024
+_MD_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def _markdown_segments(text: str) -> Iterator[str]:
+    """`text` in pieces of about _MD_SEGMENT_CHARS, cut between blocks outside fenced code."""
+    if len(text) <= _MD_SEGMENT_CHARS:
+        yield text
+        return
+    start = size = 0
+    fence = False
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if _MD_FENCE.match(line):
+            fence = not fence
+        size += len(line) + 1
+        if not fence and (size >= _MD_SEGMENT_CHARS and not line.strip() or size >= 4 * _MD_SEGMENT_CHARS):
+            yield "\n".join(lines[start : i + 1])
+            start, size = i + 1, 0
+    if start < len(lines):
+        yield "\n".join(lines[start:])
+
+
 def read_markdown(text: str) -> tuple[str, str]:
     """Markdown without markup; heading text is kept as its own paragraph."""
+    blocks: list[str] = []
+    title = ""
+    for segment in _markdown_segments(text):
+        first_heading = _markdown_blocks(segment, blocks)
+        title = title or first_heading
+    return "\n\n".join(blocks), title
+
+
+def _markdown_blocks(text: str, blocks: list[str]) -> str:
+    """Append the text blocks of one Markdown segment to `blocks`; return its first heading ("" when none)."""
     from markdown_it import MarkdownIt
 
-    blocks: list[str] = []
     title = ""
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     for i, token in enumerate(tokens):
@@ -65,14 +100,16 @@ def read_markdown(text: str) -> tuple[str, str]:
             html_text = read_html(token.content)[0]
             if html_text:
                 blocks.append(html_text)
-    return "\n\n".join(blocks), title
+    return title
 
 
 _RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
 _RST_DIRECTIVE = re.compile(r"^\.\.\s+(\S+::.*|_[^:]+:.*|\|[^|]+\|.*|\[[^\]]+\].*)?$")
-_RST_ROLE = re.compile(r":[\w-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
-_RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_{1,2}")
-_RST_INLINE = re.compile(r"(\*\*|\*|``|`)(\S(?:.*?\S)?)\1_{0,2}")
+# Inline markup spans are bounded (300 characters of text, 2,000 of target): an unbounded lazy match retried from every
+# unmatched `*` or backtick of a long line costs time that grows with the square of the line (and holds the GIL).
+_RST_ROLE = re.compile(r":[\w-]{1,50}:`([^`<]{0,300}?)(?:\s{0,20}<[^>]{0,2000}>)?`")
+_RST_LINK = re.compile(r"`([^`<]{1,300}?)\s{0,20}<[^>]{1,2000}>`_{1,2}")
+_RST_INLINE = re.compile(r"(\*\*|\*|``|`)(\S(?:.{0,300}?\S)?)\1_{0,2}")
 
 
 def read_rst(text: str) -> tuple[str, str]:
@@ -101,17 +138,29 @@ _HTML_BLOCKS = (
 
 
 def html_depth(text: str, limit: int = MAX_HTML_DEPTH) -> int:
-    """How deep the page's elements nest (counting elements that can hold others), up to `limit` + 1."""
-    depth = deepest = 0
+    """How deep the page's elements nest, as a parser would open them (counting elements that can hold others; a
+    closing tag closes its own element and those opened inside it, and is ignored when no such element is open; `<x/>`
+    opens x, as in HTML), up to `limit` + 1."""
+    stack: list[str] = []
+    open_counts: dict[str, int] = {}
+    deepest = 0
     for match in _HTML_TAG.finditer(text):
         closing, name, self_closing = match.groups()
-        if name.lower() in _HTML_FLAT or self_closing:
+        name = name.lower()
+        if name in _HTML_FLAT or (self_closing and name in _HTML_VOID_LIKE):
             continue
-        depth = max(depth - 1, 0) if closing else depth + 1
-        if depth > deepest:
-            deepest = depth
+        if not closing:
+            stack.append(name)
+            open_counts[name] = open_counts.get(name, 0) + 1
+            deepest = max(deepest, len(stack))
             if deepest > limit:
-                break
+                return deepest
+        elif open_counts.get(name):
+            while stack:
+                top = stack.pop()
+                open_counts[top] -= 1
+                if top == name:
+                    break
     return deepest
 
 
@@ -159,6 +208,8 @@ def read_json(text: str) -> tuple[str, str]:
         raise ReadError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from exc
     except RecursionError as exc:
         raise ReadError("JSON nested too deeply to read", "exclude the file") from exc
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ReadError(f"unreadable JSON value: {str(exc).split(';')[0]}", "exclude the file") from exc
     title = value.get("title", "") if isinstance(value, dict) else ""
     return "\n\n".join(strings), title if isinstance(title, str) else ""
 
@@ -175,6 +226,8 @@ def read_jsonl(text: str) -> tuple[str, str]:
             raise ReadError(f"invalid JSON on line {number}: {exc.msg}") from exc
         except RecursionError as exc:
             raise ReadError(f"JSON on line {number} nested too deeply to read", "exclude the file") from exc
+        except ValueError as exc:
+            raise ReadError(f"unreadable JSON value on line {number}: {str(exc).split(';')[0]}", "exclude the file") from exc
     return "\n\n".join(p for p in paragraphs if p), ""
 
 

@@ -126,12 +126,12 @@ def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | tuple[str, s
 
 
 def scan_paths(root: Path, paths: list[str], rules: ScanRules) -> tuple[list[FileEntry], dict[str, str]]:
-    """Like scan(), restricted to root-relative paths (as the OS or the index spells them): files, and folders
+    """Like scan(), restricted to `paths` as the index names them (path_key of root-relative paths): files, and folders
     (their whole subtree)."""
     files: dict[str, FileEntry] = {}
     refused: dict[str, str] = {}
     for given in paths:
-        rel = key_path(root, given)
+        rel = key_path(given)
         full = root / rel
         if full.is_dir() and (rules.follow_symlinks or not full.is_symlink()):
             if any(rules.skips_dir(p) for p in Path(rel).parts):

@@ -3,6 +3,7 @@
 import threading
 from pathlib import Path
 
+from lodex.indexer.paths import path_key
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.indexer.writer import IndexWriter
 
@@ -35,7 +36,7 @@ class WatchService:
         while not self._stop.wait(self.tick_s):
             batch = self.collector.ready()
             if batch:
-                self.writer.paths(batch)
+                self.writer.paths([path_key(rel) for rel in batch])  # the writer takes index names
 
     def stop(self) -> None:
         """Stop watching and stop the writer at its next check; changes not applied yet are applied by the next

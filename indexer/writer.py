@@ -9,7 +9,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from lodex.indexer.pipeline import Indexer, Progress, RunSummary
+from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary
 from lodex.store.job_log import FileRecord
 
 T = TypeVar("T")
@@ -54,8 +54,12 @@ class IndexWriter:
         return self
 
     def submit(self, job: Callable[[Indexer], T]) -> "Future[T]":
-        """Queue a job (blocks while the queue is full, which slows producers down)."""
+        """Queue a job (blocks while the queue is full, which slows producers down); once halted, the future fails at
+        once with Interrupted."""
         future: Future = Future()
+        if self.indexer.cancel.is_set():
+            future.set_exception(Interrupted())
+            return future
         with self._count_lock:
             self._pending += 1
         self._queue.put((job, future))
@@ -66,12 +70,12 @@ class IndexWriter:
         return self.submit(lambda ix: ix.run(self.root, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file))
 
     def paths(self, paths: list[str], kind: str = "watch") -> "Future[RunSummary]":
-        """Queue an update of these root-relative paths (files or folders, present or gone)."""
+        """Queue an update of these paths, as the index names them (path_key): files or folders, present or gone."""
         return self.submit(lambda ix: ix.run(self.root, only=paths, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file))
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop soon: the request being applied stops at its next check (what it committed stays), queued ones are
-        cancelled (the next start's reconciliation applies what they would have), the vector index is saved."""
+    def halt(self) -> None:
+        """Begin stopping: the request being applied stops at its next check (what it committed stays), queued ones
+        are cancelled (the next start's reconciliation applies what they would have); the thread stays until stop()."""
         self.indexer.cancel.set()
         while True:
             try:
@@ -82,6 +86,10 @@ class IndexWriter:
                 item[1].cancel()
                 with self._count_lock:
                     self._pending -= 1
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Halt, then stop the thread and save the vector index."""
+        self.halt()
         self._queue.put(None)
         self._thread.join(timeout)
         if not self._thread.is_alive():

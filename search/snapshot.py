@@ -12,6 +12,8 @@ from lodex.store.vector_index import VectorIndex
 DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime"]
 
 
+_ALLOWED_CACHE = 200_000  # (filters, document row) verdicts a snapshot keeps
+
 class DocumentView:
     """The documents table of one version, by row, kept as Arrow columns (values are taken out only for the rows
     a search needs): ids, paths, titles, mtimes and "id:hash" version keys."""
@@ -96,6 +98,8 @@ class Snapshot:
     def allowed(self, rows: np.ndarray, filters: SearchFilters) -> np.ndarray:
         """Which of these document rows pass the filters."""
         rows_list = rows.tolist()
+        if len(self._allowed) > _ALLOWED_CACHE:  # many distinct filters while no commit comes: start afresh
+            self._allowed.clear()
         new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in self._allowed]
         for row, path in zip(new, self.docs.rows(new, "paths")):
             self._allowed[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))

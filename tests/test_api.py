@@ -14,7 +14,8 @@ from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder
 
 
-def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0) -> LodexService:
+def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0,
+             encoder: FakeEncoder | None = None) -> LodexService:
     root = tmp_path / "docs"
     root.mkdir(exist_ok=True)
     (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 8)
@@ -29,7 +30,7 @@ def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=Non
     settings.api.max_document_kb = 4
     settings.api.max_body_kb = 16
     settings.watch.quiet_s = quiet_s
-    service = LodexService(settings, root, watch=watch, encoder=FakeEncoder(), on_file=on_file).start()
+    service = LodexService(settings, root, watch=watch, encoder=encoder or FakeEncoder(), on_file=on_file).start()
     service.writer.reconcile().result(timeout=60)
     return service
 

@@ -142,10 +142,15 @@ def test_a_non_utf8_file_name_is_indexed_and_recorded(tmp_path: Path) -> None:
     assert searcher.search("pelicans", 1, mode="bm25").results[0].path == "bad\\xffname.txt"
     assert jobs.last_run()["added"] == 1  # the run was finished
     assert indexer.run(root).unchanged == 1
-    (root / name).write_text("cormorants dive " * 10)
-    os.chmod(root / name, 0)
-    assert key_path(root, "bad\\xffname.txt") == name  # the index's name leads back to the file
-    os.chmod(root / name, 0o644)
+    literal = "bad\\xffname.txt"  # a real backslash, x, f, f: not the same file, not the same name
+    (root / literal).write_text("cormorants dive " * 10)
+    both = indexer.run(root)
+    assert both.added == 1 and set(store.document_records()) == {"bad\\xffname.txt", "bad\\\\xffname.txt"}
+    assert indexer.run(root).unchanged == 2  # and no run sees one as the other
+    assert key_path("bad\\\\xffname.txt") == literal
+    (root / literal).unlink()
+    assert indexer.run(root, only=["bad\\\\xffname.txt"]).deleted == 1
+    assert key_path("bad\\xffname.txt") == name  # the index's name leads back to the file
     (root / name).unlink()
     assert indexer.run(root).deleted == 1 and store.document_records() == {}
 
@@ -235,9 +240,10 @@ def test_a_folder_named_like_the_pushed_namespace_stays_apart(tmp_path: Path) ->
     (root / "@api" / "memo.txt").write_text("folder memo about submarines " * 5)
     indexer.run(root)
     assert set(store.document_records()) == {"@api/memo.txt", "./@api/memo.txt"}
-    for scope in (["@api"], ["./@api"], None):
-        (root / "@api" / "memo.txt").unlink(missing_ok=True)
-        indexer.run(root, only=scope)
+    (root / "@api" / "memo.txt").unlink()
+    indexer.run(root, only=["@api"])  # the pushed documents' names: no folder file there, and pushed ones are kept
+    assert set(store.document_records()) == {"@api/memo.txt", "./@api/memo.txt"}
+    indexer.run(root, only=[path_key("@api")])  # what the watcher sends when the folder changes
     assert set(store.document_records()) == {"@api/memo.txt"}
     assert searcher.search("airships", 1, mode="bm25").results[0].path == "@api/memo.txt"
     assert searcher.search("submarines", 1, mode="bm25").results == []
@@ -300,3 +306,61 @@ def test_a_stopping_writer_stops_a_long_run_soon(tmp_path: Path) -> None:
     assert run.result(timeout=1).interrupted and queued.cancelled()
     again = indexer.run(root)  # the next run finishes the rest
     assert not again.interrupted and again.added + again.unchanged == 60 and again.unchanged > 0
+
+
+# ---- found by trying to break the first round of fixes ----------------------------------------------------------
+
+def test_rst_with_unmatched_inline_markup_reads_in_linear_time() -> None:
+    from lodex.indexer.readers import read_rst
+
+    for text in ("*a " * 60_000, "`a <b " * 20_000, ":r:`x " * 30_000):
+        _run_with_deadline(lambda: read_rst(text), 10)
+    assert read_rst("**bold** *it* ``code`` `link <http://x>`_ :ref:`label <t>`")[0] == "bold it code link label"
+
+
+@pytest.mark.parametrize("page", ["<div/>" * 5_000, "<div></x>" * 5_000, "<b>" * 5_000, "<div><span>" * 3_000])
+def test_the_html_depth_guard_counts_as_a_parser_nests(page: str) -> None:
+    from lodex.indexer.errors import ReadError
+    from lodex.indexer.readers import html_depth
+
+    assert html_depth(page) > MAX_HTML_DEPTH
+    with pytest.raises(ReadError, match="nested deeper than"):
+        extract("page.html", f"<html><body>{page}</body></html>".encode())
+
+
+def test_flat_pages_pass_the_html_depth_guard() -> None:
+    from lodex.indexer.readers import html_depth
+
+    page = "<div><p>a<p>b</div>" * 5_000 + "<li>x" * 5_000 + "<br/><img src=x/>" * 1_000 + "<svg>" + "<path/>" * 2_000 + "</svg>"
+    assert html_depth(f"<html><body>{page}</body></html>") <= 4
+
+
+def test_long_markdown_is_read_in_segments_with_the_same_text() -> None:
+    from lodex.indexer import readers
+
+    whole = "# Title\n\n" + "".join(f"Paragraph {i} about gliders.\n\n```\ncode {i}\n\nstill code {i}\n```\n\n- item {i}\n- more {i}\n\n"
+                                    for i in range(3_000))
+    segments = list(readers._markdown_segments(whole))
+    assert len(segments) > 3 and "".join(s + "\n" for s in segments)[:-1] == whole
+    assert all(s.count("```") % 2 == 0 for s in segments)  # never cut inside fenced code
+    assert max(len(s) for s in segments) <= 5 * readers._MD_SEGMENT_CHARS
+    text, title = readers.read_markdown(whole)
+    assert title == "Title" and text.count("still code") == 3_000 and text.count("more ") == 3_000
+    listing = "- x\n" * 100_000  # no blank line at all: cut at line ends
+    assert max(len(s) for s in readers._markdown_segments(listing)) <= 5 * readers._MD_SEGMENT_CHARS
+
+
+def test_a_json_value_python_cannot_convert_fails_with_a_reason() -> None:
+    from lodex.indexer.errors import ReadError
+
+    with pytest.raises(ReadError, match="unreadable JSON value"):
+        extract("n.json", ('{"n": ' + "1" * 10_000 + "}").encode())
+
+
+def test_pushed_text_is_cleaned_and_its_offsets_index_the_text_pushed(tmp_path: Path) -> None:
+    store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder(), max_tokens=24, overlap=4)
+    text = INVISIBLE * 30 + "\u200b" * 5_000 + "tail words"
+    indexer.index_text("marks", text)
+    rows = store.chunks.search().limit(None).to_arrow().to_pylist()
+    assert all("\u200b" not in r["text"] for r in rows)
+    _check_offsets(text, rows)

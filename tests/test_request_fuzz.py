@@ -534,3 +534,10 @@ def test_content_length_longer_than_the_body_does_not_hang(server: ThreadServer)
         for sock in many:
             sock.close()
     _alive(server)
+
+
+def test_every_host_header_is_checked(server: ThreadServer) -> None:
+    """Two Host headers, an evil one first: refused (a proxy may read the first, the app the last)."""
+    for first, second in ((b"evil.example", server.host), (server.host, b"evil.example")):
+        data = server.exchange(b"GET /documents HTTP/1.1\r\nHost: " + first + b"\r\nHost: " + second + b"\r\nConnection: close\r\n\r\n")
+        assert _check_answer(data) == [403]

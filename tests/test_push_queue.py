@@ -1,0 +1,117 @@
+"""Pushed documents are durable from the moment they are answered 202: a stop loses none of them (the next start
+indexes them), a request waiting on the writer answers 503 in the error shape when lodex stops, a delete of a queued
+push applies after it, and search filters are bounded."""
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from lodex.api.app import create_app
+from lodex.api.push_spool import SPOOL_DIR
+from tests.fakes import FakeEncoder
+from tests.test_api import _error, _service
+
+BASE = "http://127.0.0.1:8765"
+
+
+class SlowEncoder(FakeEncoder):
+    """Takes `delay` seconds per document batch, so pushes queue up behind each other."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    def embed(self, texts, kind="document", lengths=None) -> np.ndarray:
+        if kind == "document":
+            time.sleep(self.delay)
+        return super().embed(texts, kind, lengths)
+
+
+def _wait(condition, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
+    service = _service(tmp_path, encoder=SlowEncoder(0.3))
+    ids = [service.push(f"memo-{i}", f"memo {i} about airship number{i} " * 40, "", {"i": i})[0] for i in range(5)]
+    time.sleep(0.2)  # the first one is being encoded, the others wait
+    service.halt()
+    service.close()
+    assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) >= 4  # kept on disk, not dropped
+    again = _service(tmp_path)  # the next start indexes them, in order
+    try:
+        _wait(lambda: all(again.queued_push(i) is None for i in ids))
+        with TestClient(create_app(again), base_url=BASE) as client:
+            for i, doc_id in enumerate(ids):
+                body = client.get(f"/documents/{doc_id}").json()
+                assert body["path"] == f"@api/memo-{i}" and body["metadata"] == {"i": i}
+        assert list((tmp_path / "data" / SPOOL_DIR).glob("*.json")) == []
+    finally:
+        again.close()
+
+
+def test_a_request_waiting_on_the_writer_answers_503_when_lodex_stops(tmp_path: Path) -> None:
+    service = _service(tmp_path, encoder=SlowEncoder(0.5))
+    answers: list = []
+    try:
+        with TestClient(create_app(service), base_url=BASE) as client:
+            service.push("ahead", "a long document about zeppelins " * 400, "", {})  # keeps the writer busy
+            waiting = threading.Thread(target=lambda: answers.append(
+                client.post("/documents?wait=true", json={"name": "behind", "text": "kites and gliders " * 20})))
+            waiting.start()
+            time.sleep(0.3)
+            started = time.monotonic()
+            service.halt()
+            waiting.join(timeout=20)
+            assert time.monotonic() - started < 5
+            message = _error(answers[0], 503, "stopping")
+            assert "applied when lodex starts again" in message
+    finally:
+        service.close()
+
+
+def test_deleting_a_queued_push_deletes_it_once_it_is_applied(tmp_path: Path) -> None:
+    service = _service(tmp_path, encoder=SlowEncoder(0.2))
+    try:
+        with TestClient(create_app(service), base_url=BASE) as client:
+            client.post("/documents", json={"name": "ahead", "text": "a long document about zeppelins " * 100})
+            queued = client.post("/documents", json={"name": "doomed", "text": "kites and gliders " * 20}).json()
+            assert client.get(f"/documents/{queued['id']}").status_code == 202
+            assert client.delete(f"/documents/{queued['id']}").json() == {"deleted": queued["id"]}
+            _wait(lambda: service.queued_push(queued["id"]) is None and not service.writer.busy)
+            _error(client.get(f"/documents/{queued['id']}"), 404, "not_found")
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize("params", [{"q": "wings", "path": "a*" * 600}, {"q": "wings", "ext": ["md"] * 51},
+                                    {"q": "wings", "ext": ["x" * 33]}])
+def test_search_filters_are_bounded(tmp_path: Path, params: dict) -> None:
+    service = _service(tmp_path)
+    try:
+        with TestClient(create_app(service), base_url=BASE) as client:
+            _error(client.get("/search", params=params), 400, "bad_request")
+            _error(client.post("/search", json=params), 400, "bad_request")
+            _error(client.post("/search", json={"q": "wings", "k": True}), 422, "invalid_request")
+            assert client.get("/search", params={"q": "wings", "path": "*.md"}).json()["results"][0]["path"] == "wings.md"
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize("host", ["localhost:@evil.example", "[::1%25evil.example]", "localhost evil.example", "127.0.0.1:80:80"])
+def test_host_headers_that_are_not_plain_names_are_refused(tmp_path: Path, host: str) -> None:
+    service = _service(tmp_path)
+    try:
+        with TestClient(create_app(service), base_url=BASE) as client:
+            _error(client.get("/documents", headers={"host": host}), 403, "forbidden")
+            assert client.get("/documents", headers={"host": "127.0.0.1."}).status_code == 200
+            assert client.get("/documents", headers={"host": "[::ffff:127.0.0.1]:8765"}).status_code == 200
+    finally:
+        service.close()

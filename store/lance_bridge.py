@@ -2,7 +2,8 @@
 behind a sync handle, opening the tables and their keyword index, and reads by predicate."""
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
+from contextlib import contextmanager
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -64,3 +65,17 @@ def select_in(table: Any, column: str, values: Sequence[str | int], columns: lis
     """These columns of the rows whose `column` is one of `values` (any order; values not found are left out)."""
     parts = [select(table, predicate, columns) for predicate in in_lists(column, values)]
     return pa.concat_tables(parts) if parts else pa.table({c: [] for c in columns})
+
+
+@contextmanager
+def mapped_errors(action: str) -> Iterator[None]:
+    """Lance, Arrow and OS failures inside the block become one StoreError saying what lodex was doing (the vendor's
+    exception kept as its cause): the one place where the store's vendor errors are translated."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except (OSError, RuntimeError, ValueError, pa.ArrowException) as exc:
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise StoreError(f"cannot {action}: {detail}",
+                         "check the data directory's free space and permissions, then run again (committed work is kept)") from exc

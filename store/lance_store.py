@@ -198,6 +198,10 @@ class LanceStore(base.Store):
     # ---- writing (one writer at a time) --------------------------------------------------
     def commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
         """Add chunk rows, then upsert document rows (the commit point), then drop deleted documents."""
+        with lance_bridge.mapped_errors("commit to the index"):
+            self._commit(chunks, documents, deleted_ids)
+
+    def _commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
         if chunks is not None and chunks.num_rows:
             self.chunks.add(chunks)
             self._unoptimized_rows += chunks.num_rows
@@ -212,7 +216,8 @@ class LanceStore(base.Store):
         """Change a document's title and metadata (those given) and nothing else: its chunks stay."""
         values = {name: value for name, value in (("metadata", metadata), ("title", title)) if value is not None}
         if values:
-            self.documents.update(where=equals("id", doc_id), values=values)
+            with lance_bridge.mapped_errors("update a document"):
+                self.documents.update(where=equals("id", doc_id), values=values)
 
     def touch_documents(self, stats: Mapping[str, tuple[int, float]]) -> None:
         """Record the new (size, mtime) of documents whose file was touched but not changed, all in one write
@@ -223,11 +228,16 @@ class LanceStore(base.Store):
         rows = pa.table({"id": pa.array(list(stats), schema.field("id").type),
                          "size": pa.array([size for size, _ in stats.values()], schema.field("size").type),
                          "mtime": pa.array([mtime for _, mtime in stats.values()], schema.field("mtime").type)})
-        self.documents.merge_insert("id").when_matched_update_all().execute(rows)
+        with lance_bridge.mapped_errors("record touched files"):
+            self.documents.merge_insert("id").when_matched_update_all().execute(rows)
 
     # ---- upkeep --------------------------------------------------------------------------
     def collect_garbage(self) -> int:
         """Delete chunks that belong to no current document version (replaced, deleted, or left by a crash)."""
+        with lance_bridge.mapped_errors("remove replaced chunks"):
+            return self._collect_garbage()
+
+    def _collect_garbage(self) -> int:
         docs = self.documents.search().select(["id", "content_hash"]).limit(None).to_arrow()
         chunks = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
         current = docs.rename_columns(["document_id", "content_hash"])
@@ -246,6 +256,10 @@ class LanceStore(base.Store):
 
     def optimize(self) -> None:
         """Compact both tables, keep scalar indexes on the lookup columns, and drop old versions."""
+        with lance_bridge.mapped_errors("optimize the index"):
+            self._optimize()
+
+    def _optimize(self) -> None:
         for table, columns in ((self.chunks, ("id", "document_id")), (self.documents, ("id",))):
             if table.count_rows() == 0:
                 continue
@@ -261,7 +275,8 @@ class LanceStore(base.Store):
     def persist_index(self, min_interval_s: float = 0.0) -> None:
         """Save the FAISS index as the reflection of the current chunks version; with `min_interval_s`,
         skip it when the last save is more recent (readers catch a stale file up from Lance by chunk id)."""
-        self._faiss.persist(min_interval_s)
+        with lance_bridge.mapped_errors("save the vector index"):
+            self._faiss.persist(min_interval_s)
 
     def track_index(self) -> None:
         """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""

@@ -101,3 +101,19 @@ def test_keyword_hits_and_texts_by_row_id_match_the_chunks_they_name(tmp_path: P
     assert len(ids) and set(ids.tolist()) <= set(owners.ids.tolist()) and list(scores) == sorted(scores, reverse=True)
     texts = store.chunks_by_id(ids.tolist(), ["id", "text"])
     assert all(word.lower() in t.lower() for t in texts["text"].to_pylist())
+
+
+def test_vendor_failures_of_a_write_become_one_store_error_with_their_cause(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("gliders and thermals " * 20)
+    store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store.chunks, "add", full_disk)
+    with pytest.raises(StoreError, match="cannot commit to the index: .*No space left on device") as caught:
+        indexer.run(root)
+    assert isinstance(caught.value.__cause__, OSError) and caught.value.status == 503
+    assert "free space" in caught.value.one_line()

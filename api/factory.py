@@ -82,18 +82,14 @@ def ann_policy(settings: Settings) -> AnnPolicy:
 
 def scan_rules(settings: Settings) -> ScanRules:
     """Which files the indexer takes."""
-    cfg = settings.index
-    mib = 1024 * 1024
-    return ScanRules(cfg.include, cfg.exclude, cfg.skip_hidden, int(cfg.max_file_mb * mib), cfg.follow_symlinks,
-                     int(cfg.max_parsed_mb * mib), int(cfg.stream_above_mb * mib))
+    return ScanRules.from_settings(settings.index)
 
 
 def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False) -> Indexer:
     """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
     keep the full-text index caught up as they go (watch.optimize_every_s)."""
-    cfg = settings.index
-    indexer = Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), cfg.flush_tokens,
-                      jobs=jobs, retries=cfg.retries, retry_backoff_s=cfg.retry_backoff_s, title_prefix=settings.chunking.title_prefix)
+    indexer = Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), settings.index, jobs=jobs,
+                      title_prefix=settings.chunking.title_prefix)
     if long_lived:
         indexer.optimize_every_s = settings.watch.optimize_every_s
     return indexer

@@ -15,9 +15,10 @@ from lodex.indexer.decoding import OffsetMap, clean_mapped
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.preparation import CHANGED, VANISHED, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.preparation import CHANGED, VANISHED, Outcome, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.store.base import DocRecord, Store
+from lodex.indexer.settings import IndexSettings
 from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, JobLog
 from lodex.store.schema import chunks_schema
@@ -72,6 +73,15 @@ class RunSummary:
     interrupted: bool = False  # stopped early (the process was stopping): the next run picks up the rest
     failures: dict[str, str] = field(default_factory=dict)
 
+    def count(self, outcome: Outcome) -> None:
+        """One more file of this outcome."""
+        if outcome == "added":
+            self.added += 1
+        elif outcome == "updated":
+            self.updated += 1
+        else:
+            self.reused += 1
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output and run records."""
         return asdict(self)
@@ -97,17 +107,19 @@ def _moved_on(entry: FileEntry) -> str | None:
 class Indexer:
     """Brings the store in line with a folder; the only writer of the store while it runs."""
 
-    def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, flush_tokens: int = 32_768,
-                 jobs: JobLog | None = None, retries: int = 3, retry_backoff_s: float = 0.5, title_prefix: bool = False) -> None:
+    def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings | None = None,
+                 jobs: JobLog | None = None, title_prefix: bool = False) -> None:
+        """`cfg`: the [index] settings (flush_tokens, retries, retry_backoff_s; their defaults when None)."""
+        cfg = cfg or IndexSettings()
         self.store = store
         self.title_prefix = title_prefix
         self.encoder = encoder
         self.chunker = chunker
         self.rules = rules
-        self.flush_tokens = flush_tokens
+        self.flush_tokens = cfg.flush_tokens
         self.jobs = jobs
-        self.retries = retries
-        self.retry_backoff_s = retry_backoff_s
+        self.retries = cfg.retries
+        self.retry_backoff_s = cfg.retry_backoff_s
         self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
         self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
 
@@ -329,7 +341,7 @@ class Indexer:
         done = time.monotonic()
         records = []
         for p, total in finished:
-            setattr(summary, p.outcome, getattr(summary, p.outcome) + 1)
+            summary.count(p.outcome)
             status = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
             record = FileRecord(p.entry.path, status, round(done - p.started, 3), total.chunks, total.encoded, attempts=p.attempts)
             records.append(record)

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -39,6 +39,8 @@ CHANGED = "changed while being read; it is indexed again on its next change or r
 VANISHED = "vanished while being read"
 
 
+Outcome = Literal["added", "updated", "reused"]  # what a prepared file is to the index (RunSummary counts them)
+
 @dataclass
 class Prepared:
     """A file read and chunked (or matched to stored vectors), waiting to be encoded and committed."""
@@ -51,7 +53,7 @@ class Prepared:
     texts: list[str]
     rows: dict[str, list]  # chunk columns except id/document_id/content_hash/vector
     vectors: np.ndarray | None  # known when re-used from the store
-    outcome: str  # "added" | "updated" | "reused"
+    outcome: Outcome
     started: float
     attempts: int = 1
     metadata: str = "{}"
@@ -232,7 +234,7 @@ class Preparer:
         digest = file_digest(entry.abspath, self.rules.max_file_bytes, follow) if data is None else content_hash(data)
         if record is not None and record.content_hash == digest:
             return Skipped(entry)  # touched, not changed: the caller records the new size and mtime
-        outcome = "updated" if record is not None else "added"
+        outcome: Outcome = "updated" if record is not None else "added"
         source = by_content.get((digest, fmt))
         if source is not None:
             return self._reuse(entry, digest, source, outcome, started)
@@ -246,7 +248,7 @@ class Preparer:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         return prepared
 
-    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: str, started: float) -> Iterator[Prepared]:
+    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: Outcome, started: float) -> Iterator[Prepared]:
         """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time."""
         batches = self.store.chunk_batches_of(source.id, source.content_hash, _CHUNK_COPY_COLUMNS, _COPY_BATCH)
         schema = chunks_schema(self.store.dim)
@@ -259,7 +261,7 @@ class Preparer:
             yield Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors_of(table),
                            outcome, started, stream=stream, final=last)
 
-    def _streamed(self, entry: FileEntry, digest: str, outcome: str, started: float) -> Iterator[Prepared | Skipped]:
+    def _streamed(self, entry: FileEntry, digest: str, outcome: Outcome, started: float) -> Iterator[Prepared | Skipped]:
         """A large plain-text file read, chunked and handed on in parts of about flush_tokens tokens."""
         check = hashlib.blake2b(digest_size=16)
         offsets = OffsetMap()

@@ -7,6 +7,10 @@ from pathlib import Path
 
 from lodex.indexer.paths import key_path, not_regular, path_key
 from lodex.indexer.readers import format_of
+from lodex.indexer.settings import IndexSettings
+
+_DEFAULTS = IndexSettings()  # ScanRules() are the documented defaults
+_MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -23,13 +27,19 @@ class FileEntry:
 class ScanRules:
     """Which files to index: globs on the relative path (or the file name), hidden files, size limit."""
 
-    include: list[str] = field(default_factory=lambda: ["*"])
-    exclude: list[str] = field(default_factory=list)
-    skip_hidden: bool = True
-    max_file_bytes: int = 1024 * 1024 * 1024
-    follow_symlinks: bool = False
-    max_parsed_bytes: int = 50 * 1024 * 1024  # formats read whole (all but plain text) above this are refused
-    stream_bytes: int = 8 * 1024 * 1024  # plain-text files above this are read and committed in parts
+    include: list[str] = field(default_factory=lambda: list(_DEFAULTS.include))
+    exclude: list[str] = field(default_factory=lambda: list(_DEFAULTS.exclude))
+    skip_hidden: bool = _DEFAULTS.skip_hidden
+    max_file_bytes: int = int(_DEFAULTS.max_file_mb * _MIB)
+    follow_symlinks: bool = _DEFAULTS.follow_symlinks
+    max_parsed_bytes: int = int(_DEFAULTS.max_parsed_mb * _MIB)  # formats read whole (all but plain text) above this are refused
+    stream_bytes: int = int(_DEFAULTS.stream_above_mb * _MIB)  # plain-text files above this are read and committed in parts
+
+    @classmethod
+    def from_settings(cls, cfg: IndexSettings) -> "ScanRules":
+        """The rules of the [index] settings."""
+        return cls(list(cfg.include), list(cfg.exclude), cfg.skip_hidden, int(cfg.max_file_mb * _MIB), cfg.follow_symlinks,
+                   int(cfg.max_parsed_mb * _MIB), int(cfg.stream_above_mb * _MIB))
 
     def wants(self, rel: str) -> bool:
         """True when `rel` passes the include/exclude globs and has a reader."""

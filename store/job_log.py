@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 JOBS_FILE = "jobs.sqlite"
 _SCHEMA = """
@@ -37,12 +37,15 @@ def _escaped_bytes_only(text: str) -> bool:
     return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
+FileStatus = Literal["indexed", "reused", "unchanged", "failed", "deleted"]
+
+
 @dataclass(frozen=True)
 class FileRecord:
     """What happened to one file in one run: indexed, reused, unchanged, failed or deleted."""
 
     path: str
-    status: str
+    status: FileStatus
     seconds: float = 0.0
     chunks: int = 0
     tokens: int = 0

@@ -13,6 +13,7 @@ from lodex.api.settings import Settings  # noqa: E402
 from lodex.indexer.chunker import Chunker  # noqa: E402
 from lodex.indexer.pipeline import Indexer  # noqa: E402
 from lodex.indexer.scanner import ScanRules  # noqa: E402
+from lodex.indexer.settings import IndexSettings  # noqa: E402
 from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.store.lance_store import Store  # noqa: E402
 from lodex.store.origin import make_origin  # noqa: E402
@@ -63,7 +64,7 @@ def make_pipeline(data_dir: Path, encoder, max_tokens: int | None = None, overla
     """A store, indexer and searcher wired as the CLI wires them."""
     size = max_tokens or min(Settings().chunking.max_tokens, encoder.max_length) - encoder.special_tokens
     store = Store.open(data_dir, make_origin(encoder.origin(), size, overlap))
-    indexer = Indexer(store, encoder, Chunker(encoder.token_spans, size, overlap), rules or ScanRules(), flush_tokens=2048)
+    indexer = Indexer(store, encoder, Chunker(encoder.token_spans, size, overlap), rules or ScanRules(), IndexSettings(flush_tokens=2048))
     return store, indexer, Searcher(store, encoder)
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from tests.test_serve import REPO, Server, get
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="pipes, sockets and links are POSIX")
+pytestmark = [pytest.mark.slow,  # real lodex processes
+              pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="pipes, sockets and links are POSIX")]
 
 # file name → a word only it holds (every one must be found by a search)
 GOOD = {

@@ -234,10 +234,8 @@ def search(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Rank indexed documents by meaning and keywords and show their best passages, query words marked."""
-    from rich.text import Text
-
     from lodex.api.factory import build_encoder, build_searcher, open_store
-    from lodex.indexer.paths import printable
+    from lodex.api.render import print_search
     from lodex.search.results import SearchFilters
     from lodex.search.searcher import MODES
 
@@ -255,20 +253,7 @@ def search(
     if as_json:
         print(json.dumps(response.to_dict(), ensure_ascii=False))
         return
-    out = Console()
-    if not response.results:
-        out.print("no results")
-    for rank, hit in enumerate(response.results, start=1):
-        out.print(Text(f"{rank}. {printable(hit.path)}", style="bold") + Text(f"  score {hit.score:.3f}  — {printable(hit.title)}"),
-                  highlight=False, soft_wrap=True)
-        for passage in hit.passages:  # control characters shown as spaces: same offsets, one line, no terminal escapes
-            snippet = Text("".join(" " if c.isspace() or not c.isprintable() else c for c in passage.text))
-            for start, end in passage.highlights:
-                snippet.stylize("bold yellow", start, end)
-            if len(snippet) > 240:
-                snippet = snippet[:237] + "…"
-            out.print(Text(f"   [{passage.char_start}:{passage.char_end}] ({passage.score:.3f}) ") + snippet, highlight=False, soft_wrap=True)
-    out.print(f"{len(response.results)} documents in {response.took_ms:.0f} ms", style="dim")
+    print_search(Console(), response)
 
 
 @app.command(name="eval")
@@ -283,8 +268,9 @@ def eval_(
     config: ConfigOpt = None,
 ) -> None:
     """Measure retrieval quality on a labelled collection: nDCG@10, Recall@100 and MRR@10 per mode."""
-    from lodex.api.progress import progress_bar
     from lodex.api.evaluation import evaluate_dataset
+    from lodex.api.progress import progress_bar
+    from lodex.api.render import print_evaluation
     from lodex.search.searcher import MODES, RANKINGS
 
     settings = _settings(ctx, config, None)
@@ -303,12 +289,7 @@ def eval_(
     if as_json:
         print(json.dumps(result))
         return
-    out = Console()
-    out.print(f"{result['dataset']}  bundle {bundle}: {result['files']} files, {result['chunks']:,} chunks, {result['queries']} judged queries; "
-              f"indexed in {result['index_s']:.1f} s (default: {result['default']['mode']}, ranking {result['default']['ranking']})", highlight=False)
-    out.print(f"{'run':16s} {'nDCG@10':>8s} {'R@100':>8s} {'MRR@10':>8s} {'ms/query':>9s}", highlight=False)
-    for name, m in list(result["modes"].items()) + list(result["rankings"].items()):
-        out.print(f"{name:16s} {m['ndcg@10']:8.4f} {m['recall@100']:8.4f} {m['mrr@10']:8.4f} {m['query_ms']:9.1f}", highlight=False)
+    print_evaluation(Console(), result, bundle)
 
 
 @app.command()
@@ -321,9 +302,9 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
-    from lodex.indexer.paths import printable
-    from lodex.store.job_log import JobLog
     from lodex.api.factory import open_reader
+    from lodex.api.render import print_failures, print_status
+    from lodex.store.job_log import JobLog
     from lodex.store.origin import read_origin
 
     settings = _settings(ctx, config, data_dir)
@@ -342,17 +323,10 @@ def status(
     if as_json:
         print(json.dumps(info))
         return
-    out = Console()
     if failed:
-        for path, failure in failures.items():
-            out.print(f"{printable(path)}: {printable(failure['reason'])} (attempts: {failure['attempts']})", highlight=False, markup=False)
-        out.print(f"{len(failures)} failed; fix them and run `lodex retry`" if failures else "no failed files", style="dim")
-        return
-    out.print(f"index     {settings.data_dir}\nfolder    {root}\nmodel     {info['model']} ({info['dim']} dims, {origin.get('pooling')} pooling)", highlight=False)
-    out.print(f"documents {counts['documents']:,}\nchunks    {counts['chunks']:,}\nfailed    {len(failures)}" + (" (lodex status --failed)" if failures else ""), highlight=False)
-    if last_run:
-        out.print(f"last run  {last_run['kind']}: {last_run['added']} added, {last_run['updated']} updated, {last_run['reused']} re-used, "
-                  f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)
+        print_failures(Console(), failures)
+    else:
+        print_status(Console(), info)
 
 
 def main() -> None:

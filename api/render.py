@@ -1,0 +1,55 @@
+"""Terminal rendering of the CLI's answers: search results, evaluation tables, index status and failed files. Names
+and passages are printed escaped, so a file name or text cannot send terminal escapes."""
+
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from lodex.indexer.paths import printable
+from lodex.search.results import SearchResponse
+
+
+def print_search(out: Console, response: SearchResponse) -> None:
+    """Ranked documents, each with its passages (offsets, score, query words highlighted), then the count and time."""
+    if not response.results:
+        out.print("no results")
+    for rank, hit in enumerate(response.results, start=1):
+        out.print(Text(f"{rank}. {printable(hit.path)}", style="bold") + Text(f"  score {hit.score:.3f}  — {printable(hit.title)}"),
+                  highlight=False, soft_wrap=True)
+        for passage in hit.passages:  # control characters shown as spaces: same offsets, one line, no terminal escapes
+            snippet = Text("".join(" " if c.isspace() or not c.isprintable() else c for c in passage.text))
+            for start, end in passage.highlights:
+                snippet.stylize("bold yellow", start, end)
+            if len(snippet) > 240:
+                snippet = snippet[:237] + "…"
+            out.print(Text(f"   [{passage.char_start}:{passage.char_end}] ({passage.score:.3f}) ") + snippet, highlight=False, soft_wrap=True)
+    out.print(f"{len(response.results)} documents in {response.took_ms:.0f} ms", style="dim")
+
+
+def print_evaluation(out: Console, result: dict[str, Any], bundle: int) -> None:
+    """One line about the collection, then nDCG@10, Recall@100, MRR@10 and ms/query per mode and ranking."""
+    out.print(f"{result['dataset']}  bundle {bundle}: {result['files']} files, {result['chunks']:,} chunks, {result['queries']} judged queries; "
+              f"indexed in {result['index_s']:.1f} s (default: {result['default']['mode']}, ranking {result['default']['ranking']})", highlight=False)
+    out.print(f"{'run':16s} {'nDCG@10':>8s} {'R@100':>8s} {'MRR@10':>8s} {'ms/query':>9s}", highlight=False)
+    for name, m in list(result["modes"].items()) + list(result["rankings"].items()):
+        out.print(f"{name:16s} {m['ndcg@10']:8.4f} {m['recall@100']:8.4f} {m['mrr@10']:8.4f} {m['query_ms']:9.1f}", highlight=False)
+
+
+def print_failures(out: Console, failures: dict[str, dict[str, Any]]) -> None:
+    """Each failed file with its reason and attempts, then what to do."""
+    for path, failure in failures.items():
+        out.print(f"{printable(path)}: {printable(failure['reason'])} (attempts: {failure['attempts']})", highlight=False, markup=False)
+    out.print(f"{len(failures)} failed; fix them and run `lodex retry`" if failures else "no failed files", style="dim")
+
+
+def print_status(out: Console, info: dict[str, Any]) -> None:
+    """Where the index is, what it mirrors, its model, counts and last run (`info`: what `status --json` prints)."""
+    origin, last_run, failed = info["origin"], info["last_run"], info["failed"]
+    out.print(f"index     {info['data_dir']}\nfolder    {info['root']}\nmodel     {info['model']} ({info['dim']} dims, {origin.get('pooling')} pooling)",
+              highlight=False, markup=False)
+    out.print(f"documents {info['documents']:,}\nchunks    {info['chunks']:,}\nfailed    {failed}" + (" (lodex status --failed)" if failed else ""),
+              highlight=False)
+    if last_run:
+        out.print(f"last run  {last_run['kind']}: {last_run['added']} added, {last_run['updated']} updated, {last_run['reused']} re-used, "
+                  f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)

@@ -115,3 +115,16 @@ def test_host_headers_that_are_not_plain_names_are_refused(tmp_path: Path, host:
             assert client.get("/documents", headers={"host": "[::ffff:127.0.0.1]:8765"}).status_code == 200
     finally:
         service.close()
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])
+def test_a_cross_site_form_cannot_push(tmp_path: Path, content_type: str) -> None:
+    """A page can send these content types without a CORS preflight: JSON bodies in them are refused."""
+    service = _service(tmp_path)
+    try:
+        with TestClient(create_app(service), base_url=BASE) as client:
+            body = b'{"name": "csrf", "text": "planted by a web page"}'
+            _error(client.post("/documents", content=body, headers={"content-type": content_type}), 422, "invalid_request")
+            assert client.get("/documents").json()["total"] == 3
+    finally:
+        service.close()

@@ -167,6 +167,7 @@ class RunOut(BaseModel):
     tokens: int
     seconds: float
     interrupted: bool
+    skipped: dict[str, int] = Field(description="Files no reader takes, by extension.")
     failures: dict[str, str]
 
 

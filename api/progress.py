@@ -28,6 +28,11 @@ def progress_bar(console: Console) -> Iterator[Callable[[RunProgress], None]]:
         yield update
 
 
+def skipped_line(skipped: dict[str, int]) -> str:
+    """'12 .pages, 3 .key' from {".pages": 12, ".key": 3}."""
+    return ", ".join(f"{n} {printable(ext)}" for ext, n in skipped.items())
+
+
 def summary_lines(summary: RunSummary) -> list[str]:
     """Human summary of a run, first line the totals, then one line per failed file."""
     rate = summary.tokens / summary.seconds if summary.seconds else 0.0
@@ -36,6 +41,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
         f"(moved/copied), {summary.unchanged} unchanged, {summary.deleted} deleted, {summary.failed} failed; "
         f"{summary.chunks:,} chunks written, {summary.tokens:,} tokens encoded ({rate:,.0f} tokens/s)"
     ]
+    if summary.skipped:
+        lines.append(f"skipped: {skipped_line(summary.skipped)} (no reader)")
     if summary.interrupted:
         lines.append("stopped before the end: run it again to index the rest")
     lines += [f"  failed: {printable(path)}: {printable(reason)}" for path, reason in sorted(summary.failures.items())]

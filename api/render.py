@@ -6,6 +6,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from lodex.api.progress import skipped_line
 from lodex.indexer.paths import printable
 from lodex.search.results import SearchResponse
 
@@ -53,3 +54,5 @@ def print_status(out: Console, info: dict[str, Any]) -> None:
     if last_run:
         out.print(f"last run  {last_run['kind']}: {last_run['added']} added, {last_run['updated']} updated, {last_run['reused']} re-used, "
                   f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)
+        if last_run.get("skipped"):
+            out.print(f"skipped   {skipped_line(last_run['skipped'])} (no reader)", highlight=False, markup=False)

@@ -71,6 +71,7 @@ class RunSummary:
     tokens: int = 0
     seconds: float = 0.0
     interrupted: bool = False  # stopped early (the process was stopping): the next run picks up the rest
+    skipped: dict[str, int] = field(default_factory=dict)  # files no reader takes, by extension (".pages": 12)
     failures: dict[str, str] = field(default_factory=dict)
 
     def count(self, outcome: Outcome) -> None:
@@ -141,7 +142,9 @@ class Indexer:
                 on_file(record)
 
         self.store.before_run()
-        entries, refused = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
+        found = scan(root, self.rules) if only is None else scan_paths(root, only, self.rules)
+        entries, refused = found.files, found.refused
+        summary.skipped = dict(sorted(found.skipped.items(), key=lambda kv: (-kv[1], kv[0])))
         known = self.store.document_records()
         in_scope = {p: r for p, r in known.items() if not p.startswith(PUSHED_PREFIX) and (only is None or under(p, only))}
         for path, reason in refused.items():

@@ -17,6 +17,8 @@ import pyarrow as pa
 
 from lodex.indexer.chunker import Chunk, Chunker
 from lodex.indexer.decoding import OffsetMap
+from lodex.indexer.document import ReadLimits, page_of, section_of
+from lodex.indexer.sniffing import sniff_path
 from lodex.indexer.identity import content_hash, document_id
 from lodex.indexer.paths import read_limited
 from lodex.indexer.readers import extract, fallback_title, format_of
@@ -25,9 +27,9 @@ from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
 from lodex.store.base import DocRecord, Store
 from lodex.indexer.errors import ReadError
 from lodex.store.errors import LodexError
-from lodex.store.schema import chunks_schema, vectors_of
+from lodex.store.schema import LOCATION_COLUMNS, chunks_schema, vectors_of
 
-_CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector"]
+_CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector", *LOCATION_COLUMNS]
 _COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
 _NOTHING = object()
 # A streamed file is committed in parts of this many flush_tokens: few, large Lance fragments (each commit
@@ -88,11 +90,15 @@ class Skipped:
 Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one file gives
 
 
-def chunk_rows(chunks: list[Chunk]) -> dict[str, list]:
-    """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table."""
+def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None) -> dict[str, list]:
+    """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table; each chunk's location (the page
+    it starts and ends on, the section it starts in) from the document's `pages` and `sections`."""
     return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
             "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
-            "text": [c.text for c in chunks]}
+            "text": [c.text for c in chunks],
+            "page": [page_of(pages, c.char_start) for c in chunks],
+            "page_end": [page_of(pages, max(c.char_end - 1, c.char_start)) for c in chunks],
+            "section": [section_of(sections, c.char_start) for c in chunks]}
 
 
 def _lookahead(items: Iterable[Any], empty: Any) -> Iterator[tuple[Any, bool]]:
@@ -224,7 +230,7 @@ class Preparer:
         """One file as a Prepared (read and chunked), as its parts (copied from stored identical content, or
         streamed), or as a Skipped (its content is the stored one); raises what reading it raised."""
         fmt = format_of(entry.path) or "text"
-        streamed = fmt == "text" and entry.size > self.rules.stream_bytes
+        streamed = fmt == "text" and entry.size > self.rules.stream_bytes and sniff_path(entry.abspath) is None
         if not streamed and entry.size > self.rules.max_parsed_bytes:
             raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
                             f"{self.rules.max_parsed_bytes / 1e6:.1f} MB); only plain-text files are streamed",
@@ -240,9 +246,9 @@ class Preparer:
             return self._reuse(entry, digest, source, outcome, started)
         if data is None:
             return self._streamed(entry, digest, outcome, started)
-        doc = extract(entry.path, data)
+        doc = extract(entry.path, data, ReadLimits(self.rules.max_parsed_bytes, self.rules.max_parsed_bytes))
         chunks = shifted(self.chunker.chunk(doc.text), doc.offsets)
-        rows = chunk_rows(chunks)
+        rows = chunk_rows(chunks, doc.pages, doc.sections)
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
         if record is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])

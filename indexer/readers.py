@@ -1,20 +1,26 @@
 """Format readers: turn a file's decoded text into plain text plus a title, by file extension."""
 
 import csv
+import importlib
 import io
+import itertools
 import json
 import re
 import sys
 from collections.abc import Callable, Iterator
+from typing import cast
 from dataclasses import dataclass
 from pathlib import PurePath
 
 from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source
+from lodex.indexer.document import BinaryReader, Document, HeadingPath, ReadLimits
+from lodex.indexer.sniffing import sniff_format
 from lodex.indexer.errors import ReadError
 
 # HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s
 # took 81 s), and no real page comes near it.
 MAX_HTML_DEPTH = 1_000
+_SNIFF_BYTES = 8192
 _HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)[^>]*?(/?)>")
 # Elements that never hold others (void) or that a parser closes by itself when a sibling opens (they do not nest).
 _HTML_VOID_LIKE = frozenset("svg math path circle rect line polyline polygon ellipse use stop g".split())  # foreign: `/>` closes
@@ -32,6 +38,23 @@ class Extracted:
     format: str
     encoding: str
     offsets: OffsetMap | None = None
+    pages: list[int] | None = None  # offset where each page (slide) starts; see indexer/document.py
+    sections: list[tuple[int, str]] | None = None  # (offset, heading path) where each section starts
+
+
+def locate_sections(text: str, headings: list[tuple[int, str]]) -> list[tuple[int, str]] | None:
+    """Sections of `text` from its headings (level, title), in order: each is found in the text after the one
+    before it and starts a section named by its heading path; None when there are no headings."""
+    if not headings:
+        return None
+    path, sections, cursor = HeadingPath(), [], 0
+    for level, title in headings:
+        title = " ".join(title.split())
+        at = text.find(title, cursor) if title else -1
+        if at >= 0:
+            sections.append((at, path.enter(level, title)))
+            cursor = at + len(title)
+    return sections or None
 
 
 def _inline_text(token) -> str:  # markdown-it Token
@@ -71,36 +94,34 @@ def _markdown_segments(text: str) -> Iterator[str]:
         yield "\n".join(lines[start:])
 
 
-def read_markdown(text: str) -> tuple[str, str]:
-    """Markdown without markup; heading text is kept as its own paragraph."""
+def read_markdown(text: str) -> Document:
+    """Markdown without markup; heading text is kept as its own paragraph, and headings make the sections."""
     blocks: list[str] = []
-    title = ""
+    headings: list[tuple[int, str]] = []
     for segment in _markdown_segments(text):
-        first_heading = _markdown_blocks(segment, blocks)
-        title = title or first_heading
-    return "\n\n".join(blocks), title
+        _markdown_blocks(segment, blocks, headings)
+    body = "\n\n".join(blocks)
+    return Document(body, headings[0][1] if headings else "", sections=locate_sections(body, headings))
 
 
-def _markdown_blocks(text: str, blocks: list[str]) -> str:
-    """Append the text blocks of one Markdown segment to `blocks`; return its first heading ("" when none)."""
+def _markdown_blocks(text: str, blocks: list[str], headings: list[tuple[int, str]]) -> None:
+    """Append the text blocks of one Markdown segment to `blocks`, and its headings (level, text) to `headings`."""
     from markdown_it import MarkdownIt
 
-    title = ""
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
     for i, token in enumerate(tokens):
         if token.type == "inline":
             content = _inline_text(token).strip()
             if content:
                 blocks.append(content)
-                if not title and i > 0 and tokens[i - 1].type == "heading_open":
-                    title = content
+                if i > 0 and tokens[i - 1].type == "heading_open":
+                    headings.append((int(tokens[i - 1].tag[1:]), content))
         elif token.type in ("fence", "code_block"):
             blocks.append(token.content.rstrip("\n"))
         elif token.type == "html_block":
-            html_text = read_html(token.content)[0]
+            html_text = read_html(token.content).text
             if html_text:
                 blocks.append(html_text)
-    return title
 
 
 _RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
@@ -112,15 +133,18 @@ _RST_LINK = re.compile(r"`([^`<]{1,300}?)\s{0,20}<[^>]{1,2000}>`_{1,2}")
 _RST_INLINE = re.compile(r"(\*\*|\*|``|`)(\S(?:.{0,300}?\S)?)\1_{0,2}")
 
 
-def read_rst(text: str) -> tuple[str, str]:
-    """reStructuredText without adornments, directives' markers and inline markup."""
+def read_rst(text: str) -> Document:
+    """reStructuredText without adornments, directives' markers and inline markup; section titles (a line underlined
+    by an adornment; levels in the order adornment characters first appear) make the sections."""
     lines: list[str] = []
-    title = ""
+    headings: list[tuple[int, str]] = []
+    levels: dict[str, int] = {}
     raw = text.split("\n")
     for i, line in enumerate(raw):
         if _RST_ADORNMENT.match(line):
-            if not title and i > 0 and raw[i - 1].strip() and not _RST_ADORNMENT.match(raw[i - 1]):
-                title = raw[i - 1].strip()
+            if i > 0 and raw[i - 1].strip() and not _RST_ADORNMENT.match(raw[i - 1]):
+                level = levels.setdefault(line.strip()[0], len(levels) + 1)
+                headings.append((level, _RST_INLINE.sub(r"\2", raw[i - 1].strip())))
             continue
         if _RST_DIRECTIVE.match(line.strip()) and line.strip().startswith(".."):
             continue
@@ -128,7 +152,8 @@ def read_rst(text: str) -> tuple[str, str]:
         line = _RST_ROLE.sub(r"\1", line)
         line = _RST_INLINE.sub(r"\2", line)
         lines.append(line.rstrip())
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), title
+    body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return Document(body, headings[0][1] if headings else "", sections=locate_sections(body, headings))
 
 
 _HTML_BLOCKS = (
@@ -164,8 +189,9 @@ def html_depth(text: str, limit: int = MAX_HTML_DEPTH) -> int:
     return deepest
 
 
-def read_html(text: str) -> tuple[str, str]:
-    """Visible text of an HTML page, one paragraph per block element; title from <title> or <h1>."""
+def read_html(text: str) -> Document:
+    """Visible text of an HTML page, one paragraph per block element; title from <title> or <h1>; h1–h6 make the
+    sections."""
     from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
     if html_depth(text) > MAX_HTML_DEPTH:
@@ -176,6 +202,7 @@ def read_html(text: str) -> tuple[str, str]:
     title_node = tree.css_first("title") or tree.css_first("h1")
     title = title_node.text(strip=True) if title_node else ""
     tree.strip_tags(["script", "style", "noscript", "template", "head", "svg", "iframe", "object"])
+    headings = [(int((node.tag or "h1")[1]), node.text(deep=True, separator=" ", strip=True)) for node in tree.css("h1, h2, h3, h4, h5, h6")]
     for tag in _HTML_BLOCKS:
         for node in tree.css(tag):
             node.insert_before("\n\n")
@@ -183,8 +210,8 @@ def read_html(text: str) -> tuple[str, str]:
     root = tree.body or tree.root
     body = root.text(deep=True, separator="") if root else ""
     body = re.sub(r"[ \t\xa0]+", " ", body)
-    body = re.sub(r" ?\n[ \n]*\n ?", "\n\n", body)
-    return body.strip(), title
+    body = re.sub(r" ?\n[ \n]*\n ?", "\n\n", body).strip()
+    return Document(body, title, sections=locate_sections(body, headings))
 
 
 def _json_strings(value: object) -> Iterator[str]:
@@ -199,7 +226,7 @@ def _json_strings(value: object) -> Iterator[str]:
             yield from _json_strings(item)
 
 
-def read_json(text: str) -> tuple[str, str]:
+def read_json(text: str) -> Document:
     """The string values of a JSON document, one per paragraph."""
     try:
         value = json.loads(text)
@@ -211,10 +238,10 @@ def read_json(text: str) -> tuple[str, str]:
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise ReadError(f"unreadable JSON value: {str(exc).split(';')[0]}", "exclude the file") from exc
     title = value.get("title", "") if isinstance(value, dict) else ""
-    return "\n\n".join(strings), title if isinstance(title, str) else ""
+    return Document("\n\n".join(strings), title if isinstance(title, str) else "")
 
 
-def read_jsonl(text: str) -> tuple[str, str]:
+def read_jsonl(text: str) -> Document:
     """The string values of each JSON line; one line's strings form one paragraph."""
     paragraphs: list[str] = []
     for number, line in enumerate(text.split("\n"), start=1):
@@ -228,32 +255,32 @@ def read_jsonl(text: str) -> tuple[str, str]:
             raise ReadError(f"JSON on line {number} nested too deeply to read", "exclude the file") from exc
         except ValueError as exc:
             raise ReadError(f"unreadable JSON value on line {number}: {str(exc).split(';')[0]}", "exclude the file") from exc
-    return "\n\n".join(p for p in paragraphs if p), ""
+    return Document("\n\n".join(p for p in paragraphs if p))
 
 
-def _read_delimited(text: str, delimiter: str) -> tuple[str, str]:
+def _read_delimited(text: str, delimiter: str) -> Document:
     csv.field_size_limit(sys.maxsize)  # a cell may be as long as the file (which index.max_parsed_mb bounds)
     rows = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     lines = [" | ".join(" ".join(cell.split()) for cell in row) for row in rows if any(row)]
-    return "\n".join(lines), ""
+    return Document("\n".join(lines))
 
 
-def read_csv(text: str) -> tuple[str, str]:
+def read_csv(text: str) -> Document:
     """CSV rows as lines of text, cells joined by ' | '; quoted multi-line cells become one line."""
     return _read_delimited(text, ",")
 
 
-def read_tsv(text: str) -> tuple[str, str]:
+def read_tsv(text: str) -> Document:
     """TSV rows as lines of text, cells joined by ' | '."""
     return _read_delimited(text, "\t")
 
 
-def read_plain(text: str) -> tuple[str, str]:
+def read_plain(text: str) -> Document:
     """Plain text as it is."""
-    return text, ""
+    return Document(text)
 
 
-Reader = Callable[[str], tuple[str, str]]
+Reader = Callable[[str], Document]  # a text format: decoded text in
 READERS: dict[str, tuple[str, Reader]] = {
     ".txt": ("text", read_plain),
     ".text": ("text", read_plain),
@@ -269,10 +296,33 @@ READERS: dict[str, tuple[str, Reader]] = {
 }
 
 
+# Binary formats: extension → (format, module, function) of a reader following indexer/document.py, imported when
+# first needed. Content decides where it disagrees with the extension (see extract).
+BINARY_READERS: dict[str, tuple[str, str, str]] = {
+    ".pdf": ("pdf", "lodex.indexer.pdf_reader", "read_pdf"),
+    ".docx": ("docx", "lodex.indexer.office_readers", "read_docx"),
+    ".pptx": ("pptx", "lodex.indexer.office_readers", "read_pptx"),
+    ".xlsx": ("xlsx", "lodex.indexer.office_readers", "read_xlsx"),
+    ".odt": ("odt", "lodex.indexer.office_readers", "read_odt"),
+    ".odp": ("odp", "lodex.indexer.office_readers", "read_odp"),
+    ".ods": ("ods", "lodex.indexer.office_readers", "read_ods"),
+    ".epub": ("epub", "lodex.indexer.office_readers", "read_epub"),
+    ".rtf": ("rtf", "lodex.indexer.rtf_reader", "read_rtf"),
+    ".eml": ("eml", "lodex.indexer.mail_reader", "read_eml"),
+}
+BY_FORMAT = {fmt: (fmt, module, name) for fmt, module, name in BINARY_READERS.values()}
+
+
 def format_of(path: str) -> str | None:
-    """The format name lodex reads `path` as, or None when no reader handles its extension."""
-    entry = READERS.get(PurePath(path).suffix.lower())
+    """The format name lodex reads `path` as by its extension, or None when no reader handles it."""
+    suffix = PurePath(path).suffix.lower()
+    entry = READERS.get(suffix) or BINARY_READERS.get(suffix)
     return entry[0] if entry else None
+
+
+def _binary_reader(fmt: str) -> BinaryReader:
+    _, module, name = BY_FORMAT[fmt]
+    return cast(BinaryReader, getattr(importlib.import_module(module), name))
 
 
 def fallback_title(text: str, path: str) -> str:
@@ -284,14 +334,28 @@ def fallback_title(text: str, path: str) -> str:
     return PurePath(path).stem
 
 
-def extract(path: str, data: bytes) -> Extracted:
-    """Decode and read one file's bytes; `path` chooses the reader by its extension."""
-    entry = READERS.get(PurePath(path).suffix.lower())
-    if entry is None:
+def _cleaned(doc: Document) -> Document:
+    """`doc` with invisible characters removed from its text, its page and section offsets moved to match."""
+    marks = sorted({0, *(doc.pages or ()), *(start for start, _ in doc.sections or ())})
+    pieces = [clean(doc.text[a:b]) for a, b in zip(marks, [*marks[1:], len(doc.text)])]
+    moved = dict(zip(marks, itertools.accumulate([0, *(len(p) for p in pieces[:-1])])))
+    return Document("".join(pieces), doc.title, [moved[p] for p in doc.pages] if doc.pages else doc.pages,
+                    [(moved[a], name) for a, name in doc.sections] if doc.sections else doc.sections, doc.extras)
+
+
+def extract(path: str, data: bytes, limits: ReadLimits = ReadLimits()) -> Extracted:
+    """Read one file's bytes. The content decides a binary format (a PDF saved as .bin is read as a PDF; a text file
+    named .pdf is read as plain text), the extension everything else."""
+    suffix = PurePath(path).suffix.lower()
+    sniffed = sniff_format(data[:_SNIFF_BYTES], data)
+    if sniffed in BY_FORMAT:
+        doc = _cleaned(_binary_reader(sniffed)(data, limits))
+        return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), sniffed, "binary", pages=doc.pages, sections=doc.sections)
+    fmt, reader = READERS.get(suffix) or (("text", read_plain) if suffix in BINARY_READERS else (None, None))
+    if fmt is None or reader is None:
         raise ReadError(f"no reader for '{PurePath(path).suffix}' files", "add a reader or exclude it")
-    fmt, reader = entry
     source, encoding = decode_source(data)
     offsets = OffsetMap() if reader is read_plain else None
     decoded = clean_mapped(source, offsets) if offsets is not None else clean(source)
-    text, title = reader(decoded)
-    return Extracted(text=text, title=title.strip() or fallback_title(text, path), format=fmt, encoding=encoding, offsets=offsets)
+    doc = reader(decoded)
+    return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), fmt, encoding, offsets=offsets, sections=doc.sections)

@@ -1,13 +1,15 @@
 """Walk a folder and list the files lodex should index, applying include/exclude globs and limits."""
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from lodex.indexer.paths import key_path, not_regular, path_key
 from lodex.indexer.readers import format_of
 from lodex.indexer.settings import IndexSettings
+from lodex.indexer.sniffing import sniff_path
 
 _DEFAULTS = IndexSettings()  # ScanRules() are the documented defaults
 _MIB = 1024 * 1024
@@ -42,10 +44,12 @@ class ScanRules:
                    int(cfg.max_parsed_mb * _MIB), int(cfg.stream_above_mb * _MIB))
 
     def wants(self, rel: str) -> bool:
-        """True when `rel` passes the include/exclude globs and has a reader."""
+        """True when `rel` passes the include/exclude globs and has a reader by its extension."""
+        return format_of(rel) is not None and self.selects(rel)
+
+    def selects(self, rel: str) -> bool:
+        """True when `rel` passes the include/exclude globs."""
         name = rel.rsplit("/", 1)[-1]
-        if format_of(rel) is None:
-            return False
         if not any(fnmatch(rel, g) or fnmatch(name, g) for g in self.include):
             return False
         return not any(fnmatch(rel, g) or fnmatch(name, g) for g in self.exclude)
@@ -55,17 +59,34 @@ class ScanRules:
         return name == ".git" or (self.skip_hidden and name.startswith("."))
 
 
-def scan(root: Path, rules: ScanRules, start: Path | None = None) -> tuple[list[FileEntry], dict[str, str]]:
-    """Files under `root` (or only under its folder `start`) to index, sorted by path, and {path: reason} for those
-    refused: too large, not a regular file (pipe, device, socket), a folder link that loops back."""
-    files: list[FileEntry] = []
-    refused: dict[str, str] = {}
+@dataclass
+class Scan:
+    """What a scan found: files to index (sorted by path), {path: reason} for those refused (too large, not a regular
+    file, a folder link that loops back), and how many files were left out for want of a reader, by extension."""
+
+    files: list[FileEntry] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    def add(self, got: "FileEntry | tuple[str, str] | str | None") -> None:
+        """Count one file's verdict (see _entry)."""
+        if isinstance(got, FileEntry):
+            self.files.append(got)
+        elif isinstance(got, tuple):
+            self.refused[got[0]] = got[1]
+        elif isinstance(got, str):
+            self.skipped[got] += 1
+
+
+def scan(root: Path, rules: ScanRules, start: Path | None = None) -> Scan:
+    """Files under `root` (or only under its folder `start`) to index, and those refused or skipped."""
+    found = Scan()
     top = start or root
     ancestors = _ancestors(root, top)
     if ancestors is not None:
-        _walk(root, top, rules, ancestors, files, refused)
-    files.sort(key=lambda f: f.path)
-    return files, refused
+        _walk(root, top, rules, ancestors, found)
+    found.files.sort(key=lambda f: f.path)
+    return found
 
 
 def _ancestors(root: Path, folder: Path) -> set[tuple[int, int]] | None:
@@ -82,14 +103,13 @@ def _ancestors(root: Path, folder: Path) -> set[tuple[int, int]] | None:
     return seen
 
 
-def _walk(root: Path, folder: Path, rules: ScanRules, ancestors: set[tuple[int, int]], files: list[FileEntry],
-          refused: dict[str, str]) -> None:
+def _walk(root: Path, folder: Path, rules: ScanRules, ancestors: set[tuple[int, int]], found: Scan) -> None:
     """Depth-first walk; a folder whose (device, inode) is one of its own ancestors' (a link loop) is refused."""
     try:
         info = folder.stat()
         here = (info.st_dev, info.st_ino)
         if here in ancestors:
-            refused[path_key(folder.relative_to(root).as_posix())] = "symbolic link loop (links back to a folder above it); skipped"
+            found.refused[path_key(folder.relative_to(root).as_posix())] = "symbolic link loop (links back to a folder above it); skipped"
             return
         with os.scandir(folder) as listing:
             items = sorted(listing, key=lambda e: e.name)
@@ -105,21 +125,20 @@ def _walk(root: Path, folder: Path, rules: ScanRules, ancestors: set[tuple[int, 
             continue
         if is_dir:
             if not rules.skips_dir(item.name) and (rules.follow_symlinks or not is_link):
-                _walk(root, full, rules, below, files, refused)
+                _walk(root, full, rules, below, found)
             continue
-        got = _entry(root, full, rules)
-        if isinstance(got, FileEntry):
-            files.append(got)
-        elif isinstance(got, tuple):
-            refused[got[0]] = got[1]
+        found.add(_entry(root, full, rules))
 
 
-def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | tuple[str, str] | None:
-    """One file as an entry, (path, reason) when it is refused, or None when it is not to be indexed or absent."""
+def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | tuple[str, str] | str | None:
+    """One file as an entry, (path, reason) when it is refused, its extension when no reader takes it (a file whose
+    content is a format lodex reads is taken whatever its extension), or None when it is left out or absent."""
     rel = full.relative_to(root).as_posix()
     parts = rel.split("/")
-    if any(rules.skips_dir(p) for p in parts[:-1]) or (rules.skip_hidden and parts[-1].startswith(".")) or not rules.wants(rel):
+    if any(rules.skips_dir(p) for p in parts[:-1]) or (rules.skip_hidden and parts[-1].startswith(".")) or not rules.selects(rel):
         return None
+    if format_of(rel) is None and sniff_path(full) is None:
+        return PurePosixPath(rel).suffix.lower() or "(no extension)"
     key = path_key(rel)
     try:
         if full.is_symlink() and not rules.follow_symlinks:
@@ -135,27 +154,24 @@ def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | tuple[str, s
     return FileEntry(key, full, info.st_size, info.st_mtime)
 
 
-def scan_paths(root: Path, paths: list[str], rules: ScanRules) -> tuple[list[FileEntry], dict[str, str]]:
+def scan_paths(root: Path, paths: list[str], rules: ScanRules) -> Scan:
     """Like scan(), restricted to `paths` as the index names them (path_key of root-relative paths): files, and folders
     (their whole subtree)."""
-    files: dict[str, FileEntry] = {}
-    refused: dict[str, str] = {}
+    found = Scan()
     for given in paths:
         rel = key_path(given)
         full = root / rel
         if full.is_dir() and (rules.follow_symlinks or not full.is_symlink()):
-            if any(rules.skips_dir(p) for p in Path(rel).parts):
-                continue
-            found, bad = scan(root, rules, full)
-            files.update({f.path: f for f in found})
-            refused.update(bad)
+            if not any(rules.skips_dir(p) for p in Path(rel).parts):
+                below = scan(root, rules, full)
+                found.files += below.files
+                found.refused.update(below.refused)
+                found.skipped.update(below.skipped)
             continue
-        got = _entry(root, full, rules)
-        if isinstance(got, FileEntry):
-            files[got.path] = got
-        elif isinstance(got, tuple):
-            refused[got[0]] = got[1]
-    return sorted(files.values(), key=lambda f: f.path), refused
+        found.add(_entry(root, full, rules))
+    unique = {f.path: f for f in found.files}
+    found.files = sorted(unique.values(), key=lambda f: f.path)
+    return found
 
 
 def under(path: str, scopes: list[str]) -> bool:

@@ -36,10 +36,20 @@ def start(coroutine: Coroutine[Any, Any, T]) -> "Future[T]":
 
 
 def open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
-    """The table `name` of a lancedb connection, created empty with `schema` when absent."""
-    if name in db.list_tables().tables:
-        return db.open_table(name)
-    return db.create_table(name, schema=schema)
+    """The table `name` of a lancedb connection, created empty with `schema` when absent; columns `schema` has and
+    the table lacks (an index made by an earlier lodex) are added, empty (null) for the rows it holds."""
+    if name not in db.list_tables().tables:
+        return db.create_table(name, schema=schema)
+    table = db.open_table(name)
+    missing = [f for f in schema if f.name not in table.schema.names]
+    if missing:
+        try:
+            table.add_columns(missing)
+        except Exception:  # noqa: BLE001 — another process added them at the same moment
+            table = db.open_table(name)
+            if any(f.name not in table.schema.names for f in missing):
+                raise
+    return table
 
 
 def ensure_text_index(table: Any) -> None:

@@ -39,7 +39,13 @@ def chunks_schema(dim: int) -> pa.Schema:
         ("token_count", pa.int32()),
         ("text", pa.string()),
         ("vector", vector_type(dim)),
+        ("page", pa.int32()),  # where the chunk starts: PDF page or slide (1-based); null for formats without pages
+        ("page_end", pa.int32()),  # the page where it ends (the same page for most)
+        ("section", pa.string()),  # heading path, e.g. "2 Methods › 2.3 Sampling"; null without headings
     ])
+
+
+LOCATION_COLUMNS = ["page", "page_end", "section"]
 
 
 DOCUMENT_COLUMNS = [name for name in documents_schema(1).names if name != "vector"]

@@ -107,11 +107,13 @@ def test_links_to_devices_and_link_loops_are_refused_when_following(tmp_path: Pa
     (root / "sub" / "b.txt").write_text("beta " * 20)
     (root / "sub" / "up").symlink_to("..")
     (root / "zero.txt").symlink_to("/dev/zero")
-    files, refused = _run_with_deadline(lambda: scan(root, ScanRules(follow_symlinks=True)), 30)
+    found = _run_with_deadline(lambda: scan(root, ScanRules(follow_symlinks=True)), 30)
+    files, refused = found.files, found.refused
     assert [f.path for f in files] == ["a.txt", "sub/b.txt"]
     assert refused == {"sub/up": "symbolic link loop (links back to a folder above it); skipped",
                        "zero.txt": "not a regular file (character device); skipped"}
-    files, refused = scan(root, ScanRules())  # not following: links are left alone, as configured
+    found = scan(root, ScanRules())  # not following: links are left alone, as configured
+    files, refused = found.files, found.refused
     assert [f.path for f in files] == ["a.txt", "sub/b.txt"] and refused == {}
 
 
@@ -121,7 +123,7 @@ def test_a_file_growing_past_its_limit_while_read_is_refused(tmp_path: Path) -> 
     grows = root / "grows.md"
     grows.write_text("# Log\n\nline\n")
     _, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder(), rules=ScanRules(max_parsed_bytes=1000))
-    files, _ = scan(root, indexer.rules)
+    files = scan(root, indexer.rules).files
     grows.write_text("# Log\n\n" + "line\n" * 1000)  # after the listing: its listed size said it was small
     item = indexer.preparer().prepare_with_retries(files[0], None, {})
     assert "grew after it was listed" in item.error
@@ -315,7 +317,7 @@ def test_rst_with_unmatched_inline_markup_reads_in_linear_time() -> None:
 
     for text in ("*a " * 60_000, "`a <b " * 20_000, ":r:`x " * 30_000):
         _run_with_deadline(lambda: read_rst(text), 10)
-    assert read_rst("**bold** *it* ``code`` `link <http://x>`_ :ref:`label <t>`")[0] == "bold it code link label"
+    assert read_rst("**bold** *it* ``code`` `link <http://x>`_ :ref:`label <t>`").text == "bold it code link label"
 
 
 @pytest.mark.parametrize("page", ["<div/>" * 5_000, "<div></x>" * 5_000, "<b>" * 5_000, "<div><span>" * 3_000])
@@ -344,7 +346,7 @@ def test_long_markdown_is_read_in_segments_with_the_same_text() -> None:
     assert len(segments) > 3 and "".join(s + "\n" for s in segments)[:-1] == whole
     assert all(s.count("```") % 2 == 0 for s in segments)  # never cut inside fenced code
     assert max(len(s) for s in segments) <= 5 * readers._MD_SEGMENT_CHARS
-    text, title = readers.read_markdown(whole)
+    text, title = (doc := readers.read_markdown(whole)).text, doc.title
     assert title == "Title" and text.count("still code") == 3_000 and text.count("more ") == 3_000
     listing = "- x\n" * 100_000  # no blank line at all: cut at line ends
     assert max(len(s) for s in readers._markdown_segments(listing)) <= 5 * readers._MD_SEGMENT_CHARS

@@ -26,7 +26,7 @@ from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Interrupted
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters
-from lodex.store.schema import DOCUMENT_COLUMNS
+from lodex.store.schema import DOCUMENT_COLUMNS, LOCATION_COLUMNS
 
 T = TypeVar("T")
 MAX_GLOB_CHARS = 1000  # a search's path glob (fnmatch compiles and caches each one)
@@ -174,7 +174,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
             found = one_document(doc_id)
             row, store = found["row"], found["store"]
             chunks = store.chunks_of(doc_id, row["content_hash"],
-                                     ["ordinal", "char_start", "char_end", "token_count", "text"]).sort_by("ordinal").to_pylist()
+                                     ["ordinal", "char_start", "char_end", "token_count", "text", *LOCATION_COLUMNS]).sort_by("ordinal").to_pylist()
             return DocumentDetailOut(**_document(row).model_dump(), chunks=chunks)
 
         return await on_query_thread(read)

@@ -63,6 +63,9 @@ class PassageOut(BaseModel):
     char_end: int
     score: float = Field(description="Cosine similarity of the passage to the query.")
     highlights: list[tuple[int, int]] = Field(default_factory=list, description="[start, end) offsets within `text` of the query words it contains.")
+    page: int | None = Field(None, description="The page (PDF page, slide; 1-based) the passage starts on; null for formats without pages.")
+    page_end: int | None = Field(None, description="The page it ends on.")
+    section: str | None = Field(None, description="The heading path of the section it starts in, e.g. \"2 Methods › 2.3 Sampling\"; null without headings.")
 
 
 class HitOut(BaseModel):
@@ -126,6 +129,9 @@ class ChunkOut(BaseModel):
     char_end: int
     token_count: int
     text: str
+    page: int | None = None
+    page_end: int | None = None
+    section: str | None = None
 
 
 class DocumentDetailOut(DocumentOut):

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from lodex.api.progress import skipped_line
 from lodex.indexer.paths import printable
-from lodex.search.results import SearchResponse
+from lodex.search.results import Passage, SearchResponse
 
 
 def print_search(out: Console, response: SearchResponse) -> None:
@@ -24,8 +24,20 @@ def print_search(out: Console, response: SearchResponse) -> None:
                 snippet.stylize("bold yellow", start, end)
             if len(snippet) > 240:
                 snippet = snippet[:237] + "…"
-            out.print(Text(f"   [{passage.char_start}:{passage.char_end}] ({passage.score:.3f}) ") + snippet, highlight=False, soft_wrap=True)
+            out.print(Text(f"   [{passage.char_start}:{passage.char_end}]{_location(passage)} ({passage.score:.3f}) ") + snippet,
+                      highlight=False, soft_wrap=True)
     out.print(f"{len(response.results)} documents in {response.took_ms:.0f} ms", style="dim")
+
+
+def _location(passage: Passage) -> str:
+    """' p. 12' (' pp. 12–13'), then ' § 2 Methods › 2.3 Sampling', for the passages of formats that have them."""
+    where = ""
+    if passage.page is not None:
+        end = passage.page_end if passage.page_end is not None else passage.page
+        where += f" p. {passage.page}" if end == passage.page else f" pp. {passage.page}–{end}"
+    if passage.section:
+        where += f" § {printable(passage.section)}"
+    return where
 
 
 def print_evaluation(out: Console, result: dict[str, Any], bundle: int) -> None:

@@ -9,13 +9,17 @@ from typing import Any
 @dataclass(frozen=True)
 class Passage:
     """A chunk of a result document: its text, exact offsets into the document's text, its cosine similarity
-    to the query, and the spans of `text` (offsets within it) where query words matched."""
+    to the query, the spans of `text` (offsets within it) where query words matched, and where it is: the page (PDF
+    page, slide) it starts and ends on and the section (heading path) it starts in, None where the format has none."""
 
     text: str
     char_start: int
     char_end: int
     score: float
     highlights: list[tuple[int, int]] = field(default_factory=list)
+    page: int | None = None
+    page_end: int | None = None
+    section: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,8 @@ class SearchResponse:
         biggest single cost of the API under load)."""
         return {"query": self.query, "took_ms": self.took_ms, "results": [
             {"doc_id": hit.doc_id, "path": hit.path, "title": hit.title, "score": hit.score, "passages": [
-                {"text": p.text, "char_start": p.char_start, "char_end": p.char_end, "score": p.score, "highlights": list(p.highlights)}
+                {"text": p.text, "char_start": p.char_start, "char_end": p.char_end, "score": p.score, "highlights": list(p.highlights),
+                 "page": p.page, "page_end": p.page_end, "section": p.section}
                 for p in hit.passages]}
             for hit in self.results], "mode": self.mode}
 

@@ -20,6 +20,7 @@ from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
 from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
 from lodex.store.lance_store import Store
+from lodex.store.schema import LOCATION_COLUMNS
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
 
@@ -246,10 +247,11 @@ class Searcher:
                 chosen[(i, row)] = [(float(sims[part][j]), int(ids[part][j])) for j in keys]
         wanted = np.unique(np.array([chunk_id for picks in chosen.values() for _, chunk_id in picks], np.int64))
         rows = snap.owners.row_ids[np.searchsorted(snap.owners.ids, wanted)]  # every chosen chunk is of this version
-        texts = {r["id"]: r for r in snap.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text"]).to_pylist()}
+        texts = {r["id"]: r for r in snap.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()}
         stems = [query_stems(q.text) for q in queries]
         return {
             (i, row): [Passage(texts[c]["text"], texts[c]["char_start"], texts[c]["char_end"], round(s, 6),
-                               highlight_spans(texts[c]["text"], stems[i])) for s, c in picks if c in texts]
+                               highlight_spans(texts[c]["text"], stems[i]), texts[c]["page"], texts[c]["page_end"], texts[c]["section"])
+                       for s, c in picks if c in texts]
             for (i, row), picks in chosen.items()
         }

@@ -56,7 +56,8 @@ def test_search_get_and_post(client: TestClient) -> None:
     assert set(body) == {"query", "mode", "took_ms", "results"} and body["mode"] == "hybrid"
     assert body["results"][0]["path"] == "wings.md"
     passage = body["results"][0]["passages"][0]
-    assert set(passage) == {"text", "char_start", "char_end", "score", "highlights"}
+    assert set(passage) == {"text", "char_start", "char_end", "score", "highlights", "page", "page_end", "section"}
+    assert (passage["page"], passage["section"]) == (None, "Wings")  # Markdown: headings, no pages
     assert {passage["text"][s:e].lower() for s, e in passage["highlights"]} >= {"swept", "wings", "lift"}
     for mode in ("dense", "bm25", "hybrid"):
         got = client.get("/search", params={"q": "swept wings lift", "k": 1, "mode": mode}).json()

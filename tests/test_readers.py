@@ -68,3 +68,20 @@ def test_plain_text_title_from_first_line() -> None:
 def test_unknown_extension_refused() -> None:
     with pytest.raises(ReadError, match="no reader"):
         extract("image.png", b"whatever")
+
+
+def test_headings_make_sections_in_markdown_rst_and_html() -> None:
+    from lodex.indexer.document import section_of
+
+    md = "# Report\n\nIntro text.\n\n## 2 Methods\n\nHow.\n\n### 2.3 Sampling\n\nWe sampled gliders.\n\n## 3 Results\n\nDone."
+    rst = "Report\n======\n\nIntro text.\n\n2 Methods\n---------\n\nHow.\n\n2.3 Sampling\n~~~~~~~~~~~~\n\nWe sampled gliders.\n"
+    html = ("<html><body><h1>Report</h1><p>Intro text.</p><h2>2 Methods</h2><p>How.</p><h3>2.3 Sampling</h3>"
+            "<p>We sampled gliders.</p></body></html>")
+    for name, source in (("a.md", md), ("a.rst", rst), ("a.html", html)):
+        doc = extract(name, source.encode())
+        at = doc.text.index("We sampled gliders")
+        assert section_of(doc.sections, at) == "Report › 2 Methods › 2.3 Sampling", name
+        assert section_of(doc.sections, doc.text.index("Intro")) == "Report", name
+    doc = extract("a.md", md.encode())
+    assert section_of(doc.sections, doc.text.index("Done")) == "Report › 3 Results"
+    assert extract("a.txt", b"# not a heading in plain text\n\nbody").sections is None

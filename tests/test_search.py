@@ -65,7 +65,7 @@ def test_response_shape_is_the_documented_one(tmp_path: Path, real_encoder) -> N
     assert set(hit) == {"doc_id", "path", "title", "score", "passages"}
     assert hit["path"] == "a.md" and hit["title"] == "Shock waves"
     passage = hit["passages"][0]
-    assert set(passage) == {"text", "char_start", "char_end", "score", "highlights"}
+    assert set(passage) == {"text", "char_start", "char_end", "score", "highlights", "page", "page_end", "section"}
     assert [passage["text"][s:e] for s, e in passage["highlights"]] == ["Shock", "waves", "Shock", "waves"]
 
 

@@ -311,6 +311,12 @@ BINARY_READERS: dict[str, tuple[str, str, str]] = {
     ".eml": ("eml", "lodex.indexer.mail_reader", "read_eml"),
 }
 BY_FORMAT = {fmt: (fmt, module, name) for fmt, module, name in BINARY_READERS.values()}
+# The version of each format's extraction, recorded with the index: bump one whenever the text (or its pages and
+# sections) extracted from the same file would change, so that an index holding the old extraction asks for a rebuild.
+READER_VERSIONS: dict[str, str] = {
+    "text": "1", "markdown": "1", "rst": "1", "html": "1", "json": "1", "jsonl": "1", "csv": "1", "tsv": "1",
+    "pdf": "1", "docx": "1", "pptx": "1", "xlsx": "1", "odt": "1", "odp": "1", "ods": "1", "epub": "1", "rtf": "1", "eml": "1",
+}
 
 
 def format_of(path: str) -> str | None:

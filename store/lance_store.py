@@ -20,7 +20,7 @@ from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
-from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, write_json_atomic
+from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, with_readers, write_json_atomic
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
 from lodex.store.vector_index import VectorIndex
 from lodex.store.version_marks import VersionMarks
@@ -79,6 +79,8 @@ class LanceStore(base.Store):
             write_json_atomic(data_dir / ORIGIN_FILE, origin)
         else:
             check_origin(stored, origin, data_dir)
+            if create and (updated := with_readers(stored, origin)) is not None:
+                write_json_atomic(data_dir / ORIGIN_FILE, updated)  # the writer records readers met for the first time
         return cls(data_dir, int(origin["dim"]), ann)
 
     # ---- reading -------------------------------------------------------------------------

@@ -28,11 +28,12 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int, title_prefix: bool = False) -> dict[str, Any]:
+def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int, title_prefix: bool = False,
+                readers: dict[str, str] | None = None) -> dict[str, Any]:
     """The full origin record for an index built with this encoder and chunking (title_prefix recorded only
-    when on, so indexes from before the option open unchanged)."""
+    when on, so indexes from before the option open unchanged) and these format readers ({format: version})."""
     origin = {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions()}
-    return origin | ({"title_prefix": True} if title_prefix else {})
+    return origin | ({"title_prefix": True} if title_prefix else {}) | ({"readers": dict(readers)} if readers else {})
 
 
 def read_origin(data_dir: Path) -> dict[str, Any] | None:
@@ -62,3 +63,19 @@ def check_origin(stored: dict[str, Any], current: dict[str, Any], data_dir: Path
             f"the index in {data_dir} was built with other encoder or chunking settings ({'; '.join(diffs)})",
             "restore the settings it was built with, use another --data-dir, or rebuild it with `lodex index --rebuild`",
         )
+    stored_readers, current_readers = stored.get("readers") or {}, current.get("readers") or {}
+    changed = sorted(f for f in stored_readers if f in current_readers and stored_readers[f] != current_readers[f])
+    if changed:
+        raise OriginMismatchError(
+            f"the index in {data_dir} holds text extracted by other versions of the {', '.join(changed)} reader"
+            f"{'s' if len(changed) > 1 else ''} (its passages' offsets and pages would not match a new extraction)",
+            "rebuild it with `lodex index --rebuild`, or use another --data-dir",
+        )
+
+
+def with_readers(stored: dict[str, Any], current: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored origin with the reader versions it does not record yet added (formats it never held), or None
+    when it already records all of them."""
+    stored_readers = stored.get("readers") or {}
+    added = {f: v for f, v in (current.get("readers") or {}).items() if f not in stored_readers}
+    return {**stored, "readers": {**stored_readers, **added}} if added else None

@@ -117,3 +117,17 @@ def test_vendor_failures_of_a_write_become_one_store_error_with_their_cause(tmp_
         indexer.run(root)
     assert isinstance(caught.value.__cause__, OSError) and caught.value.status == 503
     assert "free space" in caught.value.one_line()
+
+
+def test_an_index_refuses_a_changed_extraction_and_records_new_readers(tmp_path: Path) -> None:
+    from lodex.store.origin import read_origin
+
+    encoder = FakeEncoder()
+    old = make_origin(encoder.origin(), 64, 4)  # an index from before readers were recorded
+    Store.open(tmp_path / "data", old)
+    Store.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1"}))
+    assert read_origin(tmp_path / "data")["readers"] == {"pdf": "1", "text": "1"}  # recorded once met
+    Store.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1", "docx": "1"}))
+    with pytest.raises(OriginMismatchError, match="other versions of the pdf reader") as caught:
+        Store.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "2", "text": "1", "docx": "1"}))
+    assert "--rebuild" in caught.value.one_line()

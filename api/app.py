@@ -20,10 +20,11 @@ from fastapi.staticfiles import StaticFiles
 from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
 from lodex.api.metrics import Metrics, Timing
 from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
-                        PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, valid_metadata, valid_text)
+                        PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, TextOut, valid_metadata, valid_text)
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Interrupted
+from lodex.search.context import text_window
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters
 from lodex.store.schema import DOCUMENT_COLUMNS, LOCATION_COLUMNS
@@ -176,6 +177,21 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
             chunks = store.chunks_of(doc_id, row["content_hash"],
                                      ["ordinal", "char_start", "char_end", "token_count", "text", *LOCATION_COLUMNS]).sort_by("ordinal").to_pylist()
             return DocumentDetailOut(**_document(row).model_dump(), chunks=chunks)
+
+        return await on_query_thread(read)
+
+    @app.get("/documents/{doc_id}/text", response_model=TextOut, responses=ERRORS, tags=["documents"])
+    async def document_text(
+        doc_id: str,
+        start: Annotated[int, Query(ge=0, le=1 << 40, description="First character (offset in the extracted text).")] = 0,
+        end: Annotated[int, Query(ge=0, le=1 << 40, description="Character after the last (at most 20,000 after start).")] = 2000,
+    ) -> TextOut:
+        """A window of a document's extracted text (offsets as in passages), to read a passage in context."""
+        def read() -> TextOut:
+            found = one_document(doc_id)
+            row = found["row"]
+            text, first, last = text_window(found["store"], row, service.root, start, max(start, end))
+            return TextOut(id=doc_id, path=row["path"], start=first, end=last, text=text)
 
         return await on_query_thread(read)
 

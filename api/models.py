@@ -138,6 +138,16 @@ class DocumentDetailOut(DocumentOut):
     chunks: list[ChunkOut]
 
 
+class TextOut(BaseModel):
+    """A window of a document's extracted text."""
+
+    id: str
+    path: str
+    start: int = Field(description="Offset of the window's first character (clamped to the text).")
+    end: int
+    text: str
+
+
 class PushIn(BaseModel):
     """POST /documents body: a text document pushed by a tool, indexed like a file."""
 

@@ -279,3 +279,18 @@ def test_ready_counts_the_files_the_run_has_left(tmp_path: Path) -> None:
     finally:
         gate.set()
         service.close()
+
+
+def test_a_window_of_a_documents_text(client: TestClient) -> None:
+    docs = {d["path"]: d["id"] for d in client.get("/documents").json()["documents"]}
+    own = client.get(f"/documents/{docs['heat.txt']}/text", params={"start": 5, "end": 30}).json()
+    assert own == {"id": docs["heat.txt"], "path": "heat.txt", "start": 5, "end": 30,
+                   "text": ("Heat transfer through a hypersonic boundary layer. " * 8)[5:30]}
+    detail = client.get(f"/documents/{docs['wings.md']}").json()
+    chunk = detail["chunks"][-1]
+    window = client.get(f"/documents/{docs['wings.md']}/text", params={"start": chunk["char_start"], "end": chunk["char_end"]}).json()
+    assert window["text"] == chunk["text"] and window["start"] == chunk["char_start"]  # rebuilt from the stored chunks
+    tail = client.get(f"/documents/{docs['heat.txt']}/text", params={"start": 10_000, "end": 90_000}).json()
+    assert tail["text"] == "" and tail["start"] == tail["end"]
+    _error(client.get("/documents/0123456789abcdef/text"), 404, "not_found")
+    _error(client.get(f"/documents/{docs['heat.txt']}/text", params={"start": -1}), 422, "invalid_request")

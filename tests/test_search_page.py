@@ -39,10 +39,17 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
             marks = [m.lower() for m in first.locator("mark").all_inner_texts()]
             assert {"arctic", "terns", "migrate"} <= set(marks)
             assert "Arctic terns migrate" in first.locator("blockquote").first.inner_text()
+            assert "§ Birds" in first.locator("blockquote small").first.inner_text()  # the passage's section
+            first.locator("button.in-context").first.click()  # read it in context: the text around it, the passage marked
+            context = first.locator(".context").first
+            context.wait_for(state="visible", timeout=10_000)
+            assert "Swallows nest under roofs." in context.inner_text() and "birds.md" in context.locator(".where").inner_text()
+            assert "Arctic terns migrate" in context.locator("mark.passage").inner_text()
             page.wait_for_function("document.getElementById('status').textContent.includes('documents in')")
             assert "indexing" not in page.locator("#status").inner_text()  # the folder is indexed
             ready = {"ready": True, "model": "m", "documents": 2, "indexing": True, "files_left": 7}
             page.route("**/ready", lambda route: route.fulfill(json=ready))  # as while a large folder is indexed
+            page.focus("#q")
             page.keyboard.press("Enter")
             page.wait_for_function("document.getElementById('status').textContent.includes('still indexing')", timeout=10_000)
             assert "(7 files left): results may be incomplete" in page.locator("#status").inner_text()

@@ -1,0 +1,49 @@
+"""A window of a document's extracted text, to read a passage in context: a plain-text file's own text read again
+(offsets index it), otherwise the text rebuilt from the document's stored chunks (which overlap, so they cover it)."""
+
+from pathlib import Path
+from typing import Any
+
+from lodex.indexer.decoding import decode_source
+from lodex.indexer.identity import content_hash
+from lodex.indexer.paths import PUSHED_PREFIX, key_path, open_regular
+from lodex.store.base import Store
+
+MAX_WINDOW_CHARS = 20_000
+
+
+def text_window(store: Store, row: dict[str, Any], root: Path | None, start: int, end: int) -> tuple[str, int, int]:
+    """(text, start, end) of document `row` between offsets `start` and `end` (clamped to what exists, at most
+    MAX_WINDOW_CHARS)."""
+    end = min(end, start + MAX_WINDOW_CHARS)
+    own = _own_text(row, root)
+    if own is not None:
+        start, end = max(0, min(start, len(own))), max(0, min(end, len(own)))
+        return own[start:end], start, end
+    chunks = store.chunks_of(row["id"], row["content_hash"], ["char_start", "char_end", "text"]).sort_by("char_start").to_pylist()
+    if not chunks:
+        return "", 0, 0
+    last = max(c["char_end"] for c in chunks)
+    start, end = max(0, min(start, last)), max(0, min(end, last))
+    window = [" "] * (end - start)
+    for chunk in chunks:
+        if chunk["char_end"] <= start or chunk["char_start"] >= end:
+            continue
+        for offset, char in enumerate(chunk["text"][: chunk["char_end"] - chunk["char_start"]], start=chunk["char_start"]):
+            if start <= offset < end:
+                window[offset - start] = char
+    return "".join(window), start, end
+
+
+def _own_text(row: dict[str, Any], root: Path | None) -> str | None:
+    """A plain-text folder file's decoded text, when the file still holds the indexed content; else None."""
+    if root is None or row["format"] != "text" or row["path"].startswith(PUSHED_PREFIX):
+        return None
+    try:
+        with open_regular(root / key_path(row["path"])) as fh:
+            data = fh.read(row["size"] + 1)
+        if content_hash(data) != row["content_hash"]:
+            return None
+        return decode_source(data)[0]
+    except Exception:  # noqa: BLE001 — gone, unreadable, changed: the stored chunks answer instead
+        return None

@@ -56,6 +56,27 @@ def test_tables_come_out_a_row_a_line_and_non_ascii_text_intact(name, reader):
     assert NON_ASCII in lines
 
 
+def test_docx_heading_levels_from_styles_and_outline_levels_without_duplicates_or_deletions():
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    styles = (f'<w:styles {w}><w:style w:type="paragraph" w:styleId="Chap"><w:name w:val="heading 1"/></w:style>'
+              '<w:style w:type="paragraph" w:styleId="MyChap"><w:name w:val="Mine"/><w:basedOn w:val="Chap"/>'
+              '</w:style></w:styles>')
+    body = ('<w:p><w:pPr><w:pStyle w:val="MyChap"/><w:tabs><w:tab w:val="left" w:pos="720"/></w:tabs></w:pPr>'
+            '<w:r><w:t>Part A</w:t></w:r></w:p>'
+            '<w:p><w:pPr><w:outlineLvl w:val="1"/></w:pPr><w:r><w:t>Sub</w:t></w:r></w:p>'
+            '<w:p><w:r><w:t>kept</w:t></w:r><w:del><w:r><w:delText>deleted</w:delText></w:r></w:del>'
+            '<w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
+            '<mc:Choice><w:txbxContent><w:p><w:r><w:t>box</w:t></w:r></w:p></w:txbxContent></mc:Choice>'
+            '<mc:Fallback><w:txbxContent><w:p><w:r><w:t>box</w:t></w:r></w:p></w:txbxContent></mc:Fallback>'
+            '</mc:AlternateContent></w:r><w:r><w:tab/><w:t>after</w:t></w:r></w:p>')
+    data = make_zip({"word/document.xml": f"<w:document {w}><w:body>{body}</w:body></w:document>",
+                     "word/styles.xml": styles})
+    doc = read_docx(data, LIMITS)
+    assert doc.text == "Part A\n\nSub\n\nbox\n\nkept\tafter"  # a text box's paragraph comes before its anchor's
+    assert doc.sections == [(0, "Part A"), (8, "Part A › Sub")]
+    assert doc.title == "Part A"
+
+
 def test_docx_odt_and_rtf_of_one_document_give_the_same_text():
     docx = read_docx(fixture("report.docx"), LIMITS)
     assert read_odt(fixture("report.odt"), LIMITS).text == docx.text
@@ -125,6 +146,14 @@ def test_epub_chapters_in_spine_order_named_by_the_table_of_contents():
     starts = [doc.text.index(heading) for heading in ("1 Introduction", "2 Methods", "3 Results", "4 Conclusions")]
     assert starts == sorted(starts) and [start for start, _ in doc.sections] == starts
     assert NON_ASCII in doc.text
+
+
+def test_epub_2_chapters_named_by_the_ncx():
+    source = zipfile.ZipFile(io.BytesIO(fixture("report.epub")))
+    entries = {info.filename: source.read(info) for info in source.infolist()}
+    entries["OEBPS/content.opf"] = entries["OEBPS/content.opf"].replace(b' properties="nav"', b"")
+    doc = read_epub(make_zip(entries), LIMITS)
+    assert [path for _, path in doc.sections] == ["1 Introduction", "2 Methods", "3 Results", "4 Conclusions"]
 
 
 # -------------------------------------------------------------------------------------------------------- mail

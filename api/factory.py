@@ -12,7 +12,7 @@ from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunker import Chunker
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.pipeline import Indexer
-from lodex.indexer.readers import READER_VERSIONS
+from lodex.indexer.readers import reader_versions
 from lodex.indexer.scanner import ScanRules
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
@@ -73,7 +73,7 @@ def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
     """The store in data_dir, checked against this encoder and chunking (created when allowed)."""
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
-                         READER_VERSIONS)
+                         reader_versions())
     return Store.open(data_dir, origin, create=create, ann=ann_policy(settings))
 
 

@@ -14,13 +14,12 @@ from pathlib import PurePath
 
 from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source
 from lodex.indexer.document import BinaryReader, Document, HeadingPath, ReadLimits
-from lodex.indexer.sniffing import sniff_format
+from lodex.indexer.sniffing import SNIFF_HEAD_BYTES, sniff_format
 from lodex.indexer.errors import ReadError
 
 # HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s
 # took 81 s), and no real page comes near it.
 MAX_HTML_DEPTH = 1_000
-_SNIFF_BYTES = 8192
 _HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)[^>]*?(/?)>")
 # Elements that never hold others (void) or that a parser closes by itself when a sibling opens (they do not nest).
 _HTML_VOID_LIKE = frozenset("svg math path circle rect line polyline polygon ellipse use stop g".split())  # foreign: `/>` closes
@@ -298,25 +297,37 @@ READERS: dict[str, tuple[str, Reader]] = {
 
 # Binary formats: extension → (format, module, function) of a reader following indexer/document.py, imported when
 # first needed. Content decides where it disagrees with the extension (see extract).
+_PDF, _OFFICE = "lodex.indexer.pdf_reader", "lodex.indexer.office_readers"
 BINARY_READERS: dict[str, tuple[str, str, str]] = {
-    ".pdf": ("pdf", "lodex.indexer.pdf_reader", "read_pdf"),
-    ".docx": ("docx", "lodex.indexer.office_readers", "read_docx"),
-    ".pptx": ("pptx", "lodex.indexer.office_readers", "read_pptx"),
-    ".xlsx": ("xlsx", "lodex.indexer.office_readers", "read_xlsx"),
-    ".odt": ("odt", "lodex.indexer.office_readers", "read_odt"),
-    ".odp": ("odp", "lodex.indexer.office_readers", "read_odp"),
-    ".ods": ("ods", "lodex.indexer.office_readers", "read_ods"),
-    ".epub": ("epub", "lodex.indexer.office_readers", "read_epub"),
+    ".pdf": ("pdf", _PDF, "read_pdf"),
+    ".docx": ("docx", _OFFICE, "read_docx"),
+    ".pptx": ("pptx", _OFFICE, "read_pptx"),
+    ".xlsx": ("xlsx", _OFFICE, "read_xlsx"),
+    ".odt": ("odt", _OFFICE, "read_odt"),
+    ".odp": ("odp", _OFFICE, "read_odp"),
+    ".ods": ("ods", _OFFICE, "read_ods"),
+    ".epub": ("epub", _OFFICE, "read_epub"),
     ".rtf": ("rtf", "lodex.indexer.rtf_reader", "read_rtf"),
     ".eml": ("eml", "lodex.indexer.mail_reader", "read_eml"),
 }
 BY_FORMAT = {fmt: (fmt, module, name) for fmt, module, name in BINARY_READERS.values()}
-# The version of each format's extraction, recorded with the index: bump one whenever the text (or its pages and
-# sections) extracted from the same file would change, so that an index holding the old extraction asks for a rebuild.
-READER_VERSIONS: dict[str, str] = {
-    "text": "1", "markdown": "1", "rst": "1", "html": "1", "json": "1", "jsonl": "1", "csv": "1", "tsv": "1",
-    "pdf": "1", "docx": "1", "pptx": "1", "xlsx": "1", "odt": "1", "odp": "1", "ods": "1", "epub": "1", "rtf": "1", "eml": "1",
-}
+# The version of each text format's extraction, recorded with the index (binary readers keep theirs in their module,
+# as <NAME>_READER_VERSION): bump one whenever the text (or its pages and sections) extracted from the same file
+# would change, so that an index holding the old extraction asks for a rebuild.
+TEXT_READER_VERSIONS: dict[str, str] = {fmt: "1" for fmt in ("text", "markdown", "rst", "html", "json", "jsonl", "csv", "tsv")}
+
+
+def reader_versions() -> dict[str, str]:
+    """{format: version} of every reader, text and binary."""
+    versions = dict(TEXT_READER_VERSIONS)
+    for fmt, module, _ in BY_FORMAT.values():
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError:  # its library is not installed: files of that format fail with the reason when read
+            continue
+        versions[fmt] = next(str(value) for name, value in vars(loaded).items()
+                             if name.endswith("_READER_VERSION") and name.split("_")[0].lower() in module.rsplit(".", 1)[-1])
+    return versions
 
 
 def format_of(path: str) -> str | None:
@@ -353,7 +364,9 @@ def extract(path: str, data: bytes, limits: ReadLimits = ReadLimits()) -> Extrac
     """Read one file's bytes. The content decides a binary format (a PDF saved as .bin is read as a PDF; a text file
     named .pdf is read as plain text), the extension everything else."""
     suffix = PurePath(path).suffix.lower()
-    sniffed = sniff_format(data[:_SNIFF_BYTES], data)
+    sniffed = sniff_format(data[:SNIFF_HEAD_BYTES], data)
+    if sniffed == "eml" and suffix in READERS:
+        sniffed = None  # mail headers at the top of a text file do not make it a mail: its extension says what it is
     if sniffed in BY_FORMAT:
         doc = _cleaned(_binary_reader(sniffed)(data, limits))
         return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), sniffed, "binary", pages=doc.pages, sections=doc.sections)

@@ -1,0 +1,81 @@
+"""Reader of e-mail messages (.eml, RFC 822/MIME): a header block, then the body text; attachments listed, not read."""
+
+from email import policy
+from email.message import EmailMessage, Message
+from email.parser import BytesParser
+
+from lodex.indexer.containers import unreadable
+from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, DocBuilder
+from lodex.indexer.document import Document, ReadLimits
+
+# Bump the first number whenever a change here would change the text, title or extras read_eml gives.
+MAIL_READER_VERSION = f"1+{DOC_BUILDER_VERSION}"
+
+HEADERS = ("Subject", "From", "Date")  # the header block's lines, in this order (those the message has)
+
+
+def read_eml(data: bytes, limits: ReadLimits) -> Document:
+    """A message: "Subject: …\\nFrom: …\\nDate: …", then its body (text/plain preferred, else text/html as text);
+    title = Subject. Attachments are not indexed: their names go to extras["skipped_attachments"] (comma-separated)."""
+    msg = BytesParser(policy=policy.default).parsebytes(data)
+    if not isinstance(msg, EmailMessage) or not any(_header(msg, name) for name in HEADERS):
+        raise unreadable("eml", "no Subject, From or Date header: not a mail message")
+    doc = DocBuilder(limits, "eml")
+    doc.block("\n".join(f"{name}: {value}" for name in HEADERS if (value := _header(msg, name))))
+    body = msg.get_body(preferencelist=("plain", "html"))
+    if isinstance(body, EmailMessage):
+        doc.block(_body_text(body))
+    skipped = _attachment_names(msg, body)
+    extras = {"skipped_attachments": ", ".join(skipped)} if skipped else {}
+    return doc.build(title=_header(msg, "Subject"), extras=extras)
+
+
+def _header(msg: Message, name: str) -> str:
+    """A header's decoded value on one line ("" when absent, or too malformed for the parser to render)."""
+    try:
+        value = msg.get(name)
+        return " ".join(str(value).split()) if value is not None else ""
+    except Exception:  # noqa: BLE001 — the email package raises many kinds of error on malformed headers
+        return ""
+
+
+def _body_text(part: EmailMessage) -> str:
+    """The body part's text: plain as it is, HTML without its markup."""
+    from lodex.indexer.readers import read_html
+
+    text = _content(part)
+    return read_html(text)[0] if part.get_content_type() == "text/html" else text
+
+
+def _content(part: EmailMessage) -> str:
+    """A text part decoded by its charset (an unknown charset read as UTF-8, bad bytes replaced)."""
+    try:
+        content = part.get_content()
+        if isinstance(content, str):
+            return content
+    except (LookupError, UnicodeError, ValueError, AssertionError):
+        pass
+    payload = part.get_payload(decode=True)
+    return payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
+
+
+def _attachment_names(msg: EmailMessage, body: Message | None) -> list[str]:
+    """Names of the parts that are not the body nor an alternative rendering of it: attachments, inline images,
+    forwarded messages ("(unnamed type/subtype)" for those without a file name)."""
+    names = []
+    for part in msg.walk():
+        if part.get_content_type() == "message/rfc822" and part is not msg:
+            names.append(part.get_filename() or f"(forwarded message: {_forwarded_subject(part)})")
+        if part is body or part.is_multipart() or part is msg:
+            continue
+        filename = part.get_filename()
+        if filename or part.get_content_disposition() == "attachment" or not part.get_content_maintype() == "text":
+            names.append(" ".join((filename or f"(unnamed {part.get_content_type()})").split()))
+    return names
+
+
+def _forwarded_subject(part: Message) -> str:
+    """The Subject of a message/rfc822 part's message."""
+    payload = part.get_payload()
+    inner = payload[0] if isinstance(payload, list) and payload else None
+    return _header(inner, "Subject") if isinstance(inner, Message) else ""

@@ -44,7 +44,7 @@ def _body_text(part: EmailMessage) -> str:
     from lodex.indexer.readers import read_html
 
     text = _content(part)
-    return read_html(text)[0] if part.get_content_type() == "text/html" else text
+    return read_html(text).text if part.get_content_type() == "text/html" else text
 
 
 def _content(part: EmailMessage) -> str:

@@ -741,7 +741,7 @@ def _epub_chapter(data: bytes, toc: list[tuple[int, str]] | None, doc: DocBuilde
     markup, _ = decode(data)
     for level, title in toc or _first_heading(markup):
         doc.section(level, title)
-    text, _ = read_html(markup)
+    text = read_html(markup).text
     doc.block(text)
 
 

@@ -51,6 +51,13 @@ def _looks_binary(sample: bytes) -> str | None:
     return None
 
 
+def looks_binary(sample: bytes) -> bool:
+    """Whether a file starting with `sample` is binary data rather than text in an encoding lodex reads."""
+    if any(sample.startswith(bom) for bom, _ in _BOMS) or _utf16_without_bom(sample):
+        return False
+    return _looks_binary(sample) is not None
+
+
 def _legacy_encoding(data: bytes) -> str:
     """Pick the legacy encoding for non-UTF-8 bytes: charset-normalizer among GB18030/cp1252/Latin-1."""
     from charset_normalizer import from_bytes

@@ -12,7 +12,7 @@ from typing import cast
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source
+from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source, looks_binary
 from lodex.indexer.document import BinaryReader, Document, HeadingPath, ReadLimits
 from lodex.indexer.sniffing import SNIFF_HEAD_BYTES, sniff_format
 from lodex.indexer.errors import ReadError
@@ -367,6 +367,8 @@ def extract(path: str, data: bytes, limits: ReadLimits = ReadLimits()) -> Extrac
     sniffed = sniff_format(data[:SNIFF_HEAD_BYTES], data)
     if sniffed == "eml" and suffix in READERS:
         sniffed = None  # mail headers at the top of a text file do not make it a mail: its extension says what it is
+    if sniffed is None and suffix in BINARY_READERS and looks_binary(data[:SNIFF_HEAD_BYTES]):
+        sniffed = BINARY_READERS[suffix][0]  # not text, not recognised: its own reader says what is wrong with it
     if sniffed in BY_FORMAT:
         doc = _cleaned(_binary_reader(sniffed)(data, limits))
         return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), sniffed, "binary", pages=doc.pages, sections=doc.sections)

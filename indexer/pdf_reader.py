@@ -52,6 +52,11 @@ _SOFT_HYPHENS = _MARKERS + "\u00ad"
 _HYPHENS = "-\u2010" + _SOFT_HYPHENS
 _TOKEN = re.compile(rf"[^\s{_MARKERS}]+[{_MARKERS}]?|[{_MARKERS}]")
 _DIGITS = re.compile(r"\d+")
+# Stands, until the whole text is read, where a word was broken by a hyphen at a line end (a noncharacter: never in
+# text a PDF gives, and removed from it in case).
+BROKEN = "\ufdd0"
+_BROKEN_WORD = re.compile(rf"(\w+){BROKEN}(\w+)")
+_COMPOUND = re.compile(r"\w+(?:[-\u2010]\w+)+")
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st"})
 
@@ -157,13 +162,13 @@ def real_title(title: str) -> str:
 
 
 def _read_pages(pdf: pdfium.PdfDocument, limits: ReadLimits) -> list[_Page]:
-    """Every page's text, one page loaded at a time; ReadError past limits.max_text_chars (counting bodies only, which
-    the text keeps whole)."""
+    """Every page's text, one page loaded at a time; ReadError past limits.max_text_chars (counting what the text
+    surely keeps: bodies, less the marks of broken words)."""
     pages: list[_Page] = []
     body_chars = 0
     for index in range(len(pdf)):
         page = _read_page(pdf, index)
-        body_chars += len(page.body)
+        body_chars += len(page.body) - page.body.count(BROKEN)
         if body_chars > limits.max_text_chars:
             raise _too_long(limits)
         pages.append(page)
@@ -209,7 +214,13 @@ def _page_text(textpage: pdfium.PdfTextPage) -> _Page:
         turned_height = median(w.y1 - w.y0 for w in words)
         turned = _reading_order(_rows(words, turned_height), turned_height)
         lines += [_Line(turned[0].text, True), *turned[1:]]
-    return _Page([_row_text(r, height) for r in head], _join_lines(lines), [_row_text(r, height) for r in tail])
+    return _Page([_normal(_row_text(r, height)) for r in head], _normal(_join_lines(lines)),
+                 [_normal(_row_text(r, height)) for r in tail])
+
+
+def _normal(text: str) -> str:
+    """Text without invisible characters, pdfium's hyphen marks made hyphens again, ligatures spelt out."""
+    return clean(text.replace("\ufffe", "-").replace("\x02", "-")).translate(_LIGATURES)
 
 
 def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[_Word]] | None:
@@ -221,9 +232,11 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[_Word]] | None:
     words: list[_Word] = []
     directions: list[str | None] = []
     for match in _TOKEN.finditer(text):
+        if not (token := match.group().replace(BROKEN, "")):
+            continue
         first = textpage.get_charbox(match.start(), loose=True)
         last = textpage.get_charbox(match.end() - 1, loose=True) if match.end() - match.start() > 1 else first
-        words.append(_Word(match.group(), min(first[0], last[0]), max(first[2], last[2]), min(first[1], last[1]),
+        words.append(_Word(token, min(first[0], last[0]), max(first[2], last[2]), min(first[1], last[1]),
                            max(first[3], last[3])))
         directions.append(_direction(first, last) if last is not first else None)
     groups: dict[str, list[_Word]] = {}
@@ -431,36 +444,47 @@ def _columns(block: list[_Row], gutters: list[tuple[float, float]]) -> list[list
 
 
 def _join_lines(lines: list[_Line]) -> str:
-    """Lines joined by newlines (a blank line before a paragraph), a word hyphenated at a line end made whole again
-    when the next line goes on in lower case."""
-    out: list[str] = []
+    """Lines joined by newlines (a blank line before a paragraph), and a word broken after a hyphen at a line end
+    made one again (see _line_break)."""
+    parts: list[str] = []
     for line in lines:
-        if out and not line.paragraph and _hyphenated(out[-1], line.text):
-            out[-1] = out[-1][:-1] + line.text
-        elif out:
-            out.append(("\n\n" if line.paragraph else "\n") + line.text)
+        if not parts:
+            parts.append(line.text)
+        elif line.paragraph:
+            parts += ["\n\n", line.text]
         else:
-            out.append(line.text)
-    return "".join(out)
+            between = _line_break(parts[-1], line.text)
+            if between != "\n":
+                parts[-1] = parts[-1][:-1]
+            parts += [between, line.text]
+    return "".join(parts)
 
 
-def _hyphenated(line: str, following: str) -> bool:
-    """Whether `line` ends in a word broken by a hyphen that `following` completes: a letter and a hyphen before the
-    break, a lower-case letter after it (a soft hyphen, being discretionary, joins whatever follows)."""
-    if len(line) < 2 or line[-1] not in _HYPHENS or not line[-2].isalpha() or not following:
-        return False
-    return following[0].islower() or (line[-1] == "\u00ad" and following[0].isalpha())
+def _line_break(line: str, following: str) -> str:
+    """What stands between `line` and the `following` line: a newline, or, when a hyphen ends `line` right after a
+    word character and a word character starts `following`, what replaces that hyphen: nothing (a soft hyphen),
+    BROKEN (one word hyphenated: "hyphen-" + "ation", decided once the whole text is known: see _mend), or "-" (a
+    compound or a range: "out-of-" + "date", "out-" + "of-date", "Anglo-" + "Saxon", "10-" + "12")."""
+    if len(line) < 2 or line[-1] not in _HYPHENS or not line[-2].isalnum() or not following[:1].isalnum():
+        return "\n"
+    if line[-1] == "\u00ad":
+        return ""
+    compound = line.rsplit(None, 1)[-1][:-1] + following.split(None, 1)[0]
+    if following[0].islower() and line[-2].isalpha() and not any(c in _HYPHENS for c in compound):
+        return BROKEN
+    return "-"
 
 
 def _stream_page(text: str) -> _Page:
     """A page in pdfium's own order, one line per pdfium line (line-end hyphens made line ends again), its first and
     last lines the header and footer candidates."""
-    text = re.sub(f"([{_MARKERS}])", "\\1\n", text)
+    text = re.sub(f"([{_MARKERS}])", "\\1\n", text.replace(BROKEN, ""))
     lines = [" ".join(line.split()) for line in re.split(r"\r\n|\r|\n", text)]
     lines = [line for line in lines if line]
     head, tail = (lines[:1], lines[-1:]) if len(lines) >= 3 else ([], [])
     body = lines[len(head):len(lines) - len(tail)]
-    return _Page(head, _join_lines([_Line(line, False) for line in body]), tail)
+    return _Page([_normal(line) for line in head], _normal(_join_lines([_Line(line, False) for line in body])),
+                 [_normal(line) for line in tail])
 
 
 def _signature(line: str) -> str:
@@ -477,20 +501,44 @@ def _running(pages: list[_Page]) -> set[str]:
     return {signature for signature, count in counts.items() if count >= needed}
 
 
-def _finish(page: _Page, running: set[str]) -> str:
+def _compounds(pages: list[_Page]) -> Counter[str]:
+    """How often the text writes each word that a line end broke, joined ("hyphenation") and hyphenated
+    ("two-dimensional"), outside line ends: the evidence _mend weighs."""
+    wanted: set[str] = set()
+    for page in pages:
+        for match in _BROKEN_WORD.finditer(page.body):
+            wanted |= {(match[1] + match[2]).casefold(), f"{match[1]}-{match[2]}".casefold()}
+    counts: Counter[str] = Counter()
+    if wanted:
+        for page in pages:
+            counts.update(w for m in _COMPOUND.finditer(page.body) if (w := m[0].replace("\u2010", "-").casefold()) in wanted)
+    return counts
+
+
+def _mend(text: str, compounds: Counter[str]) -> str:
+    """Each word a line end broke made one ("hyphen-" + "ation"), unless the text writes it with its hyphen more
+    often than without ("two-" + "dimensional")."""
+    def mend(match: re.Match[str]) -> str:
+        joined, hyphenated = match[1] + match[2], f"{match[1]}-{match[2]}"
+        return hyphenated if compounds[hyphenated.casefold()] > compounds[joined.casefold()] else joined
+
+    return _BROKEN_WORD.sub(mend, text) if BROKEN in text else text
+
+
+def _finish(page: _Page, running: set[str], compounds: Counter[str]) -> str:
     """A page's final text: the body between the header and footer lines that are not running ones."""
     head = [line for line in page.head if _signature(line) not in running]
     tail = [line for line in page.tail if _signature(line) not in running]
-    text = "\n".join(part for part in (*head, page.body, *tail) if part)
-    return clean(text.replace("\ufffe", "-").replace("\x02", "-")).translate(_LIGATURES).strip()
+    text = _mend("\n".join(part for part in (*head, page.body, *tail) if part), compounds)
+    return text.replace(BROKEN, "").strip()
 
 
 def _document(pages: list[_Page], title: str, limits: ReadLimits) -> Document:
     """The Document: pages' texts joined by blank lines, where each starts; ReadError when no page has text."""
     if not pages:
         raise ReadError("unreadable PDF: it has no pages")
-    running = _running(pages)
-    texts = [_finish(page, running) for page in pages]
+    running, compounds = _running(pages), _compounds(pages)
+    texts = [_finish(page, running, compounds) for page in pages]
     starts: list[int] = []
     offset = 0
     for text in texts:

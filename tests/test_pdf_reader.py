@@ -2,6 +2,7 @@
 order, page offsets, running headers and footers, hyphenation, titles, each failure and the text limit."""
 
 import json
+from collections import Counter
 import re
 import threading
 from pathlib import Path
@@ -11,7 +12,8 @@ import pytest
 
 from lodex.indexer.document import Document, ReadLimits, page_of
 from lodex.indexer.errors import ReadError
-from lodex.indexer.pdf_reader import PDF_READER_VERSION, _join_lines, _Line, _Page, _stream_page, read_pdf, real_title
+from lodex.indexer.pdf_reader import (BROKEN, PDF_READER_VERSION, _join_lines, _Line, _mend, _Page, _stream_page, read_pdf,
+                                     real_title)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
@@ -84,7 +86,7 @@ def test_turned_text_read_along_its_lines() -> None:
 
 def test_pdfium_order_when_the_boxes_cannot_say() -> None:
     page = _stream_page("Running head 3\r\nfirst line hyphen\ufffeation goes on\r\nsecond line\r\n12")
-    assert page == _Page(["Running head 3"], "first line hyphenation goes on\nsecond line", ["12"])
+    assert page == _Page(["Running head 3"], f"first line hyphen{BROKEN}ation goes on\nsecond line", ["12"])
 
 
 def test_planted_sentence_maps_to_page_37() -> None:
@@ -129,18 +131,31 @@ def test_hyphenated_line_ends_joined() -> None:
 
 @pytest.mark.parametrize(("lines", "text"), [
     (["a hyphen-", "ation here"], "a hyphenation here"),
-    (["soft\u00ad", "Ware"], "softWare"),
+    (["a hyphen\u2010", "ation"], "a hyphenation"),  # Chromium's soft hyphen at a line end
     (["pdfium's marker\ufffe", "ation"], "pdfium's markeration"),
-    (["Anglo-", "Saxon"], "Anglo-\nSaxon"),  # upper case: a real hyphen
-    (["pages 10-", "12"], "pages 10-\n12"),
+    (["soft\u00ad", "Ware"], "softWare"),  # a soft hyphen joins whatever follows
+    (["Anglo-", "Saxon"], "Anglo-Saxon"),  # upper case: a compound, its hyphen kept
+    (["pages 10-", "12"], "pages 10-12"),
+    (["H3-", "thymidine"], "H3-thymidine"),
+    (["out-of-", "date"], "out-of-date"),  # already hyphenated: a compound
+    (["out-", "of-date"], "out-of-date"),
+    (["a list -", "next"], "a list -\nnext"),
     (["end of a para-", "graph"], "end of a paragraph"),
 ])
 def test_hyphenation_rule(lines: list[str], text: str) -> None:
-    assert _join_lines([_Line(line, False) for line in lines]) == text
+    assert _mend(_join_lines([_Line(line, False) for line in lines]), Counter()) == text
+
+
+def test_hyphen_kept_where_the_text_writes_the_compound() -> None:
+    broken = _join_lines([_Line("a two-", False), _Line("dimensional flow", False)])
+    assert broken == f"a two{BROKEN}dimensional flow"
+    assert _mend(broken, Counter({"two-dimensional": 2})) == "a two-dimensional flow"
+    assert _mend(broken, Counter({"two-dimensional": 1, "twodimensional": 1})) == "a twodimensional flow"
+    assert _mend(broken, Counter()) == "a twodimensional flow"
 
 
 def test_hyphen_kept_before_a_paragraph() -> None:
-    assert _join_lines([_Line("a list item -", False), _Line("next", True)]) == "a list item -\n\nnext"
+    assert _join_lines([_Line("an item-", False), _Line("next", True)]) == "an item-\n\nnext"
 
 
 def test_titles() -> None:

@@ -56,7 +56,7 @@ _DIGITS = re.compile(r"\d+")
 # text a PDF gives, and removed from it in case).
 BROKEN = "\ufdd0"
 _BROKEN_WORD = re.compile(rf"(\w+){BROKEN}(\w+)")
-_COMPOUND = re.compile(r"\w+(?:[-\u2010]\w+)+")
+_WORD = re.compile(r"\w+(?:[-\u2010]\w+)*")  # a word, hyphenated or not
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st"})
 
@@ -65,8 +65,9 @@ _PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title", "t
                                  "null", "default", "microsoft word", "presentation", "powerpoint presentation",
                                  "slide 1", "blank", "new document", "print", "about:blank"})
 _APP_PREFIX = re.compile(r"^(?:microsoft\s+)?(?:word|excel|powerpoint|outlook)\s+-\s+", re.IGNORECASE)
-_FILE_NAME = re.compile(r"^\S*\.(?:pdf|docx?|odt|rtf|txt|html?|xhtml|tex|dvi|ps|eps|indd|pptx?|xlsx?|md|qxd|png|jpe?g|tiff?)$"
-                        r"|^(?:[a-z]+:|[\\/~])\S*$|^\S*[\\/]\S*$", re.IGNORECASE)
+_FILE_NAME = re.compile(r"^\S*\.(?:pdf|docx?|odt|rtf|txt|html?|xhtml|tex|dvi|e?ps|indd|pptx?|xlsx?|md|png|jpe?g|tiff?)$"
+                        r"|^(?:[a-z][a-z0-9+.-]*://|file:|about:|[a-z]:[\\/]|[\\/~])\S*$"  # a URL or an absolute path
+                        r"|^\S*[\\/]\S*[\\/]\S*$", re.IGNORECASE)  # a relative path (two separators)
 MAX_TITLE_CHARS = 300
 
 
@@ -358,7 +359,8 @@ def _reading_order(rows: list[_Row], height: float) -> list[_Line]:
         for number, column in enumerate(_columns(block, gutters) if gutters else [block]):
             previous = above if number == 0 else None  # a column goes on from the foot of the one before it
             for row in column:
-                lines.append(_Line(_row_text(row, height), previous is not None and _gap(previous, row) > PARAGRAPH_GAP * height))
+                paragraph = previous is not None and _gap(previous, row) > PARAGRAPH_GAP * height
+                lines.append(_Line(_row_text(row, height), paragraph))
                 previous = row
         above = min(block, key=lambda r: r.y0)
     return lines
@@ -378,9 +380,27 @@ def _blocks(rows: list[_Row], height: float) -> Iterator[tuple[list[_Row], list[
         if _inner(shared, grown):
             block, free, extent = block + [row], shared, grown
             continue
-        yield block, _gutters(block, _inner(free, extent))
+        yield from _trimmed(block, _gutters(block, _inner(free, extent)), height)
         block, free, extent = [row], _free(row, page, wide), (row.x0, row.x1)
-    yield block, _gutters(block, _inner(free, extent))
+    yield from _trimmed(block, _gutters(block, _inner(free, extent)), height)
+
+
+def _trimmed(block: list[_Row], gutters: list[tuple[float, float]],
+             height: float) -> Iterator[tuple[list[_Row], list[tuple[float, float]]]]:
+    """A column block less the lines that a blank band across it sets apart at its top or foot, when they are too
+    few to be columns of their own (a line whose gap happens to fall in the gutter: "Name ... Page 3"): those are
+    read whole, before or after the columns."""
+    breaks = [i for i in range(1, len(block)) if _gap(block[i - 1], block[i]) > PARAGRAPH_GAP * height]
+    start = breaks[0] if gutters and breaks and breaks[0] < BLOCK_ROWS else 0
+    end = breaks[-1] if gutters and breaks and len(block) - breaks[-1] < BLOCK_ROWS else len(block)
+    if start >= end:
+        yield block, []
+        return
+    if start:
+        yield block[:start], []
+    yield block[start:end], _gutters(block[start:end], gutters) if (start, end) != (0, len(block)) else gutters
+    if end < len(block):
+        yield block[end:], []
 
 
 def _free(row: _Row, page: tuple[float, float], wide: float) -> list[tuple[float, float]]:
@@ -511,7 +531,8 @@ def _compounds(pages: list[_Page]) -> Counter[str]:
     counts: Counter[str] = Counter()
     if wanted:
         for page in pages:
-            counts.update(w for m in _COMPOUND.finditer(page.body) if (w := m[0].replace("\u2010", "-").casefold()) in wanted)
+            found = (m[0].replace("\u2010", "-").casefold() for m in _WORD.finditer(page.body))
+            counts.update(word for word in found if word in wanted)
     return counts
 
 

@@ -9,6 +9,8 @@ needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
                        row by row across both columns: only the characters' boxes tell the columns apart
   forty_pages.pdf      LibreOffice Writer: 40 A5 pages, one abstract each, justified with automatic hyphenation, a
                        running header and a "Page N of 40" footer, the planted sentence (PLANTED) on page 37
+  layout.pdf           Chromium: a justified paragraph, a table of short cells, a numbered list, two CSS columns, a
+                       line with a right-floated part whose gap falls in the columns' gutter, a paragraph
   soft_hyphens.pdf     Chromium: narrow justified text with soft hyphens in long words (line ends broken with U+2010)
   rotated.pdf          Chromium: page 1 text turned clockwise, page 2 counter-clockwise, page 3 half level and half
                        turned (read in pdfium's order)
@@ -87,6 +89,23 @@ def two_column_rows(texts: list[str], out: Path, work: Path) -> dict:
     cells = "".join(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td></tr>" for a, b in zip(left, right))
     chromium_pdf(page_html("", style, f"<table>{cells}</table>"), out, work)
     return {"title": "", "pages": [texts[3] + " " + texts[4]], "columns": [texts[3], texts[4]]}
+
+
+def layout(texts: list[str], out: Path, work: Path) -> dict:
+    table = [("Name", "Value", "Unit"), ("Alpha", "12", "mm"), ("Beta", "34", "kg"), ("Gamma ray flux", "56", "per second")]
+    items = ["First item of the list, a few words long.", "Second item, also a few words.", "Third item ends the list."]
+    style = ("@page { size: A4; margin: 2cm } body { font: 11pt serif } p.j { text-align: justify }"
+             " .cols { column-count: 2; text-align: justify } td, th { padding: 0 1em; text-align: left }")
+    body = (f'<p class=j>{html.escape(texts[50])}</p><table>'
+            + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in table) + "</table><ol>"
+            + "".join(f"<li>{item}</li>" for item in items) + f"</ol><div class=cols>{html.escape(texts[51])}"
+            f"<p>The end of the second column.</p></div><p>Short left line <span style='float: right'>right part 12"
+            f"</span></p><p class=j>{html.escape(texts[52])}</p>")
+    chromium_pdf(page_html("Layouts", style, body), out, work)
+    lines = [" ".join(row) for row in table] + [f"{n}. {item}" for n, item in enumerate(items, 1)]
+    text = " ".join([texts[50], *lines, texts[51], "The end of the second column.", "Short left line right part 12",
+                     texts[52]])
+    return {"title": "Layouts", "pages": [text], "lines": lines + ["Short left line right part 12"]}
 
 
 def soft_hyphens(texts: list[str], out: Path, work: Path) -> dict:
@@ -207,6 +226,7 @@ def main() -> None:
         work = Path(tmp)
         expected["two_column.pdf"] = two_column(texts, args.out / "two_column.pdf", work)
         expected["two_column_rows.pdf"] = two_column_rows(texts, args.out / "two_column_rows.pdf", work)
+        expected["layout.pdf"] = layout(texts, args.out / "layout.pdf", work)
         expected["soft_hyphens.pdf"] = soft_hyphens(texts, args.out / "soft_hyphens.pdf", work)
         expected["rotated.pdf"] = rotated(texts, args.out / "rotated.pdf", work)
         expected["scanned.pdf"] = scanned(args.out / "scanned.pdf", work)

@@ -12,8 +12,8 @@ import pytest
 
 from lodex.indexer.document import Document, ReadLimits, page_of
 from lodex.indexer.errors import ReadError
-from lodex.indexer.pdf_reader import (BROKEN, PDF_READER_VERSION, _join_lines, _Line, _mend, _Page, _stream_page, read_pdf,
-                                     real_title)
+from lodex.indexer.pdf_reader import (BROKEN, PDF_READER_VERSION, _document, _join_lines, _Line, _mend, _Page,
+                                     _stream_page, read_pdf, real_title)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
@@ -43,7 +43,7 @@ def test_version_is_a_string() -> None:
 
 
 @pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
-                                  "rotated.pdf"])
+                                  "rotated.pdf", "layout.pdf"])
 def test_text_is_the_source_word_for_word(name: str) -> None:
     """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
     footer or page number."""
@@ -67,10 +67,19 @@ def test_columns_found_by_position_when_the_stream_runs_across_them() -> None:
     left, right = (column.split() for column in EXPECTED["two_column_rows.pdf"]["columns"])
     raw_first_line = raw_text("two_column_rows.pdf").splitlines()[0].split()
     cut = raw_first_line.index(right[0])
-    assert cut > 3 and raw_first_line[:3] == left[:3] and raw_first_line[cut:cut + 3] == right[:3]  # both columns' row 1
+    # pdfium's first line holds the first row of both columns
+    assert cut > 3 and raw_first_line[:3] == left[:3] and raw_first_line[cut:cut + 3] == right[:3]
     doc = read("two_column_rows.pdf")
     assert all(len(line) < 60 for line in doc.text.splitlines())
     assert doc.text.split() == source.split()
+
+
+def test_tables_lists_and_stray_lines_read_row_by_row() -> None:
+    """A table of short cells and a numbered list are not columns; a line under two columns whose gap falls in their
+    gutter ("Short left line ... right part 12") is read whole after them, not split between them."""
+    lines = read("layout.pdf").text.splitlines()
+    assert all(line in lines for line in EXPECTED["layout.pdf"]["lines"])
+    assert lines.index("Short left line right part 12") > lines.index("The end of the second column.")
 
 
 def test_turned_text_read_along_its_lines() -> None:
@@ -154,6 +163,12 @@ def test_hyphen_kept_where_the_text_writes_the_compound() -> None:
     assert _mend(broken, Counter()) == "a twodimensional flow"
 
 
+def test_compounds_weighed_over_the_whole_text() -> None:
+    pages = [_Page([], "the two-dimensional case", []),
+             _Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
+    assert _document(pages, "", ReadLimits()).text == "the two-dimensional case\n\na two-dimensional and hyphenation"
+
+
 def test_hyphen_kept_before_a_paragraph() -> None:
     assert _join_lines([_Line("an item-", False), _Line("next", True)]) == "an item-\n\nnext"
 
@@ -170,7 +185,7 @@ def test_titles() -> None:
     ("Microsoft Word - report.docx", ""),
     ("untitled", ""), ("Untitled Document", ""), ("", ""), ("   ", ""), ("1234", ""),
     ("report_final.pdf", ""), ("C:\\docs\\report.pdf", ""), ("/home/me/x", ""), ("https://example.org/a", ""),
-    ("x" * 400, ""),
+    ("x" * 400, ""), ("TCP/IP networks", "TCP/IP networks"), ("docs/2020/report", ""), ("Abstract:", "Abstract:"),
 ])
 def test_real_title(title: str, real: str) -> None:
     assert real_title(title) == real

@@ -2,6 +2,7 @@
 
 import re
 import threading
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -59,6 +60,12 @@ _BROKEN_WORD = re.compile(rf"(\w+){BROKEN}(\w+)")
 _WORD = re.compile(r"\w+(?:[-\u2010]\w+)*")  # a word, hyphenated or not
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st"})
+
+# A stream: its dictionary ends just before the keyword. Those of images and attached files are not inflated to read
+# text; the others are checked against limits.max_inflated_bytes a piece at a time.
+_STREAM = re.compile(rb">>\s*stream\r?\n")
+_NOT_INFLATED = (b"/Image", b"/EmbeddedFile", b"/Thumb")
+_PIECE = 1 << 20
 
 # Metadata titles that name no document: producers' placeholders, and file names or paths.
 _PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title", "title", "document", "none", "unknown",
@@ -122,6 +129,7 @@ class _Page:
 
 def read_pdf(data: bytes, limits: ReadLimits) -> Document:
     """The text layer of a PDF page by page, in reading order, with where each page starts and the metadata title."""
+    _check_inflation(data, limits.max_inflated_bytes)
     with _PDFIUM:
         pdf = _open(data)
         try:
@@ -130,6 +138,37 @@ def read_pdf(data: bytes, limits: ReadLimits) -> Document:
         finally:
             pdf.close()
     return _document(pages, title, limits)
+
+
+def _check_inflation(data: bytes, limit: int) -> None:
+    """ReadError when a compressed stream that reading text inflates (page contents, fonts, object streams; not
+    images nor attachments) would inflate past `limit` bytes: a decompression bomb, refused before pdfium holds it
+    whole. Streams are found by their keyword and inflated a piece at a time, their output counted, not kept."""
+    for match in _STREAM.finditer(data):
+        head = data[max(0, match.start() - 2048):match.start()]
+        dictionary = head[head.rfind(b"obj"):]
+        if b"/FlateDecode" not in dictionary or any(kind in dictionary for kind in _NOT_INFLATED):
+            continue
+        if _inflated_size(memoryview(data)[match.end():], limit) > limit:
+            raise ReadError(f"a compressed stream inflates past the limit of {limit / 1e6:,.1f} MB "
+                            "(max_inflated_bytes)", "a decompression bomb, or raise the limit")
+
+
+def _inflated_size(stream: memoryview, limit: int) -> int:
+    """How many bytes the zlib data `stream` starts with inflates to, counted up to just past `limit` (fed in pieces
+    that grow from 16 KB, as most streams are small and what follows one is copied aside when it ends)."""
+    inflater = zlib.decompressobj()
+    size, at, piece = 0, 0, 1 << 14
+    while at < len(stream) and not inflater.eof and size <= limit:
+        pending: bytes | memoryview = stream[at:at + piece]
+        at, piece = at + piece, min(piece * 2, _PIECE)
+        try:
+            while pending and size <= limit and not inflater.eof:
+                size += len(inflater.decompress(pending, _PIECE))
+                pending = inflater.unconsumed_tail
+        except zlib.error:
+            break
+    return size
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -378,7 +417,8 @@ def _blocks(rows: list[_Row], height: float) -> Iterator[tuple[list[_Row], list[
         grown = (min(extent[0], row.x0), max(extent[1], row.x1))
         shared = [g for g in _intersect(free, _free(row, page, wide)) if g[1] - g[0] >= wide]
         if _inner(shared, grown):
-            block, free, extent = block + [row], shared, grown
+            block.append(row)
+            free, extent = shared, grown
             continue
         yield from _trimmed(block, _gutters(block, _inner(free, extent)), height)
         block, free, extent = [row], _free(row, page, wide), (row.x0, row.x1)

@@ -5,6 +5,7 @@ import json
 from collections import Counter
 import re
 import threading
+import zlib
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -224,6 +225,39 @@ def test_text_limit() -> None:
     assert "limit" in exc.value.message and f"{size - 1:,}" in exc.value.message
     with pytest.raises(ReadError):
         read("forty_pages.pdf", ReadLimits(max_text_chars=1_000))  # stops early, on the body of the first pages
+
+
+def bomb(inflated: int) -> bytes:
+    """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators."""
+    stream = zlib.compress(b"q Q\n" * (inflated // 4), 9)
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream)]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 5\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)
+
+
+def test_decompression_bomb_refused_before_it_is_inflated() -> None:
+    data = bomb(8 * 2**20)
+    assert len(data) < 50_000
+    with pytest.raises(ReadError) as exc:
+        read_pdf(data, ReadLimits(max_inflated_bytes=4 * 2**20))
+    assert "inflates past the limit" in exc.value.message
+    with pytest.raises(ReadError) as exc:  # within the limit: parsed (and found to hold no text)
+        read_pdf(data, ReadLimits(max_inflated_bytes=16 * 2**20))
+    assert exc.value.message.startswith("no text layer")
+
+
+def test_inflation_limit_counts_real_streams() -> None:
+    assert read("forty_pages.pdf", ReadLimits(max_inflated_bytes=1 * 2**20)).text
+    with pytest.raises(ReadError):
+        read("forty_pages.pdf", ReadLimits(max_inflated_bytes=1_000))
 
 
 def test_same_text_from_threads() -> None:

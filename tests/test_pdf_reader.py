@@ -1,0 +1,277 @@
+"""The PDF reader on files from real producers (tests/fixtures/pdf/, made by scripts/make_pdf_fixtures.py): reading
+order, page offsets, running headers and footers, hyphenation, titles, each failure and the text limit."""
+
+import json
+from collections import Counter
+import re
+import threading
+import zlib
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pytest
+
+from lodex.indexer.document import Document, ReadLimits, page_of
+from lodex.indexer.errors import ReadError
+from lodex.indexer.pdf_reader import (BROKEN, PDF_READER_VERSION, _document, _join_lines, _Line, _mend, _Page,
+                                     _stream_page, read_pdf, real_title)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
+EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
+
+
+def read(name: str, limits: ReadLimits | None = None) -> Document:
+    return read_pdf((FIXTURES / name).read_bytes(), limits or ReadLimits())
+
+
+def page_texts(doc: Document) -> list[str]:
+    assert doc.pages is not None
+    ends = doc.pages[1:] + [len(doc.text)]
+    return [doc.text[start:end] for start, end in zip(doc.pages, ends)]
+
+
+def raw_text(name: str) -> str:
+    """pdfium's own text of every page, in content-stream order (what a reader without layout gives)."""
+    pdf = pdfium.PdfDocument((FIXTURES / name).read_bytes())
+    try:
+        return "\n".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+    finally:
+        pdf.close()
+
+
+def test_version_is_a_string() -> None:
+    assert isinstance(PDF_READER_VERSION, str) and PDF_READER_VERSION
+
+
+@pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
+                                  "rotated.pdf", "layout.pdf"])
+def test_text_is_the_source_word_for_word(name: str) -> None:
+    """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
+    footer or page number."""
+    doc = read(name)
+    assert [t.split() for t in page_texts(doc)] == [p.split() for p in EXPECTED[name]["pages"]]
+
+
+def test_css_columns_read_column_by_column() -> None:
+    """A full-width heading over CSS columns: the heading, then the left column top to bottom, then the right one."""
+    source = EXPECTED["two_column.pdf"]["pages"][0]
+    doc = read("two_column.pdf")
+    lines = doc.text.splitlines()
+    assert lines[0] == "Studies of library use"
+    assert all(len(line) < 60 for line in lines)  # no line runs across both columns
+    assert doc.text.split() == source.split()
+
+
+def test_columns_found_by_position_when_the_stream_runs_across_them() -> None:
+    """The producer wrote both columns' lines row by row; the left column's text still comes first, whole."""
+    source = EXPECTED["two_column_rows.pdf"]["pages"][0]
+    left, right = (column.split() for column in EXPECTED["two_column_rows.pdf"]["columns"])
+    raw_first_line = raw_text("two_column_rows.pdf").splitlines()[0].split()
+    cut = raw_first_line.index(right[0])
+    # pdfium's first line holds the first row of both columns
+    assert cut > 3 and raw_first_line[:3] == left[:3] and raw_first_line[cut:cut + 3] == right[:3]
+    doc = read("two_column_rows.pdf")
+    assert all(len(line) < 60 for line in doc.text.splitlines())
+    assert doc.text.split() == source.split()
+
+
+def test_tables_lists_and_stray_lines_read_row_by_row() -> None:
+    """A table of short cells and a numbered list are not columns; a line under two columns whose gap falls in their
+    gutter ("Short left line ... right part 12") is read whole after them, not split between them."""
+    lines = read("layout.pdf").text.splitlines()
+    assert all(line in lines for line in EXPECTED["layout.pdf"]["lines"])
+    assert lines.index("Short left line right part 12") > lines.index("The end of the second column.")
+
+
+def test_turned_text_read_along_its_lines() -> None:
+    """Text turned a quarter either way reads line by line although pdfium's own order cuts it in bits; a page with
+    level and turned text gives the level text, then the turned."""
+    raw = raw_text("rotated.pdf")
+    assert "Fishenden's" not in raw.split()  # pdfium's order: "Fishen\r\nden's"
+    pages = page_texts(read("rotated.pdf"))
+    source = EXPECTED["rotated.pdf"]["pages"]
+    assert [p.split() for p in pages] == [s.split() for s in source]
+    assert all(len(line) < 120 for line in pages[0].splitlines() + pages[1].splitlines())
+
+
+def test_pdfium_order_when_the_boxes_cannot_say() -> None:
+    page = _stream_page("Running head 3\r\nfirst line hyphen\ufffeation goes on\r\nsecond line\r\n12")
+    assert page == _Page(["Running head 3"], f"first line hyphen{BROKEN}ation goes on\nsecond line", ["12"])
+
+
+def test_planted_sentence_maps_to_page_37() -> None:
+    doc = read("forty_pages.pdf")
+    assert doc.pages is not None and len(doc.pages) == 40
+    planted = EXPECTED["forty_pages.pdf"]["planted"]
+    match = re.search(r"\s+".join(map(re.escape, planted.split())), doc.text)
+    assert match is not None
+    assert doc.pages[36] <= match.start() < match.end() <= doc.pages[37]
+    assert planted.split()[0] in doc.text[doc.pages[36]:]
+    assert page_of(doc.pages, match.start()) == 37 and page_of(doc.pages, match.end() - 1) == 37
+    assert [n for n, t in enumerate(page_texts(doc), 1) if "Rottnest" in t] == [37]
+
+
+def test_pages_start_after_blank_lines() -> None:
+    doc = read("forty_pages.pdf")
+    assert doc.pages is not None and doc.pages[0] == 0
+    assert all(a < b for a, b in zip(doc.pages, doc.pages[1:]))
+    assert all(doc.text[start - 2:start] == "\n\n" and not doc.text[start].isspace() for start in doc.pages[1:])
+    assert doc.extras["pages"] == "40"
+
+
+def test_running_header_and_footer_dropped() -> None:
+    raw = raw_text("forty_pages.pdf")
+    header = EXPECTED["forty_pages.pdf"]["header"]
+    assert raw.count(header) == 40 and "Page 37 of 40" in raw  # the file has them on every page
+    doc = read("forty_pages.pdf")
+    assert header not in doc.text
+    assert not re.search(r"Page\s+\d+\s+of\s+40", doc.text)
+
+
+def test_hyphenated_line_ends_joined() -> None:
+    """LibreOffice hyphenated 100+ line ends (pdfium marks them U+FFFE), Chromium broke soft hyphens with U+2010:
+    every such word comes out whole (the page-for-page comparison above), none keeps a hyphen or a break."""
+    assert raw_text("forty_pages.pdf").count("\ufffe") >= 100
+    assert raw_text("soft_hyphens.pdf").count("\u2010\r\n") >= 5
+    for name in ("forty_pages.pdf", "soft_hyphens.pdf"):
+        text = read(name).text
+        assert not re.search(r"\w[-\u2010\ufffe\u00ad]\s", text)
+        assert "\ufffe" not in text and "\u2010" not in text
+
+
+@pytest.mark.parametrize(("lines", "text"), [
+    (["a hyphen-", "ation here"], "a hyphenation here"),
+    (["a hyphen\u2010", "ation"], "a hyphenation"),  # Chromium's soft hyphen at a line end
+    (["pdfium's marker\ufffe", "ation"], "pdfium's markeration"),
+    (["soft\u00ad", "Ware"], "softWare"),  # a soft hyphen joins whatever follows
+    (["Anglo-", "Saxon"], "Anglo-Saxon"),  # upper case: a compound, its hyphen kept
+    (["pages 10-", "12"], "pages 10-12"),
+    (["H3-", "thymidine"], "H3-thymidine"),
+    (["out-of-", "date"], "out-of-date"),  # already hyphenated: a compound
+    (["out-", "of-date"], "out-of-date"),
+    (["a list -", "next"], "a list -\nnext"),
+    (["end of a para-", "graph"], "end of a paragraph"),
+])
+def test_hyphenation_rule(lines: list[str], text: str) -> None:
+    assert _mend(_join_lines([_Line(line, False) for line in lines]), Counter()) == text
+
+
+def test_hyphen_kept_where_the_text_writes_the_compound() -> None:
+    broken = _join_lines([_Line("a two-", False), _Line("dimensional flow", False)])
+    assert broken == f"a two{BROKEN}dimensional flow"
+    assert _mend(broken, Counter({"two-dimensional": 2})) == "a two-dimensional flow"
+    assert _mend(broken, Counter({"two-dimensional": 1, "twodimensional": 1})) == "a twodimensional flow"
+    assert _mend(broken, Counter()) == "a twodimensional flow"
+
+
+def test_compounds_weighed_over_the_whole_text() -> None:
+    pages = [_Page([], "the two-dimensional case", []),
+             _Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
+    assert _document(pages, "", ReadLimits()).text == "the two-dimensional case\n\na two-dimensional and hyphenation"
+
+
+def test_hyphen_kept_before_a_paragraph() -> None:
+    assert _join_lines([_Line("an item-", False), _Line("next", True)]) == "an item-\n\nnext"
+
+
+def test_titles() -> None:
+    assert read("forty_pages.pdf").title == "Library and information science abstracts"
+    assert read("two_column.pdf").title == "Studies of library use in two columns"
+    assert read("two_column_rows.pdf").title == ""  # Chromium recorded the file name, two_column_rows.html
+
+
+@pytest.mark.parametrize(("title", "real"), [
+    ("  A   study of\nlibraries ", "A study of libraries"),
+    ("Microsoft Word - Annual report 2020", "Annual report 2020"),
+    ("Microsoft Word - report.docx", ""),
+    ("untitled", ""), ("Untitled Document", ""), ("", ""), ("   ", ""), ("1234", ""),
+    ("report_final.pdf", ""), ("C:\\docs\\report.pdf", ""), ("/home/me/x", ""), ("https://example.org/a", ""),
+    ("x" * 400, ""), ("TCP/IP networks", "TCP/IP networks"), ("docs/2020/report", ""), ("Abstract:", "Abstract:"),
+])
+def test_real_title(title: str, real: str) -> None:
+    assert real_title(title) == real
+
+
+def test_no_text_layer() -> None:
+    with pytest.raises(ReadError) as exc:
+        read("scanned.pdf")
+    assert exc.value.message.startswith("no text layer (scanned PDF)")
+
+
+def test_encrypted() -> None:
+    with pytest.raises(ReadError) as exc:
+        read("encrypted.pdf")
+    assert exc.value.message.startswith("encrypted")
+
+
+def test_restrictions_without_a_password_are_read() -> None:
+    assert read("owner_only.pdf").text == read("two_column.pdf").text
+
+
+@pytest.mark.parametrize("data", [(FIXTURES / "truncated.pdf").read_bytes(), b"", b"not a PDF at all",
+                                  b"%PDF-1.7\n1 0 obj <<>> endobj\n"])
+def test_corrupt_or_truncated(data: bytes) -> None:
+    with pytest.raises(ReadError) as exc:
+        read_pdf(data, ReadLimits())
+    assert exc.value.message.startswith("unreadable PDF: ")
+    assert len(exc.value.message) > len("unreadable PDF: ")  # with the parser's message
+
+
+def test_text_limit() -> None:
+    size = len(read("forty_pages.pdf").text)
+    assert read("forty_pages.pdf", ReadLimits(max_text_chars=size)).text
+    with pytest.raises(ReadError) as exc:
+        read("forty_pages.pdf", ReadLimits(max_text_chars=size - 1))
+    assert "limit" in exc.value.message and f"{size - 1:,}" in exc.value.message
+    with pytest.raises(ReadError):
+        read("forty_pages.pdf", ReadLimits(max_text_chars=1_000))  # stops early, on the body of the first pages
+
+
+def bomb(inflated: int) -> bytes:
+    """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators."""
+    stream = zlib.compress(b"q Q\n" * (inflated // 4), 9)
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream)]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 5\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
+    return bytes(out)
+
+
+def test_decompression_bomb_refused_before_it_is_inflated() -> None:
+    data = bomb(8 * 2**20)
+    assert len(data) < 50_000
+    with pytest.raises(ReadError) as exc:
+        read_pdf(data, ReadLimits(max_inflated_bytes=4 * 2**20))
+    assert "inflates past the limit" in exc.value.message
+    with pytest.raises(ReadError) as exc:  # within the limit: parsed (and found to hold no text)
+        read_pdf(data, ReadLimits(max_inflated_bytes=16 * 2**20))
+    assert exc.value.message.startswith("no text layer")
+
+
+def test_inflation_limit_counts_real_streams() -> None:
+    assert read("forty_pages.pdf", ReadLimits(max_inflated_bytes=1 * 2**20)).text
+    with pytest.raises(ReadError):
+        read("forty_pages.pdf", ReadLimits(max_inflated_bytes=1_000))
+
+
+def test_same_text_from_threads() -> None:
+    """pdfium is not thread-safe: the reader serializes its calls, so concurrent reads give the same text."""
+    expected = {name: read(name).text for name in ("forty_pages.pdf", "two_column_rows.pdf")}
+    results: list[bool] = []
+
+    def work(name: str) -> None:
+        for _ in range(3):
+            results.append(read(name).text == expected[name])
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in list(expected) * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results and all(results)

@@ -123,6 +123,18 @@ class Chunker:
                 return chunks
             s = self._next_start(s, cut, word)
 
+    def chunk_parts(self, text: str, starts: list[int] | None = None) -> list[Chunk]:
+        """Chunks of `text` that never cross the given part boundaries (offsets where each page or slide starts):
+        each part is chunked on its own, so a passage's page is exact. Without parts, chunk(text)."""
+        if not starts:
+            return self.chunk(text)
+        bounds = sorted({0, *starts, len(text)})
+        chunks: list[Chunk] = []
+        for a, b in zip(bounds, bounds[1:]):
+            for c in self.chunk(text[a:b]):
+                chunks.append(Chunk(len(chunks), c.char_start + a, c.char_end + a, c.token_count, c.text))
+        return chunks
+
     def _cut(self, s: int, e: int, paragraph: np.ndarray, sentence: np.ndarray, word: np.ndarray) -> int:
         """Token index where the chunk [s, cut) ends: the latest good boundary inside the window."""
         half = s + self.max_tokens // 2

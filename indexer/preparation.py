@@ -247,7 +247,7 @@ class Preparer:
         if data is None:
             return self._streamed(entry, digest, outcome, started)
         doc = extract(entry.path, data, ReadLimits(self.rules.max_parsed_bytes, self.rules.max_parsed_bytes))
-        chunks = shifted(self.chunker.chunk(doc.text), doc.offsets)
+        chunks = shifted(self.chunker.chunk_parts(doc.text, doc.pages), doc.offsets)
         rows = chunk_rows(chunks, doc.pages, doc.sections)
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
         if record is not None:

@@ -103,3 +103,19 @@ def test_twenty_megabyte_single_line_is_linear(real_encoder) -> None:
     assert np.all(np.diff(starts) > 0)
     # every chunk advances by (max - overlap) tokens or so: no pathological tiny chunks
     assert len(chunks) < len(text) / 4 / (254 - 32 - 20)
+
+
+def test_chunks_of_paged_text_never_cross_a_page() -> None:
+    from tests.fakes import FakeEncoder
+
+    enc = FakeEncoder()
+    pages = ["page one words " * 20, "page two words " * 3, "page three words " * 30]
+    text = "\n\n".join(pages)
+    starts = [0, len(pages[0]) + 2, len(pages[0]) + len(pages[1]) + 4]
+    chunks = Chunker(enc.token_spans, 16, 4).chunk_parts(text, starts)
+    bounds = [*starts, len(text)]
+    for c in chunks:
+        assert any(a <= c.char_start and c.char_end <= b for a, b in zip(bounds, bounds[1:])), c
+        assert text[c.char_start:c.char_end] == c.text
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    assert Chunker(enc.token_spans, 16, 4).chunk_parts(text, None) == Chunker(enc.token_spans, 16, 4).chunk(text)

@@ -2,6 +2,7 @@
 tests/fixtures) indexed next to failing ones; passages carry their page and section; formats chosen by content;
 files no reader takes counted by extension."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -58,3 +59,39 @@ def test_a_folder_of_documents_indexes_with_locations_and_failures(folder: Path,
         holding = {(c["page"], c["page_end"], c["section"]) for c in chunks if "turbulence grew" in c["text"]}
         assert (3, 3, "Transition") in holding and holding <= {(2, 3, "Apparatus"), (3, 3, "Transition")}, name
     assert passage("ornithopters", "notes.txt.pdf", "ornithopters").page is None
+
+
+PDF = Path(__file__).parent / "fixtures" / "pdf"
+
+
+def _pdf_folder(root: Path) -> Path:
+    root.mkdir()
+    for name in ("forty_pages.pdf", "two_column.pdf", "scanned.pdf", "encrypted.pdf", "truncated.pdf"):
+        shutil.copy(PDF / name, root / name)
+    shutil.copy(PDF / "forty_pages.pdf", root / "report.bin")  # a PDF saved under another extension
+    return root
+
+
+def test_pdfs_index_with_pages_and_their_failures(tmp_path: Path) -> None:
+    root = _pdf_folder(tmp_path / "docs")
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder(), max_tokens=48)
+    summary = indexer.run(root)
+    assert summary.failures["scanned.pdf"].startswith("no text layer (scanned PDF)")
+    assert summary.failures["encrypted.pdf"].startswith("encrypted")
+    assert summary.failures["truncated.pdf"].startswith("unreadable PDF: ")
+    assert summary.added == 3 and store.document_records()["report.bin"].format == "pdf"
+
+
+@pytest.mark.slow
+def test_a_sentence_planted_on_page_37_is_found_first_with_its_page_and_offsets(tmp_path: Path, real_encoder) -> None:
+    from lodex.indexer.readers import extract
+
+    root = _pdf_folder(tmp_path / "docs")
+    store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)
+    indexer.run(root)
+    hits = searcher.search("how many quokkas live on Rottnest Island", 3).results
+    assert hits[0].path in ("forty_pages.pdf", "report.bin")
+    best = hits[0].passages[0]
+    assert re.search(r"quokka\s+census\s+of\s+Rottnest\s+Island", best.text) and (best.page, best.page_end) == (37, 37)
+    text = extract("forty_pages.pdf", (root / "forty_pages.pdf").read_bytes()).text
+    assert text[best.char_start:best.char_end] == best.text  # exact offsets into the extracted text

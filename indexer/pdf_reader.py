@@ -61,10 +61,10 @@ _WORD = re.compile(r"\w+(?:[-\u2010]\w+)*")  # a word, hyphenated or not
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st"})
 
-# A stream: its dictionary ends just before the keyword. Those of images and attached files are not inflated to read
-# text; the others are checked against limits.max_inflated_bytes a piece at a time.
+# A stream: its dictionary ends just before the keyword. Images and attached files are not inflated to read text;
+# every other stream that zlib can inflate is checked against limits.max_inflated_bytes, a piece at a time.
 _STREAM = re.compile(rb">>\s*stream\r?\n")
-_NOT_INFLATED = (b"/Image", b"/EmbeddedFile", b"/Thumb")
+_NOT_INFLATED = re.compile(rb"/Subtype\s*/Image\b|/Type\s*/EmbeddedFile\b")
 _PIECE = 1 << 20
 
 # Metadata titles that name no document: producers' placeholders, and file names or paths.
@@ -141,13 +141,12 @@ def read_pdf(data: bytes, limits: ReadLimits) -> Document:
 
 
 def _check_inflation(data: bytes, limit: int) -> None:
-    """ReadError when a compressed stream that reading text inflates (page contents, fonts, object streams; not
+    """ReadError when a zlib stream that reading text inflates (page contents, forms, fonts, object streams; not
     images nor attachments) would inflate past `limit` bytes: a decompression bomb, refused before pdfium holds it
     whole. Streams are found by their keyword and inflated a piece at a time, their output counted, not kept."""
     for match in _STREAM.finditer(data):
         head = data[max(0, match.start() - 2048):match.start()]
-        dictionary = head[head.rfind(b"obj"):]
-        if b"/FlateDecode" not in dictionary or any(kind in dictionary for kind in _NOT_INFLATED):
+        if _NOT_INFLATED.search(head, head.rfind(b"obj") + 1):  # its dictionary (or the 2 kB before the keyword)
             continue
         if _inflated_size(memoryview(data)[match.end():], limit) > limit:
             raise ReadError(f"a compressed stream inflates past the limit of {limit / 1e6:,.1f} MB "

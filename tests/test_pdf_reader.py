@@ -227,12 +227,14 @@ def test_text_limit() -> None:
         read("forty_pages.pdf", ReadLimits(max_text_chars=1_000))  # stops early, on the body of the first pages
 
 
-def bomb(inflated: int) -> bytes:
-    """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators."""
+def bomb(inflated: int, pad: int = 0) -> bytes:
+    """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators (its
+    dictionary padded with `pad` bytes)."""
     stream = zlib.compress(b"q Q\n" * (inflated // 4), 9)
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-               b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream)]
+               b"<< /Filter /FlateDecode /Pad (%s) /Length %d >>\nstream\n%s\nendstream"
+               % (b"x" * pad, len(stream), stream)]
     out, offsets = bytearray(b"%PDF-1.4\n"), []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))
@@ -243,8 +245,9 @@ def bomb(inflated: int) -> bytes:
     return bytes(out)
 
 
-def test_decompression_bomb_refused_before_it_is_inflated() -> None:
-    data = bomb(8 * 2**20)
+@pytest.mark.parametrize("pad", [0, 5_000])
+def test_decompression_bomb_refused_before_it_is_inflated(pad: int) -> None:
+    data = bomb(8 * 2**20, pad)
     assert len(data) < 50_000
     with pytest.raises(ReadError) as exc:
         read_pdf(data, ReadLimits(max_inflated_bytes=4 * 2**20))

@@ -1,7 +1,8 @@
 """Regenerates the PDF fixtures of tests/test_pdf_reader.py (tests/fixtures/pdf/) from the evaluation texts, with real
 PDF producers, never with the library lodex reads PDFs with.
 
-usage: python scripts/make_pdf_fixtures.py [--evaldata DIR (default $LODEX_EVALDATA or ../shared/evaldata)] [--out tests/fixtures/pdf]
+usage: python scripts/make_pdf_fixtures.py [--evaldata DIR] [--out tests/fixtures/pdf]
+       (--evaldata: default $LODEX_EVALDATA, else ../shared/evaldata beside the checkout)
 needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
 
   two_column.pdf       Chromium: a full-width heading over CSS `column-count: 2` text (both columns full)
@@ -12,8 +13,8 @@ needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
   layout.pdf           Chromium: a justified paragraph, a table of short cells, a numbered list, two CSS columns, a
                        line with a right-floated part whose gap falls in the columns' gutter, a paragraph
   soft_hyphens.pdf     Chromium: narrow justified text with soft hyphens in long words (line ends broken with U+2010)
-  rotated.pdf          Chromium: page 1 text turned clockwise, page 2 counter-clockwise, page 3 half level and half
-                       turned (read in pdfium's order)
+  rotated.pdf          Chromium: page 1 text turned clockwise, page 2 counter-clockwise, page 3 a level paragraph
+                       and a turned one (read level first)
   scanned.pdf          Chromium printing a page that holds only a PNG image (made here with zlib): no text layer
   encrypted.pdf        qpdf --encrypt user owner 256 of two_column.pdf: opening it needs a password
   owner_only.pdf       qpdf --encrypt "" owner 256 of two_column.pdf: restrictions only, it opens without one

@@ -12,6 +12,7 @@ needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
                        running header and a "Page N of 40" footer, the planted sentence (PLANTED) on page 37
   layout.pdf           Chromium: a justified paragraph, a table of short cells, a numbered list, two CSS columns, a
                        line with a right-floated part whose gap falls in the columns' gutter, a paragraph
+  outline.pdf          Chromium (--generate-pdf-document-outline): three pages of h1/h2 headings, bookmarked
   soft_hyphens.pdf     Chromium: narrow justified text with soft hyphens in long words (line ends broken with U+2010)
   rotated.pdf          Chromium: page 1 text turned clockwise, page 2 counter-clockwise, page 3 a level paragraph
                        and a turned one (read level first)
@@ -57,12 +58,12 @@ def abstracts(evaldata: Path) -> list[str]:
     return out
 
 
-def chromium_pdf(html_text: str, out: Path, work: Path) -> None:
+def chromium_pdf(html_text: str, out: Path, work: Path, *flags: str) -> None:
     """Print an HTML page to `out` with headless Chromium."""
     source = work / (out.stem + ".html")
     source.write_text(html_text, encoding="utf-8")
     profile = tempfile.mkdtemp(prefix="chromium-", dir=work)
-    subprocess.run([*CHROMIUM, f"--user-data-dir={profile}", f"--print-to-pdf={out}", source.as_uri()],
+    subprocess.run([*CHROMIUM, *flags, f"--user-data-dir={profile}", f"--print-to-pdf={out}", source.as_uri()],
                    check=True, capture_output=True, timeout=120)
 
 
@@ -107,6 +108,25 @@ def layout(texts: list[str], out: Path, work: Path) -> dict:
     text = " ".join([texts[50], *lines, texts[51], "The end of the second column.", "Short left line right part 12",
                      texts[52]])
     return {"title": "Layouts", "pages": [text], "lines": lines + ["Short left line right part 12"]}
+
+
+def outline(texts: list[str], out: Path, work: Path) -> dict:
+    """Three pages of headings (h1, h2) that Chromium turns into the PDF's outline (bookmarks)."""
+    pages = [[("h1", "1 Introduction", texts[53]), ("h2", "1.1 Scope of the study", texts[54])],
+             [("h1", "2 Methods", texts[55]), ("h2", "2.1 Sampling of libraries", texts[56])],
+             [("h1", "3 Results", texts[57])]]
+    style = "@page { size: A4; margin: 2cm } body { font: 11pt serif } section { break-after: page }"
+    body = "".join("<section>" + "".join(f"<{tag}>{head}</{tag}><p>{html.escape(text)}</p>" for tag, head, text in page)
+                   + "</section>" for page in pages)
+    chromium_pdf(page_html("A report with an outline", style, body), out, work, "--generate-pdf-document-outline")
+    paths, sections = {"h1": ""}, []
+    for number, page in enumerate(pages, 1):
+        for tag, head, text in page:
+            path = head if tag == "h1" else f"{paths['h1']} › {head}"
+            paths[tag] = head
+            sections.append({"page": number, "heading": head, "path": path, "first_words": " ".join(text.split()[:6])})
+    return {"title": "A report with an outline", "pages": [" ".join(f"{h} {t}" for _, h, t in page) for page in pages],
+            "sections": sections}
 
 
 def soft_hyphens(texts: list[str], out: Path, work: Path) -> dict:
@@ -228,6 +248,7 @@ def main() -> None:
         expected["two_column.pdf"] = two_column(texts, args.out / "two_column.pdf", work)
         expected["two_column_rows.pdf"] = two_column_rows(texts, args.out / "two_column_rows.pdf", work)
         expected["layout.pdf"] = layout(texts, args.out / "layout.pdf", work)
+        expected["outline.pdf"] = outline(texts, args.out / "outline.pdf", work)
         expected["soft_hyphens.pdf"] = soft_hyphens(texts, args.out / "soft_hyphens.pdf", work)
         expected["rotated.pdf"] = rotated(texts, args.out / "rotated.pdf", work)
         expected["scanned.pdf"] = scanned(args.out / "scanned.pdf", work)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from lodex.indexer.document import Document, ReadLimits, page_of
+from lodex.indexer.document import Document, ReadLimits, page_of, section_of
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf_reader import (BROKEN, PDF_READER_VERSION, _document, _join_lines, _Line, _mend, _Page,
                                      _stream_page, read_pdf, real_title)
@@ -44,7 +44,7 @@ def test_version_is_a_string() -> None:
 
 
 @pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
-                                  "rotated.pdf", "layout.pdf"])
+                                  "rotated.pdf", "layout.pdf", "outline.pdf"])
 def test_text_is_the_source_word_for_word(name: str) -> None:
     """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
     footer or page number."""
@@ -167,11 +167,27 @@ def test_hyphen_kept_where_the_text_writes_the_compound() -> None:
 def test_compounds_weighed_over_the_whole_text() -> None:
     pages = [_Page([], "the two-dimensional case", []),
              _Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
-    assert _document(pages, "", ReadLimits()).text == "the two-dimensional case\n\na two-dimensional and hyphenation"
+    text = _document(pages, "", [], ReadLimits()).text
+    assert text == "the two-dimensional case\n\na two-dimensional and hyphenation"
 
 
 def test_hyphen_kept_before_a_paragraph() -> None:
     assert _join_lines([_Line("an item-", False), _Line("next", True)]) == "an item-\n\nnext"
+
+
+def test_sections_from_the_outline() -> None:
+    """Each bookmark starts a section where its heading stands in the text, with the path of headings above it."""
+    doc = read("outline.pdf")
+    expected = EXPECTED["outline.pdf"]["sections"]
+    assert doc.sections is not None and [path for _, path in doc.sections] == [s["path"] for s in expected]
+    for (offset, _), section in zip(doc.sections, expected):
+        assert doc.text.startswith(section["heading"], offset)
+        assert page_of(doc.pages, offset) == section["page"]
+        assert section_of(doc.sections, doc.text.index(section["first_words"])) == section["path"]
+
+
+def test_no_outline_no_sections() -> None:
+    assert read("forty_pages.pdf").sections is None
 
 
 def test_titles() -> None:

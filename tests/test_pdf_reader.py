@@ -119,6 +119,13 @@ def test_pages_start_after_blank_lines() -> None:
     assert doc.extras["pages"] == "40"
 
 
+def test_a_page_without_text_keeps_its_place() -> None:
+    doc = _document([_Page([], "first", []), _Page([], "", []), _Page([], "third", [])], "", [], ReadLimits())
+    assert doc.text == "first\n\n\n\nthird" and doc.pages == [0, 7, 9]
+    assert page_of(doc.pages, doc.text.index("third")) == 3
+    assert doc.extras == {"pages": "3", "pages_without_text": "1"}
+
+
 def test_running_header_and_footer_dropped() -> None:
     raw = raw_text("forty_pages.pdf")
     header = EXPECTED["forty_pages.pdf"]["header"]

@@ -8,6 +8,8 @@ needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
   two_column.pdf       Chromium: a full-width heading over CSS `column-count: 2` text (both columns full)
   two_column_rows.pdf  Chromium: two columns of text laid out as a table of lines, so that the content stream runs
                        row by row across both columns: only the characters' boxes tell the columns apart
+  two_column_writer.pdf  LibreOffice Writer: a heading across an A4 page over a two-column section (justified,
+                       hyphenated), which pdfium's own order reads line across line
   forty_pages.pdf      LibreOffice Writer: 40 A5 pages, one abstract each, justified with automatic hyphenation, a
                        running header and a "Page N of 40" footer, the planted sentence (PLANTED) on page 37
   layout.pdf           Chromium: a justified paragraph, a table of short cells, a numbered list, two CSS columns, a
@@ -173,6 +175,33 @@ def scanned(out: Path, work: Path) -> dict:
     return {"title": "A scanned page", "pages": [""]}
 
 
+def writer_pdf(fodt: str, out: Path, work: Path) -> None:
+    """Convert a flat ODT document to `out` with LibreOffice Writer, headless."""
+    source = work / (out.stem + ".fodt")
+    source.write_text(fodt, encoding="utf-8")
+    profile = (work / "lo-profile").as_uri()
+    subprocess.run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir",
+                    str(work), str(source)], check=True, capture_output=True, timeout=300)
+    shutil.move(work / (out.stem + ".pdf"), out)
+
+
+def two_column_writer(texts: list[str], out: Path, work: Path) -> dict:
+    """One A4 page from LibreOffice Writer: a heading across the page over a two-column section, justified and
+    hyphenated."""
+    heading, paragraphs = "Library services in two columns", texts[58:62]
+    body = (f'<text:h text:style-name="First" text:outline-level="1">{heading}</text:h>'
+            '<text:section text:style-name="Columns" text:name="C">'
+            + "".join(f'<text:p text:style-name="Standard">{html.escape(t)}</text:p>' for t in paragraphs)
+            + "</text:section>")
+    fodt = FODT.format(title="Library services", header="", paragraphs=body)
+    fodt = fodt.replace("<office:automatic-styles>", '<office:automatic-styles><style:style style:name="Columns" '
+                        'style:family="section"><style:section-properties><style:columns fo:column-count="2" '
+                        'fo:column-gap="0.6cm"/></style:section-properties></style:style>')
+    fodt = re.sub(r"<style:footer>.*?</style:footer>", "", fodt, flags=re.DOTALL)  # and an empty header
+    writer_pdf(fodt.replace('style:page-layout-name="A5"', 'style:page-layout-name="A4"'), out, work)
+    return {"title": "Library services", "pages": [" ".join([heading, *paragraphs])]}
+
+
 def forty_pages(texts: list[str], out: Path, work: Path) -> dict:
     """40 pages from LibreOffice Writer (a flat ODT converted headless); the planted sentence goes into page 37."""
     pages = texts[6:46]
@@ -180,13 +209,8 @@ def forty_pages(texts: list[str], out: Path, work: Path) -> dict:
     pages[36] = f"{first}. {PLANTED} {rest}"
     paragraphs = "\n".join(f'<text:p text:style-name="{"First" if i == 0 else "Next"}">{html.escape(t)}</text:p>'
                            for i, t in enumerate(pages))
-    source = work / "forty_pages.fodt"
-    source.write_text(FODT.format(title="Library and information science abstracts", header=HEADER,
-                                  paragraphs=paragraphs), encoding="utf-8")
-    profile = (work / "lo-profile").as_uri()
-    subprocess.run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir",
-                    str(work), str(source)], check=True, capture_output=True, timeout=300)
-    shutil.move(work / "forty_pages.pdf", out)
+    writer_pdf(FODT.format(title="Library and information science abstracts", header=HEADER, paragraphs=paragraphs),
+               out, work)
     return {"title": "Library and information science abstracts", "pages": pages, "header": HEADER,
             "footer": "Page {n} of 40", "planted": PLANTED, "planted_page": 37}
 
@@ -210,6 +234,10 @@ FODT = """<?xml version="1.0" encoding="UTF-8"?>
 <style:style style:name="Next" style:family="paragraph" style:parent-style-name="Standard">
  <style:paragraph-properties fo:break-before="page"/>
 </style:style>
+<style:page-layout style:name="A4">
+ <style:page-layout-properties fo:page-width="21cm" fo:page-height="29.7cm" fo:margin-top="2cm"
+  fo:margin-bottom="2cm" fo:margin-left="2cm" fo:margin-right="2cm"/>
+</style:page-layout>
 <style:page-layout style:name="A5">
  <style:page-layout-properties fo:page-width="14.8cm" fo:page-height="21cm" fo:margin-top="1.5cm"
   fo:margin-bottom="1.5cm" fo:margin-left="2cm" fo:margin-right="2cm"/>
@@ -252,6 +280,7 @@ def main() -> None:
         expected["soft_hyphens.pdf"] = soft_hyphens(texts, args.out / "soft_hyphens.pdf", work)
         expected["rotated.pdf"] = rotated(texts, args.out / "rotated.pdf", work)
         expected["scanned.pdf"] = scanned(args.out / "scanned.pdf", work)
+        expected["two_column_writer.pdf"] = two_column_writer(texts, args.out / "two_column_writer.pdf", work)
         expected["forty_pages.pdf"] = forty_pages(texts, args.out / "forty_pages.pdf", work)
     qpdf_encrypt(args.out / "two_column.pdf", args.out / "encrypted.pdf", "user-secret")
     qpdf_encrypt(args.out / "two_column.pdf", args.out / "owner_only.pdf", "")

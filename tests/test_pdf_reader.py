@@ -44,7 +44,7 @@ def test_version_is_a_string() -> None:
 
 
 @pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
-                                  "rotated.pdf", "layout.pdf", "outline.pdf"])
+                                  "rotated.pdf", "layout.pdf", "outline.pdf", "two_column_writer.pdf"])
 def test_text_is_the_source_word_for_word(name: str) -> None:
     """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
     footer or page number."""
@@ -60,6 +60,15 @@ def test_css_columns_read_column_by_column() -> None:
     assert lines[0] == "Studies of library use"
     assert all(len(line) < 60 for line in lines)  # no line runs across both columns
     assert doc.text.split() == source.split()
+
+
+def test_writer_columns_read_column_by_column() -> None:
+    """LibreOffice's two-column section under a heading across the page, hyphenated: the heading, then each column."""
+    assert raw_text("two_column_writer.pdf").count("\ufffe") >= 5  # words hyphenated at line ends
+    doc = read("two_column_writer.pdf")
+    assert doc.text.splitlines()[0] == "Library services in two columns"
+    assert doc.text.split() == EXPECTED["two_column_writer.pdf"]["pages"][0].split()
+    assert doc.sections == [(0, "Library services in two columns")]  # Writer bookmarks its headings
 
 
 def test_columns_found_by_position_when_the_stream_runs_across_them() -> None:

@@ -12,7 +12,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from lodex.indexer.decoding import clean
-from lodex.indexer.document import Document, ReadLimits
+from lodex.indexer.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.errors import ReadError
 
 # Bump whenever the text read from some file would change (layout rules, thresholds, cleaning, pdfium's own text).
@@ -61,11 +61,17 @@ _WORD = re.compile(r"\w+(?:[-\u2010]\w+)*")  # a word, hyphenated or not
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st"})
 
-# A stream: its dictionary ends just before the keyword. Those of images and attached files are not inflated to read
-# text; the others are checked against limits.max_inflated_bytes a piece at a time.
+# A stream: its dictionary ends just before the keyword. Images and attached files are not inflated to read text;
+# every other stream that zlib can inflate is checked against limits.max_inflated_bytes, a piece at a time.
 _STREAM = re.compile(rb">>\s*stream\r?\n")
-_NOT_INFLATED = (b"/Image", b"/EmbeddedFile", b"/Thumb")
+_NOT_INFLATED = re.compile(rb"/Subtype\s*/Image\b|/Type\s*/EmbeddedFile\b")
 _PIECE = 1 << 20
+
+# The outline (bookmarks) gives the sections: at most this many bookmarks, this deep; a heading is looked for in its
+# page's text by its first words.
+MAX_BOOKMARKS = 10_000
+MAX_OUTLINE_DEPTH = 16
+HEADING_WORDS = 12
 
 # Metadata titles that name no document: producers' placeholders, and file names or paths.
 _PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title", "title", "document", "none", "unknown",
@@ -134,20 +140,20 @@ def read_pdf(data: bytes, limits: ReadLimits) -> Document:
         pdf = _open(data)
         try:
             title = real_title(_metadata_title(pdf))
+            outline = _outline(pdf)
             pages = _read_pages(pdf, limits)
         finally:
             pdf.close()
-    return _document(pages, title, limits)
+    return _document(pages, title, outline, limits)
 
 
 def _check_inflation(data: bytes, limit: int) -> None:
-    """ReadError when a compressed stream that reading text inflates (page contents, fonts, object streams; not
+    """ReadError when a zlib stream that reading text inflates (page contents, forms, fonts, object streams; not
     images nor attachments) would inflate past `limit` bytes: a decompression bomb, refused before pdfium holds it
     whole. Streams are found by their keyword and inflated a piece at a time, their output counted, not kept."""
     for match in _STREAM.finditer(data):
         head = data[max(0, match.start() - 2048):match.start()]
-        dictionary = head[head.rfind(b"obj"):]
-        if b"/FlateDecode" not in dictionary or any(kind in dictionary for kind in _NOT_INFLATED):
+        if _NOT_INFLATED.search(head, head.rfind(b"obj") + 1):  # its dictionary (or the 2 kB before the keyword)
             continue
         if _inflated_size(memoryview(data)[match.end():], limit) > limit:
             raise ReadError(f"a compressed stream inflates past the limit of {limit / 1e6:,.1f} MB "
@@ -188,6 +194,32 @@ def _metadata_title(pdf: pdfium.PdfDocument) -> str:
         return str(pdf.get_metadata_value("Title") or "")
     except (pdfium.PdfiumError, UnicodeDecodeError):
         return ""
+
+
+def _outline(pdf: pdfium.PdfDocument) -> list[tuple[int, int, str]]:
+    """The document outline (bookmarks), in order: (page index, level from 1, title) of each bookmark that leads to
+    a page of the document; as much of it as can be read."""
+    marks: list[tuple[int, int, str]] = []
+    try:
+        for mark in pdf.get_toc(max_depth=MAX_OUTLINE_DEPTH):
+            index = _bookmark_page(pdf, mark)
+            title = " ".join(clean(mark.get_title() or "").split())
+            if title and index is not None and 0 <= index < len(pdf):
+                marks.append((index, mark.level + 1, title))
+            if len(marks) >= MAX_BOOKMARKS:
+                break
+    except (pdfium.PdfiumError, UnicodeDecodeError, ValueError):
+        pass
+    return marks
+
+
+def _bookmark_page(pdf: pdfium.PdfDocument, mark: pdfium.PdfBookmark) -> int | None:
+    """The index of the page a bookmark leads to, through its destination or its go-to action."""
+    dest = pdfium_c.FPDFBookmark_GetDest(pdf.raw, mark.raw)
+    if not dest and (action := pdfium_c.FPDFBookmark_GetAction(mark.raw)):
+        dest = pdfium_c.FPDFAction_GetDest(pdf.raw, action)
+    index = pdfium_c.FPDFDest_GetDestPageIndex(pdf.raw, dest) if dest else -1
+    return index if index >= 0 else None
 
 
 def real_title(title: str) -> str:
@@ -594,7 +626,25 @@ def _finish(page: _Page, running: set[str], compounds: Counter[str]) -> str:
     return text.replace(BROKEN, "").strip()
 
 
-def _document(pages: list[_Page], title: str, limits: ReadLimits) -> Document:
+def _sections(outline: list[tuple[int, int, str]], texts: list[str], starts: list[int]) -> list[tuple[int, str]] | None:
+    """Where each bookmarked section starts (its heading in its page's text, else the page's start), with its heading
+    path, in text order; None without an outline."""
+    if not outline:
+        return None
+    path = HeadingPath()
+    sections = [(starts[index] + _heading_at(texts[index], title), path.enter(level, title))
+                for index, level, title in outline]
+    return sorted(sections, key=lambda section: section[0])  # stable: a chapter stays before a section at its offset
+
+
+def _heading_at(text: str, title: str) -> int:
+    """Where a heading's words first stand in a page's text (any spacing, any case), else 0."""
+    words = title.split()[:HEADING_WORDS]
+    match = re.search(r"\s+".join(map(re.escape, words)), text, re.IGNORECASE)
+    return match.start() if match else 0
+
+
+def _document(pages: list[_Page], title: str, outline: list[tuple[int, int, str]], limits: ReadLimits) -> Document:
     """The Document: pages' texts joined by blank lines, where each starts; ReadError when no page has text."""
     if not pages:
         raise ReadError("unreadable PDF: it has no pages")
@@ -613,4 +663,4 @@ def _document(pages: list[_Page], title: str, limits: ReadLimits) -> Document:
     extras = {"pages": str(len(pages))}
     if empty := sum(1 for t in texts if not t):
         extras["pages_without_text"] = str(empty)
-    return Document(text=text, title=title, pages=starts, extras=extras)
+    return Document(text=text, title=title, pages=starts, sections=_sections(outline, texts, starts), extras=extras)

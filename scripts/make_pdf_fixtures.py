@@ -1,19 +1,23 @@
 """Regenerates the PDF fixtures of tests/test_pdf_reader.py (tests/fixtures/pdf/) from the evaluation texts, with real
 PDF producers, never with the library lodex reads PDFs with.
 
-usage: python scripts/make_pdf_fixtures.py [--evaldata DIR (default $LODEX_EVALDATA or ../shared/evaldata)] [--out tests/fixtures/pdf]
+usage: python scripts/make_pdf_fixtures.py [--evaldata DIR] [--out tests/fixtures/pdf]
+       (--evaldata: default $LODEX_EVALDATA, else ../shared/evaldata beside the checkout)
 needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
 
   two_column.pdf       Chromium: a full-width heading over CSS `column-count: 2` text (both columns full)
   two_column_rows.pdf  Chromium: two columns of text laid out as a table of lines, so that the content stream runs
                        row by row across both columns: only the characters' boxes tell the columns apart
+  two_column_writer.pdf  LibreOffice Writer: a heading across an A4 page over a two-column section (justified,
+                       hyphenated), which pdfium's own order reads line across line
   forty_pages.pdf      LibreOffice Writer: 40 A5 pages, one abstract each, justified with automatic hyphenation, a
                        running header and a "Page N of 40" footer, the planted sentence (PLANTED) on page 37
   layout.pdf           Chromium: a justified paragraph, a table of short cells, a numbered list, two CSS columns, a
                        line with a right-floated part whose gap falls in the columns' gutter, a paragraph
+  outline.pdf          Chromium (--generate-pdf-document-outline): three pages of h1/h2 headings, bookmarked
   soft_hyphens.pdf     Chromium: narrow justified text with soft hyphens in long words (line ends broken with U+2010)
-  rotated.pdf          Chromium: page 1 text turned clockwise, page 2 counter-clockwise, page 3 half level and half
-                       turned (read in pdfium's order)
+  rotated.pdf          Chromium: page 1 text turned clockwise, page 2 counter-clockwise, page 3 a level paragraph
+                       and a turned one (read level first)
   scanned.pdf          Chromium printing a page that holds only a PNG image (made here with zlib): no text layer
   encrypted.pdf        qpdf --encrypt user owner 256 of two_column.pdf: opening it needs a password
   owner_only.pdf       qpdf --encrypt "" owner 256 of two_column.pdf: restrictions only, it opens without one
@@ -56,12 +60,12 @@ def abstracts(evaldata: Path) -> list[str]:
     return out
 
 
-def chromium_pdf(html_text: str, out: Path, work: Path) -> None:
+def chromium_pdf(html_text: str, out: Path, work: Path, *flags: str) -> None:
     """Print an HTML page to `out` with headless Chromium."""
     source = work / (out.stem + ".html")
     source.write_text(html_text, encoding="utf-8")
     profile = tempfile.mkdtemp(prefix="chromium-", dir=work)
-    subprocess.run([*CHROMIUM, f"--user-data-dir={profile}", f"--print-to-pdf={out}", source.as_uri()],
+    subprocess.run([*CHROMIUM, *flags, f"--user-data-dir={profile}", f"--print-to-pdf={out}", source.as_uri()],
                    check=True, capture_output=True, timeout=120)
 
 
@@ -108,6 +112,25 @@ def layout(texts: list[str], out: Path, work: Path) -> dict:
     return {"title": "Layouts", "pages": [text], "lines": lines + ["Short left line right part 12"]}
 
 
+def outline(texts: list[str], out: Path, work: Path) -> dict:
+    """Three pages of headings (h1, h2) that Chromium turns into the PDF's outline (bookmarks)."""
+    pages = [[("h1", "1 Introduction", texts[53]), ("h2", "1.1 Scope of the study", texts[54])],
+             [("h1", "2 Methods", texts[55]), ("h2", "2.1 Sampling of libraries", texts[56])],
+             [("h1", "3 Results", texts[57])]]
+    style = "@page { size: A4; margin: 2cm } body { font: 11pt serif } section { break-after: page }"
+    body = "".join("<section>" + "".join(f"<{tag}>{head}</{tag}><p>{html.escape(text)}</p>" for tag, head, text in page)
+                   + "</section>" for page in pages)
+    chromium_pdf(page_html("A report with an outline", style, body), out, work, "--generate-pdf-document-outline")
+    paths, sections = {"h1": ""}, []
+    for number, page in enumerate(pages, 1):
+        for tag, head, text in page:
+            path = head if tag == "h1" else f"{paths['h1']} › {head}"
+            paths[tag] = head
+            sections.append({"page": number, "heading": head, "path": path, "first_words": " ".join(text.split()[:6])})
+    return {"title": "A report with an outline", "pages": [" ".join(f"{h} {t}" for _, h, t in page) for page in pages],
+            "sections": sections}
+
+
 def soft_hyphens(texts: list[str], out: Path, work: Path) -> dict:
     def shy(word: str) -> str:
         return "&shy;".join(word[i:i + 3] for i in range(0, len(word), 3)) if len(word) >= 8 and word.isalpha() else word
@@ -152,6 +175,33 @@ def scanned(out: Path, work: Path) -> dict:
     return {"title": "A scanned page", "pages": [""]}
 
 
+def writer_pdf(fodt: str, out: Path, work: Path) -> None:
+    """Convert a flat ODT document to `out` with LibreOffice Writer, headless."""
+    source = work / (out.stem + ".fodt")
+    source.write_text(fodt, encoding="utf-8")
+    profile = (work / "lo-profile").as_uri()
+    subprocess.run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir",
+                    str(work), str(source)], check=True, capture_output=True, timeout=300)
+    shutil.move(work / (out.stem + ".pdf"), out)
+
+
+def two_column_writer(texts: list[str], out: Path, work: Path) -> dict:
+    """One A4 page from LibreOffice Writer: a heading across the page over a two-column section, justified and
+    hyphenated."""
+    heading, paragraphs = "Library services in two columns", texts[58:62]
+    body = (f'<text:h text:style-name="First" text:outline-level="1">{heading}</text:h>'
+            '<text:section text:style-name="Columns" text:name="C">'
+            + "".join(f'<text:p text:style-name="Standard">{html.escape(t)}</text:p>' for t in paragraphs)
+            + "</text:section>")
+    fodt = FODT.format(title="Library services", header="", paragraphs=body)
+    fodt = fodt.replace("<office:automatic-styles>", '<office:automatic-styles><style:style style:name="Columns" '
+                        'style:family="section"><style:section-properties><style:columns fo:column-count="2" '
+                        'fo:column-gap="0.6cm"/></style:section-properties></style:style>')
+    fodt = re.sub(r"<style:footer>.*?</style:footer>", "", fodt, flags=re.DOTALL)  # and an empty header
+    writer_pdf(fodt.replace('style:page-layout-name="A5"', 'style:page-layout-name="A4"'), out, work)
+    return {"title": "Library services", "pages": [" ".join([heading, *paragraphs])]}
+
+
 def forty_pages(texts: list[str], out: Path, work: Path) -> dict:
     """40 pages from LibreOffice Writer (a flat ODT converted headless); the planted sentence goes into page 37."""
     pages = texts[6:46]
@@ -159,13 +209,8 @@ def forty_pages(texts: list[str], out: Path, work: Path) -> dict:
     pages[36] = f"{first}. {PLANTED} {rest}"
     paragraphs = "\n".join(f'<text:p text:style-name="{"First" if i == 0 else "Next"}">{html.escape(t)}</text:p>'
                            for i, t in enumerate(pages))
-    source = work / "forty_pages.fodt"
-    source.write_text(FODT.format(title="Library and information science abstracts", header=HEADER,
-                                  paragraphs=paragraphs), encoding="utf-8")
-    profile = (work / "lo-profile").as_uri()
-    subprocess.run(["soffice", f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf", "--outdir",
-                    str(work), str(source)], check=True, capture_output=True, timeout=300)
-    shutil.move(work / "forty_pages.pdf", out)
+    writer_pdf(FODT.format(title="Library and information science abstracts", header=HEADER, paragraphs=paragraphs),
+               out, work)
     return {"title": "Library and information science abstracts", "pages": pages, "header": HEADER,
             "footer": "Page {n} of 40", "planted": PLANTED, "planted_page": 37}
 
@@ -189,6 +234,10 @@ FODT = """<?xml version="1.0" encoding="UTF-8"?>
 <style:style style:name="Next" style:family="paragraph" style:parent-style-name="Standard">
  <style:paragraph-properties fo:break-before="page"/>
 </style:style>
+<style:page-layout style:name="A4">
+ <style:page-layout-properties fo:page-width="21cm" fo:page-height="29.7cm" fo:margin-top="2cm"
+  fo:margin-bottom="2cm" fo:margin-left="2cm" fo:margin-right="2cm"/>
+</style:page-layout>
 <style:page-layout style:name="A5">
  <style:page-layout-properties fo:page-width="14.8cm" fo:page-height="21cm" fo:margin-top="1.5cm"
   fo:margin-bottom="1.5cm" fo:margin-left="2cm" fo:margin-right="2cm"/>
@@ -227,9 +276,11 @@ def main() -> None:
         expected["two_column.pdf"] = two_column(texts, args.out / "two_column.pdf", work)
         expected["two_column_rows.pdf"] = two_column_rows(texts, args.out / "two_column_rows.pdf", work)
         expected["layout.pdf"] = layout(texts, args.out / "layout.pdf", work)
+        expected["outline.pdf"] = outline(texts, args.out / "outline.pdf", work)
         expected["soft_hyphens.pdf"] = soft_hyphens(texts, args.out / "soft_hyphens.pdf", work)
         expected["rotated.pdf"] = rotated(texts, args.out / "rotated.pdf", work)
         expected["scanned.pdf"] = scanned(args.out / "scanned.pdf", work)
+        expected["two_column_writer.pdf"] = two_column_writer(texts, args.out / "two_column_writer.pdf", work)
         expected["forty_pages.pdf"] = forty_pages(texts, args.out / "forty_pages.pdf", work)
     qpdf_encrypt(args.out / "two_column.pdf", args.out / "encrypted.pdf", "user-secret")
     qpdf_encrypt(args.out / "two_column.pdf", args.out / "owner_only.pdf", "")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from lodex.indexer.document import Document, ReadLimits, page_of
+from lodex.indexer.document import Document, ReadLimits, page_of, section_of
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf_reader import (BROKEN, PDF_READER_VERSION, _document, _join_lines, _Line, _mend, _Page,
                                      _stream_page, read_pdf, real_title)
@@ -44,7 +44,7 @@ def test_version_is_a_string() -> None:
 
 
 @pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
-                                  "rotated.pdf", "layout.pdf"])
+                                  "rotated.pdf", "layout.pdf", "outline.pdf", "two_column_writer.pdf"])
 def test_text_is_the_source_word_for_word(name: str) -> None:
     """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
     footer or page number."""
@@ -60,6 +60,15 @@ def test_css_columns_read_column_by_column() -> None:
     assert lines[0] == "Studies of library use"
     assert all(len(line) < 60 for line in lines)  # no line runs across both columns
     assert doc.text.split() == source.split()
+
+
+def test_writer_columns_read_column_by_column() -> None:
+    """LibreOffice's two-column section under a heading across the page, hyphenated: the heading, then each column."""
+    assert raw_text("two_column_writer.pdf").count("\ufffe") >= 5  # words hyphenated at line ends
+    doc = read("two_column_writer.pdf")
+    assert doc.text.splitlines()[0] == "Library services in two columns"
+    assert doc.text.split() == EXPECTED["two_column_writer.pdf"]["pages"][0].split()
+    assert doc.sections == [(0, "Library services in two columns")]  # Writer bookmarks its headings
 
 
 def test_columns_found_by_position_when_the_stream_runs_across_them() -> None:
@@ -119,6 +128,13 @@ def test_pages_start_after_blank_lines() -> None:
     assert doc.extras["pages"] == "40"
 
 
+def test_a_page_without_text_keeps_its_place() -> None:
+    doc = _document([_Page([], "first", []), _Page([], "", []), _Page([], "third", [])], "", [], ReadLimits())
+    assert doc.text == "first\n\n\n\nthird" and doc.pages == [0, 7, 9]
+    assert page_of(doc.pages, doc.text.index("third")) == 3
+    assert doc.extras == {"pages": "3", "pages_without_text": "1"}
+
+
 def test_running_header_and_footer_dropped() -> None:
     raw = raw_text("forty_pages.pdf")
     header = EXPECTED["forty_pages.pdf"]["header"]
@@ -167,11 +183,27 @@ def test_hyphen_kept_where_the_text_writes_the_compound() -> None:
 def test_compounds_weighed_over_the_whole_text() -> None:
     pages = [_Page([], "the two-dimensional case", []),
              _Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
-    assert _document(pages, "", ReadLimits()).text == "the two-dimensional case\n\na two-dimensional and hyphenation"
+    text = _document(pages, "", [], ReadLimits()).text
+    assert text == "the two-dimensional case\n\na two-dimensional and hyphenation"
 
 
 def test_hyphen_kept_before_a_paragraph() -> None:
     assert _join_lines([_Line("an item-", False), _Line("next", True)]) == "an item-\n\nnext"
+
+
+def test_sections_from_the_outline() -> None:
+    """Each bookmark starts a section where its heading stands in the text, with the path of headings above it."""
+    doc = read("outline.pdf")
+    expected = EXPECTED["outline.pdf"]["sections"]
+    assert doc.sections is not None and [path for _, path in doc.sections] == [s["path"] for s in expected]
+    for (offset, _), section in zip(doc.sections, expected):
+        assert doc.text.startswith(section["heading"], offset)
+        assert page_of(doc.pages, offset) == section["page"]
+        assert section_of(doc.sections, doc.text.index(section["first_words"])) == section["path"]
+
+
+def test_no_outline_no_sections() -> None:
+    assert read("forty_pages.pdf").sections is None
 
 
 def test_titles() -> None:
@@ -227,12 +259,14 @@ def test_text_limit() -> None:
         read("forty_pages.pdf", ReadLimits(max_text_chars=1_000))  # stops early, on the body of the first pages
 
 
-def bomb(inflated: int) -> bytes:
-    """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators."""
+def bomb(inflated: int, pad: int = 0) -> bytes:
+    """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators (its
+    dictionary padded with `pad` bytes)."""
     stream = zlib.compress(b"q Q\n" * (inflated // 4), 9)
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-               b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream)]
+               b"<< /Filter /FlateDecode /Pad (%s) /Length %d >>\nstream\n%s\nendstream"
+               % (b"x" * pad, len(stream), stream)]
     out, offsets = bytearray(b"%PDF-1.4\n"), []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))
@@ -243,8 +277,9 @@ def bomb(inflated: int) -> bytes:
     return bytes(out)
 
 
-def test_decompression_bomb_refused_before_it_is_inflated() -> None:
-    data = bomb(8 * 2**20)
+@pytest.mark.parametrize("pad", [0, 5_000])
+def test_decompression_bomb_refused_before_it_is_inflated(pad: int) -> None:
+    data = bomb(8 * 2**20, pad)
     assert len(data) < 50_000
     with pytest.raises(ReadError) as exc:
         read_pdf(data, ReadLimits(max_inflated_bytes=4 * 2**20))

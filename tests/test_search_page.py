@@ -1,11 +1,12 @@
 """The search page in a real headless Chromium (Debian's, driven by Playwright) against a real `lodex serve`."""
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.test_serve import Server
+from tests.test_serve import Server, get
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -23,9 +24,14 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
     (root / "birds.md").write_text("# Birds\n\nArctic terns migrate from the Arctic to the Antarctic every year.\n\n"
                                    "Swallows nest under roofs.\n")
     (root / "wings.txt").write_text("Swept wings delay the drag rise at transonic Mach numbers.\n")
+    shutil.copy(Path(__file__).parent / "fixtures" / "pdf" / "forty_pages.pdf", root / "report.pdf")
     server = Server(root, tmp_path / "data")
     try:
         server.wait_ready()
+        deadline = time.monotonic() + 180
+        while get(server.url + "/ready")[1]["indexing"]:  # the folder indexed first (the PDF takes a few seconds)
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.3)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page()
@@ -46,6 +52,14 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
             assert "Swallows nest under roofs." in context.inner_text() and "birds.md" in context.locator(".where").inner_text()
             assert "Arctic terns migrate" in context.locator("mark.passage").inner_text()
             page.wait_for_function("document.getElementById('status').textContent.includes('documents in')")
+            page.fill("#q", "quokka census of Rottnest Island")  # a PDF's passage shows its page
+            page.keyboard.press("Enter")
+            page.wait_for_function("document.querySelector('li.hit .path') && document.querySelector('li.hit .path').textContent.includes('report.pdf')",
+                                   timeout=30_000)
+            assert "p. 37" in page.locator("li.hit").first.locator("blockquote small").first.inner_text()
+            page.fill("#q", "where do arctic terns migrate")
+            page.keyboard.press("Enter")
+            page.wait_for_function("document.querySelector('li.hit .path').textContent.includes('birds.md')", timeout=30_000)
             assert "indexing" not in page.locator("#status").inner_text()  # the folder is indexed
             ready = {"ready": True, "model": "m", "documents": 2, "indexing": True, "files_left": 7}
             page.route("**/ready", lambda route: route.fulfill(json=ready))  # as while a large folder is indexed

@@ -12,6 +12,9 @@ from lodex.indexer.settings import IndexSettings
 from lodex.indexer.sniffing import sniff_path
 
 _DEFAULTS = IndexSettings()  # ScanRules() are the documented defaults
+# Extensions of media and program files: counted as skipped without opening them to sniff their content.
+_MEDIA = frozenset(".jpg .jpeg .png .gif .bmp .tif .tiff .webp .heic .svg .ico .mp3 .m4a .wav .flac .ogg .mp4 .m4v .mov .avi "
+                   ".mkv .webm .iso .dmg .exe .dll .so .dylib .o .a .pyc .class .jar .woff .woff2 .ttf .otf".split())
 _MIB = 1024 * 1024
 
 
@@ -137,8 +140,10 @@ def _entry(root: Path, full: Path, rules: ScanRules) -> FileEntry | tuple[str, s
     parts = rel.split("/")
     if any(rules.skips_dir(p) for p in parts[:-1]) or (rules.skip_hidden and parts[-1].startswith(".")) or not rules.selects(rel):
         return None
-    if format_of(rel) is None and sniff_path(full) is None:
-        return PurePosixPath(rel).suffix.lower() or "(no extension)"
+    if format_of(rel) is None:
+        suffix = PurePosixPath(rel).suffix.lower()
+        if suffix in _MEDIA or sniff_path(full) is None:  # media files are not opened to be sniffed
+            return suffix or "(no extension)"
     key = path_key(rel)
     try:
         if full.is_symlink() and not rules.follow_symlinks:

@@ -30,6 +30,7 @@ def folder(tmp_path: Path) -> Path:
     (root / "keynote.key").write_bytes(b"\x00\x01 not a format lodex reads")
     (root / "pages.pages").write_bytes(b"\x00\x02 nor this")
     (root / "more.pages").write_bytes(b"\x00\x03 nor this")
+    shutil.copy(OFFICE / "report.docx", root / "photo.png")  # media extensions are not sniffed: counted, not read
     return root
 
 
@@ -39,8 +40,8 @@ def test_a_folder_of_documents_indexes_with_locations_and_failures(folder: Path,
     summary = indexer.run(folder)
     assert summary.failures.keys() == {"bomb.docx", "corrupt.docx"}
     assert summary.failures["bomb.docx"].startswith("zip bomb") and summary.failures["corrupt.docx"].startswith("unreadable docx")
-    assert summary.skipped == {".pages": 2, ".key": 1}
-    assert summary.added == 11 and indexer.jobs.last_run()["skipped"] == {".pages": 2, ".key": 1}
+    assert summary.skipped == {".pages": 2, ".key": 1, ".png": 1}
+    assert summary.added == 11 and indexer.jobs.last_run()["skipped"] == {".pages": 2, ".key": 1, ".png": 1}
     formats = {path: record.format for path, record in store.document_records().items()}
     assert formats["report-copy.bin"] == "docx" and formats["notes.txt.pdf"] == "text" and formats["message.eml"] == "eml"
 

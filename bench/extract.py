@@ -120,10 +120,10 @@ EXTRACT: dict[str, Callable[[bytes], Iterator[str]]] = {
 
 # lodex's reader of each format: (module of lodex.indexer, function); each takes (data, ReadLimits) and gives a Document
 LODEX_READERS = {
-    "docx": ("office_readers", "read_docx"), "pptx": ("office_readers", "read_pptx"),
-    "xlsx": ("office_readers", "read_xlsx"), "odt": ("office_readers", "read_odt"),
-    "odp": ("office_readers", "read_odp"), "ods": ("office_readers", "read_ods"),
-    "rtf": ("rtf_reader", "read_rtf"), "epub": ("office_readers", "read_epub"), "eml": ("mail_reader", "read_eml"),
+    "docx": ("ooxml_readers", "read_docx"), "pptx": ("ooxml_readers", "read_pptx"),
+    "xlsx": ("ooxml_readers", "read_xlsx"), "odt": ("odf_readers", "read_odt"),
+    "odp": ("odf_readers", "read_odp"), "ods": ("odf_readers", "read_ods"),
+    "rtf": ("rtf_reader", "read_rtf"), "epub": ("epub_reader", "read_epub"), "eml": ("mail_reader", "read_eml"),
 }
 FORMATS = list(LODEX_READERS)
 FORMAT_REPEAT = 3  # reads of each file in the format part, the fastest counted

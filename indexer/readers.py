@@ -297,22 +297,22 @@ READERS: dict[str, tuple[str, Reader]] = {
 
 # Binary formats: extension → (format, module, function) of a reader following indexer/document.py, imported when
 # first needed. Content decides where it disagrees with the extension (see extract).
-_PDF, _OFFICE = "lodex.indexer.pdf_reader", "lodex.indexer.office_readers"
+_PDF, _OOXML, _ODF = "lodex.indexer.pdf_reader", "lodex.indexer.ooxml_readers", "lodex.indexer.odf_readers"
 BINARY_READERS: dict[str, tuple[str, str, str]] = {
     ".pdf": ("pdf", _PDF, "read_pdf"),
-    ".docx": ("docx", _OFFICE, "read_docx"),
-    ".pptx": ("pptx", _OFFICE, "read_pptx"),
-    ".xlsx": ("xlsx", _OFFICE, "read_xlsx"),
-    ".odt": ("odt", _OFFICE, "read_odt"),
-    ".odp": ("odp", _OFFICE, "read_odp"),
-    ".ods": ("ods", _OFFICE, "read_ods"),
-    ".epub": ("epub", _OFFICE, "read_epub"),
+    ".docx": ("docx", _OOXML, "read_docx"),
+    ".pptx": ("pptx", _OOXML, "read_pptx"),
+    ".xlsx": ("xlsx", _OOXML, "read_xlsx"),
+    ".odt": ("odt", _ODF, "read_odt"),
+    ".odp": ("odp", _ODF, "read_odp"),
+    ".ods": ("ods", _ODF, "read_ods"),
+    ".epub": ("epub", "lodex.indexer.epub_reader", "read_epub"),
     ".rtf": ("rtf", "lodex.indexer.rtf_reader", "read_rtf"),
     ".eml": ("eml", "lodex.indexer.mail_reader", "read_eml"),
 }
 BY_FORMAT = {fmt: (fmt, module, name) for fmt, module, name in BINARY_READERS.values()}
-# The version of each text format's extraction, recorded with the index (binary readers keep theirs in their module,
-# as <NAME>_READER_VERSION): bump one whenever the text (or its pages and sections) extracted from the same file
+# The version of each text format's extraction, recorded with the index (a binary reader's module <name>_reader(s)
+# keeps its own as <NAME>_READER_VERSION): bump one whenever the text (or its pages and sections) extracted from the same file
 # would change, so that an index holding the old extraction asks for a rebuild.
 TEXT_READER_VERSIONS: dict[str, str] = {fmt: "1" for fmt in ("text", "markdown", "rst", "html", "json", "jsonl", "csv", "tsv")}
 
@@ -325,8 +325,7 @@ def reader_versions() -> dict[str, str]:
             loaded = importlib.import_module(module)
         except ImportError:  # its library is not installed: files of that format fail with the reason when read
             continue
-        versions[fmt] = next(str(value) for name, value in vars(loaded).items()
-                             if name.endswith("_READER_VERSION") and name.split("_")[0].lower() in module.rsplit(".", 1)[-1])
+        versions[fmt] = str(getattr(loaded, f"{module.rsplit('.', 1)[-1].split('_')[0].upper()}_READER_VERSION"))
     return versions
 
 

@@ -1,0 +1,106 @@
+"""What the Office, OpenDocument and EPUB readers share: the reader version, streamed XML events, table rows."""
+
+from collections.abc import Iterable, Iterator
+from xml.etree import ElementTree as ET
+
+from lodex.indexer.containers import CONTAINERS_READER_VERSION, SafeZip, iter_xml, parse_xml
+from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder
+
+# Bump the first number whenever a change here would change the text, title, pages or sections a reader gives; the
+# versions of the container and builder code every reader here goes through are part of it.
+OFFICE_READER_VERSION = f"1+{CONTAINERS_READER_VERSION}+{DOC_BUILDER_VERSION}"
+
+MAX_REPEAT = 1_000  # an ODF spreadsheet row or cell repeated (table:number-*-repeated) is written out at most this often
+CELL_SEPARATOR = " | "
+
+DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"  # a duplicate of mc:Choice
+
+
+class Tables:
+    """Rows of the tables being read (nested ones too): each row becomes one line of its cells joined by " | "; a row
+    of a table inside a cell becomes part of that cell."""
+
+    def __init__(self, first_separator: str = PARAGRAPH) -> None:
+        self.first_separator = first_separator  # before a table's first row (a spreadsheet's follows its sheet's name)
+        self.rows: list[list[str]] = []  # the open rows' cells, innermost last
+        self.cells: list[list[str]] = []  # the open cells' paragraphs, innermost last
+        self.rows_out = 0  # rows written since the outermost table began (the first is a new paragraph)
+
+    def in_cell(self) -> bool:
+        return bool(self.cells)
+
+    def start_table(self) -> None:
+        if not self.rows:
+            self.rows_out = 0
+
+    def start_row(self) -> None:
+        self.rows.append([])
+
+    def start_cell(self) -> None:
+        self.cells.append([])
+
+    def add(self, text: str) -> None:
+        """A paragraph of the innermost open cell."""
+        self.cells[-1].append(" ".join(text.split()))
+
+    def end_cell(self, repeat: int = 1) -> None:
+        paragraphs = self.cells.pop() if self.cells else []
+        text = " ".join(p for p in paragraphs if p)
+        if self.rows and text:
+            self.rows[-1].extend([text] * repeat)
+
+    def end_row(self, doc: DocBuilder, repeat: int = 1) -> None:
+        """Close the innermost row: written as a line, or into the enclosing cell when the table is nested."""
+        cells = self.rows.pop() if self.rows else []
+        line = CELL_SEPARATOR.join(cells)
+        if not line:
+            return
+        if self.cells:
+            self.cells[-1].append(line)
+            return
+        for _ in range(repeat):
+            doc.block(line, LINE if self.rows_out else self.first_separator)
+            self.rows_out += 1
+
+
+def drop_done(stack: list[ET.Element]) -> None:
+    """Free what the parser built of the elements already handled: the children of the innermost open element."""
+    if stack:
+        del stack[-1][:]
+
+
+def xml_events(chunks: Iterable[bytes], fmt: str, what: str) -> Iterator[tuple[str, ET.Element, list[ET.Element]]]:
+    """XML events with the stack of open elements (the element itself excluded, on "end" too)."""
+    stack: list[ET.Element] = []
+    for event, element in iter_xml(chunks, fmt, what):
+        if event == "start":
+            yield event, element, stack
+            stack.append(element)
+        else:
+            if stack:
+                stack.pop()
+            yield event, element, stack
+
+
+def namespace(tag: str) -> str:
+    """"{urn:x}root" → "{urn:x}" (OOXML's transitional and strict namespaces differ; a part's root names its own)."""
+    return tag[: tag.index("}") + 1] if tag.startswith("{") else ""
+
+
+def repeat_count(value: str | None, default: int = 1, cap: int = MAX_REPEAT) -> int:
+    """A count attribute (a repeat, a number of spaces), within 1..cap."""
+    try:
+        return max(1, min(int(value or default), cap))
+    except ValueError:
+        return default
+
+
+def core_title(z: SafeZip) -> str:
+    """dc:title from docProps/core.xml (OOXML) or meta.xml (ODF), "" when none."""
+    for part in ("docProps/core.xml", "meta.xml"):
+        if z.has(part):
+            title = parse_xml(z.read(part), z.fmt, part).find(f".//{DC_TITLE}")
+            if title is not None and title.text and title.text.strip():
+                return title.text
+    return ""

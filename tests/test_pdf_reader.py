@@ -13,8 +13,8 @@ import pytest
 
 from lodex.indexer.document import Document, ReadLimits, page_of, section_of
 from lodex.indexer.errors import ReadError
-from lodex.indexer.pdf_reader import (BROKEN, PDF_READER_VERSION, _document, _join_lines, _Line, _mend, _Page,
-                                     _stream_page, read_pdf, real_title)
+from lodex.indexer.pdf_reader import PDF_READER_VERSION, _document, read_pdf, real_title
+from lodex.indexer.pdf_text import BROKEN, Line, Page, join_lines, mend, stream_page
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
@@ -104,8 +104,8 @@ def test_turned_text_read_along_its_lines() -> None:
 
 
 def test_pdfium_order_when_the_boxes_cannot_say() -> None:
-    page = _stream_page("Running head 3\r\nfirst line hyphen\ufffeation goes on\r\nsecond line\r\n12")
-    assert page == _Page(["Running head 3"], f"first line hyphen{BROKEN}ation goes on\nsecond line", ["12"])
+    page = stream_page("Running head 3\r\nfirst line hyphen\ufffeation goes on\r\nsecond line\r\n12")
+    assert page == Page(["Running head 3"], f"first line hyphen{BROKEN}ation goes on\nsecond line", ["12"])
 
 
 def test_planted_sentence_maps_to_page_37() -> None:
@@ -129,7 +129,7 @@ def test_pages_start_after_blank_lines() -> None:
 
 
 def test_a_page_without_text_keeps_its_place() -> None:
-    doc = _document([_Page([], "first", []), _Page([], "", []), _Page([], "third", [])], "", [], ReadLimits())
+    doc = _document([Page([], "first", []), Page([], "", []), Page([], "third", [])], "", [], ReadLimits())
     assert doc.text == "first\n\n\n\nthird" and doc.pages == [0, 7, 9]
     assert page_of(doc.pages, doc.text.index("third")) == 3
     assert doc.extras == {"pages": "3", "pages_without_text": "1"}
@@ -169,26 +169,26 @@ def test_hyphenated_line_ends_joined() -> None:
     (["end of a para-", "graph"], "end of a paragraph"),
 ])
 def test_hyphenation_rule(lines: list[str], text: str) -> None:
-    assert _mend(_join_lines([_Line(line, False) for line in lines]), Counter()) == text
+    assert mend(join_lines([Line(line, False) for line in lines]), Counter()) == text
 
 
 def test_hyphen_kept_where_the_text_writes_the_compound() -> None:
-    broken = _join_lines([_Line("a two-", False), _Line("dimensional flow", False)])
+    broken = join_lines([Line("a two-", False), Line("dimensional flow", False)])
     assert broken == f"a two{BROKEN}dimensional flow"
-    assert _mend(broken, Counter({"two-dimensional": 2})) == "a two-dimensional flow"
-    assert _mend(broken, Counter({"two-dimensional": 1, "twodimensional": 1})) == "a twodimensional flow"
-    assert _mend(broken, Counter()) == "a twodimensional flow"
+    assert mend(broken, Counter({"two-dimensional": 2})) == "a two-dimensional flow"
+    assert mend(broken, Counter({"two-dimensional": 1, "twodimensional": 1})) == "a twodimensional flow"
+    assert mend(broken, Counter()) == "a twodimensional flow"
 
 
 def test_compounds_weighed_over_the_whole_text() -> None:
-    pages = [_Page([], "the two-dimensional case", []),
-             _Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
+    pages = [Page([], "the two-dimensional case", []),
+             Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
     text = _document(pages, "", [], ReadLimits()).text
     assert text == "the two-dimensional case\n\na two-dimensional and hyphenation"
 
 
 def test_hyphen_kept_before_a_paragraph() -> None:
-    assert _join_lines([_Line("an item-", False), _Line("next", True)]) == "an item-\n\nnext"
+    assert join_lines([Line("an item-", False), Line("next", True)]) == "an item-\n\nnext"
 
 
 def test_sections_from_the_outline() -> None:

@@ -71,9 +71,11 @@ def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
 
 
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
-    """The store in data_dir, checked against this encoder and chunking (created when allowed)."""
+    """The store in data_dir, checked against this encoder and chunking (created when allowed). The format readers'
+    versions are checked only by the writer (create=True): a search reads stored passages, it extracts nothing, and
+    so needs not import the readers."""
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
-                         reader_versions())
+                         reader_versions() if create else None)
     return Store.open(data_dir, origin, create=create, ann=ann_policy(settings))
 
 

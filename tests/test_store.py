@@ -131,3 +131,19 @@ def test_an_index_refuses_a_changed_extraction_and_records_new_readers(tmp_path:
     with pytest.raises(OriginMismatchError, match="other versions of the pdf reader") as caught:
         Store.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "2", "text": "1", "docx": "1"}))
     assert "--rebuild" in caught.value.one_line()
+
+
+def test_only_the_writer_checks_reader_versions(tmp_path: Path) -> None:
+    import json
+
+    from lodex.api.factory import open_store
+    from lodex.api.settings import Settings
+
+    settings, encoder = Settings(base_dir=tmp_path), FakeEncoder()
+    open_store(settings, encoder, tmp_path / "data", create=True)
+    origin = json.loads((tmp_path / "data" / "origin.json").read_text())
+    origin["readers"]["pdf"] = "0"  # as if an older PDF reader made this index
+    (tmp_path / "data" / "origin.json").write_text(json.dumps(origin))
+    open_store(settings, encoder, tmp_path / "data", create=False)  # a search reads it
+    with pytest.raises(OriginMismatchError, match="pdf reader"):
+        open_store(settings, encoder, tmp_path / "data", create=True)  # the writer refuses to extend it

@@ -90,7 +90,12 @@ def read_limited(path: Path, limit: int, follow_symlinks: bool = True) -> bytes:
     """A regular file's bytes, refused once more than `limit` bytes were read (a file growing while read)."""
     with open_regular(path, follow_symlinks) as fh:
         data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise ReadError(f"larger than {limit / 1e6:.1f} MB when read (it grew after it was listed)",
-                        "raise the size limit in config.toml, or exclude the file")
+    check_read(len(data), limit)
     return data
+
+
+def check_read(seen: int, limit: int | None) -> None:
+    """ReadError once `seen` bytes read from a file pass `limit` (None: no limit): the file grew after it was listed."""
+    if limit is not None and seen > limit:
+        raise ReadError(f"larger than {limit / 1e6:.1f} MB when read (it grew after it was listed)",
+                        "raise index.max_file_mb or index.max_parsed_mb, or exclude the file")

@@ -8,8 +8,7 @@ from typing import Any
 
 from lodex.indexer.chunker import Chunk, Chunker
 from lodex.indexer.decoding import OffsetMap, clean_mapped, sniff_encoding
-from lodex.indexer.paths import open_regular
-from lodex.indexer.errors import ReadError
+from lodex.indexer.paths import check_read, open_regular
 
 BLOCK_BYTES = 1 << 20  # bytes read at a time
 WINDOW_CHARS = 1 << 20  # text chunked at a time
@@ -24,15 +23,9 @@ def file_digest(path: Path, limit: int | None = None, follow_symlinks: bool = Tr
     with open_regular(path, follow_symlinks) as fh:
         while block := fh.read(BLOCK_BYTES):
             seen += len(block)
-            _check_limit(seen, limit)
+            check_read(seen, limit)
             digest.update(block)
     return digest.hexdigest()
-
-
-def _check_limit(seen: int, limit: int | None) -> None:
-    if limit is not None and seen > limit:
-        raise ReadError(f"larger than {limit / 1e6:.1f} MB when read (it grew after it was listed)",
-                        "raise index.max_file_mb, or exclude the file")
 
 
 def text_blocks(path: Path, digest: Any = None, offsets: OffsetMap | None = None, limit: int | None = None,
@@ -64,7 +57,7 @@ def text_blocks(path: Path, digest: Any = None, offsets: OffsetMap | None = None
                 return
             block = fh.read(BLOCK_BYTES)
             seen += len(block)
-            _check_limit(seen, limit)
+            check_read(seen, limit)
             if digest is not None:
                 digest.update(block)
 

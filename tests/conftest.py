@@ -1,6 +1,7 @@
 """Shared fixtures: an isolated environment per test, the fake encoder, and the real bundled model."""
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,25 @@ from lodex.store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
 
 # The evaluation collections lie in shared/ beside the checkout (as CI lays them out too).
-EVALDATA = Path(os.environ.get("LODEX_EVALDATA", Path(__file__).resolve().parents[2] / "shared" / "evaldata"))
+def _evaldata() -> Path:
+    """$LODEX_EVALDATA, else shared/evaldata beside the checkout (as CI lays it out), else beside the repository this
+    checkout was cloned from (a clone made elsewhere, e.g. in a temporary folder)."""
+    if "LODEX_EVALDATA" in os.environ:
+        return Path(os.environ["LODEX_EVALDATA"])
+    repo = Path(__file__).resolve().parents[1]
+    beside = repo.parent / "shared" / "evaldata"
+    if beside.is_dir():
+        return beside
+    try:
+        origin = subprocess.run(["git", "-C", str(repo), "remote", "get-url", "origin"], capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        origin = ""
+    cloned_from = Path(origin) if origin and Path(origin).is_dir() else None
+    return cloned_from.resolve().parent / "shared" / "evaldata" if cloned_from else beside
+
+
+EVALDATA = _evaldata()
 
 ENCODER_BACKENDS["fake"] = lambda cfg: FakeEncoder()
 

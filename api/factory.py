@@ -11,6 +11,7 @@ from types import TracebackType
 from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunker import Chunker
 from lodex.indexer.encoder import Encoder
+from lodex.indexer.late_chunking import LateChunking, late_chunking
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.readers import reader_versions
 from lodex.indexer.scanner import ScanRules
@@ -70,12 +71,21 @@ def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
     return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap)
 
 
+def late_plan(settings: Settings, encoder: Encoder) -> LateChunking | None:
+    """Late chunking as configured (chunking.late, encoder.window_tokens, chunking.late_margin), checked against the
+    model; None when off."""
+    chunking = settings.chunking
+    return late_chunking(chunking.late, settings.encoder.window_tokens, chunking.late_margin,
+                         min(chunking.max_tokens, encoder.max_length), encoder.window_limit)
+
+
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
     """The store in data_dir, checked against this encoder and chunking (created when allowed). The format readers'
     versions are checked only by the writer (create=True): a search reads stored passages, it extracts nothing, and
     so needs not import the readers."""
+    late = late_plan(settings, encoder)
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
-                         reader_versions() if create else None)
+                         reader_versions() if create else None, late.origin() if late else None)
     return Store.open(data_dir, origin, create=create, ann=ann_policy(settings))
 
 
@@ -93,7 +103,7 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
     """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
     keep the full-text index caught up as they go (watch.optimize_every_s)."""
     indexer = Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), settings.index, jobs=jobs,
-                      title_prefix=settings.chunking.title_prefix)
+                      title_prefix=settings.chunking.title_prefix, late=late_plan(settings, encoder))
     if long_lived:
         indexer.optimize_every_s = settings.watch.optimize_every_s
     return indexer

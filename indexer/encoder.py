@@ -5,6 +5,9 @@ from typing import Any
 
 import numpy as np
 
+from lodex.indexer.errors import ModelError
+from lodex.indexer.late_chunking import Window
+
 
 class Encoder(ABC):
     """Base of every encoder: subclasses embed one prepared batch; sorting and token budgets live here."""
@@ -13,6 +16,7 @@ class Encoder(ABC):
     fingerprint: str = ""
     dim: int = 0
     max_length: int = 512  # tokens per input, special tokens included
+    window_limit: int = 512  # the most tokens the model can read at once (its positions): late chunking's longest window
     special_tokens: int = 2  # tokens the model adds around each input
     pooling: str = "mean"
     normalize: bool = True
@@ -32,6 +36,11 @@ class Encoder(ABC):
     @abstractmethod
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         """Embed one batch (already sorted and budgeted) into an (n, dim) float32 array, pooled."""
+
+    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
+        """Late chunking: per text (a window, its lead included), one pooled vector per char span, from the token states
+        of the whole text; `starts`: where each text's content begins (after its lead)."""
+        raise ModelError(f"the {type(self).__name__} encoder cannot pool chunks from longer windows", "set chunking.late = false")
 
     def _query_batch(self, texts: list[str]) -> np.ndarray:
         """Embed one batch of queries; the same model as documents, maybe through a faster runtime for small batches."""
@@ -89,10 +98,31 @@ class Encoder(ABC):
         for batch in batches:
             out[batch] = run([texts[i] for i in batch])
             self.texts_encoded += len(batch)
-        if self.normalize:
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            np.divide(out, norms, out=out, where=norms > 0)
+        return self._normalized(out)
+
+    def embed_windows(self, windows: list[Window], leads: list[str] | None = None) -> list[np.ndarray]:
+        """Late chunking: per window, one vector per chunk of it (as `embed` would give them: normalized, with the
+        document prefix), pooled from the token states of the whole window; `leads`: text put before each window
+        (a title), given to its first chunk as a prefix is."""
+        leads = [self.document_prefix + lead for lead in (leads or [""] * len(windows))]
+        texts = [lead + w.text for lead, w in zip(leads, windows)]
+        spans = [[(a + len(lead), b + len(lead)) for a, b in w.spans] for lead, w in zip(leads, windows)]
+        lead_tokens = [len(s) for s in self.token_spans(leads)] if any(leads) else [0] * len(windows)
+        lengths = [w.tokens + n + self.special_tokens for w, n in zip(windows, lead_tokens)]
+        out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(windows)
+        for batch in self._batches(lengths):
+            pooled = self._window_batch([texts[i] for i in batch], [spans[i] for i in batch], [len(leads[i]) for i in batch])
+            for i, vectors in zip(batch, pooled):
+                out[i] = self._normalized(vectors.astype(np.float32, copy=False))
+            self.texts_encoded += sum(len(windows[i].chunks) for i in batch)
         return out
+
+    def _normalized(self, vectors: np.ndarray) -> np.ndarray:
+        """Rows L2-normalized in place when the encoder normalizes (zero rows stay zero)."""
+        if self.normalize:
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            np.divide(vectors, norms, out=vectors, where=norms > 0)
+        return vectors
 
     def release_memory(self) -> None:
         """Give back working memory kept from large batches (after a big run); the next batch grows it again."""

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lodex.indexer.chunker import Chunker
+from lodex.indexer.chunker import Chunk, Chunker
 from lodex.indexer.decoding import OffsetMap, clean_mapped
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
+from lodex.indexer.encoding_jobs import encoder_jobs, run_jobs
+from lodex.indexer.late_chunking import LateChunking, Window, plan_windows
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.preparation import CHANGED, VANISHED, Outcome, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
@@ -109,11 +111,13 @@ class Indexer:
     """Brings the store in line with a folder; the only writer of the store while it runs."""
 
     def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings | None = None,
-                 jobs: JobLog | None = None, title_prefix: bool = False) -> None:
-        """`cfg`: the [index] settings (flush_tokens, retries, retry_backoff_s; their defaults when None)."""
+                 jobs: JobLog | None = None, title_prefix: bool = False, late: LateChunking | None = None) -> None:
+        """`cfg`: the [index] settings (flush_tokens, retries, retry_backoff_s; their defaults when None); `late`: encode
+        documents read whole in windows and pool each chunk from its span (late chunking), or each chunk alone (None)."""
         cfg = cfg or IndexSettings()
         self.store = store
         self.title_prefix = title_prefix
+        self.late = late
         self.encoder = encoder
         self.chunker = chunker
         self.rules = rules
@@ -126,7 +130,20 @@ class Indexer:
 
     def preparer(self) -> Preparer:
         """What prepares the files of a run, with this indexer's settings as they are now."""
-        return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s)
+        return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
+                        self.plan_windows if self.late else None)
+
+    def _lead(self, title: str) -> str:
+        """What goes before a document's chunk text when encoded (besides the encoder's document prefix)."""
+        return f"{title}\n\n" if self.title_prefix else ""
+
+    def plan_windows(self, text: str, chunks: list[Chunk], title: str) -> list[Window]:
+        """Late chunking: the windows a document's chunks (offsets in its clean `text`) are encoded in."""
+        assert self.late is not None
+        lead = self.encoder.document_prefix + self._lead(title)
+        budget = self.late.window_tokens - self.encoder.special_tokens - (len(self.encoder.token_spans([lead])[0]) if lead else 0)
+        pack = self.late.window_tokens > self.chunker.max_tokens + self.encoder.special_tokens  # else a window per chunk
+        return plan_windows(text, chunks, self.encoder.token_spans, budget, self.late.margin if pack else 0, pack)
 
     def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
@@ -194,11 +211,13 @@ class Indexer:
             self.store.set_document_fields(record.id, title=title or name, metadata=metadata)
             return FileRecord(path, "indexed", chunks=record.chunk_count)
         offsets = OffsetMap()  # cleaned like a file's text (invisible characters, CRs); offsets stay in the text pushed
-        chunks = shifted(self.chunker.chunk(clean_mapped(text, offsets)), offsets)
-        rows = chunk_rows(chunks)
+        clean = clean_mapped(text, offsets)
+        chunks = self.chunker.chunk(clean)
+        rows = chunk_rows(shifted(chunks, offsets))
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
-                            "updated" if record else "added", started, metadata=metadata)
+                            "updated" if record else "added", started, metadata=metadata,
+                            windows=self.plan_windows(clean, chunks, title or name) if self.late else None)
         if record is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         records: list[FileRecord] = []
@@ -260,10 +279,8 @@ class Indexer:
         time; between groups, stop when asked to (Interrupted) and drop files that changed or vanished meanwhile (they
         are failed through `fail`). Returns the files still wanted."""
         fresh = [p for p in pending if p.vectors is None]
-        wanted = [(p, i) for p in fresh for i in p.to_encode()]
-        titles = {id(p): len(self.encoder.token_spans([p.title])[0]) if self.title_prefix else 0 for p in fresh}
-        lengths = [min(p.rows["token_count"][i] + titles[id(p)] + self.encoder.special_tokens, self.encoder.max_length) for p, i in wanted]
-        order = sorted(range(len(wanted)), key=lambda j: -lengths[j])
+        jobs = encoder_jobs(fresh, self.encoder, self._lead)
+        order = sorted(range(len(jobs)), key=lambda j: -jobs[j].length)
         for p in fresh:
             vectors = p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)
             for i, vector in p.known.items():
@@ -280,16 +297,10 @@ class Indexer:
         budget, start, checked = self.encoder.batch_tokens * GROUP_BATCHES, 0, time.monotonic()
         while start < len(order):
             end, used = start, 0
-            while end < len(order) and (end == start or used + lengths[order[end]] <= budget):
-                used += lengths[order[end]]
+            while end < len(order) and (end == start or used + jobs[order[end]].length <= budget):
+                used += jobs[order[end]].length
                 end += 1
-            group = [order[j] for j in range(start, end) if wanted[order[j]][0].entry.path not in gone]
-            texts = [f"{wanted[j][0].title}\n\n{wanted[j][0].texts[wanted[j][1]]}" if self.title_prefix else wanted[j][0].texts[wanted[j][1]]
-                     for j in group]
-            if group:
-                for j, vector in zip(group, self.encoder.embed(texts, lengths=[lengths[j] for j in group])):
-                    p, i = wanted[j]
-                    p.vectors[i] = vector  # type: ignore[index]  # set above for every file that needs the encoder
+            run_jobs(self.encoder, self._lead, [jobs[order[j]] for j in range(start, end) if jobs[order[j]].prepared.entry.path not in gone])
             start = end
             if self.cancel.is_set():
                 raise Interrupted()

@@ -8,7 +8,7 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from lodex.indexer.decoding import OffsetMap
 from lodex.indexer.document import ReadLimits, page_of, section_of
 from lodex.indexer.sniffing import sniff_path
 from lodex.indexer.identity import content_hash, document_id
+from lodex.indexer.late_chunking import Window
 from lodex.indexer.paths import read_limited
 from lodex.indexer.readers import extract, fallback_title, format_of
 from lodex.indexer.scanner import FileEntry, ScanRules
@@ -62,6 +63,7 @@ class Prepared:
     known: dict[int, np.ndarray] = field(default_factory=dict)  # chunk index → vector kept from the previous version
     stream: "Stream | None" = None  # set when the document comes in several parts (a large file)
     final: bool = True  # the last (or only) part: its commit writes the document row
+    windows: list[Window] | None = None  # late chunking: the windows its chunks are pooled from (None: each chunk alone)
 
     def to_encode(self) -> list[int]:
         """Indexes of the chunks that need the encoder."""
@@ -88,6 +90,8 @@ class Skipped:
 
 
 Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one file gives
+# Late chunking's planner: (clean text, its chunks, title) → the windows to encode them in.
+Planner = Callable[[str, list[Chunk], str], list[Window]]
 
 
 def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None) -> dict[str, list]:
@@ -169,6 +173,7 @@ class Preparer:
     flush_tokens: int  # a streamed file comes in parts of STREAM_PART_FLUSHES times this many tokens
     retries: int  # further tries after a transient OS error
     retry_backoff_s: float  # the wait before the first of them, doubled for each next one
+    plan: Planner | None = None  # late chunking on: how a document read whole is cut into encoder windows
 
     def prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
         """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
@@ -247,9 +252,10 @@ class Preparer:
         if data is None:
             return self._streamed(entry, digest, outcome, started)
         doc = extract(entry.path, data, ReadLimits(self.rules.max_parsed_bytes, self.rules.max_parsed_bytes))
-        chunks = shifted(self.chunker.chunk_parts(doc.text, doc.pages), doc.offsets)
-        rows = chunk_rows(chunks, doc.pages, doc.sections)
-        prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started)
+        clean = self.chunker.chunk_parts(doc.text, doc.pages)
+        rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections)
+        prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
+                            windows=self.plan(doc.text, clean, doc.title) if self.plan else None)
         if record is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         return prepared

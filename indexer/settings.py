@@ -48,6 +48,8 @@ class ChunkingSettings(Section):
     max_tokens: int = Field(128, ge=16)
     overlap: int = Field(32, ge=0)
     title_prefix: bool = False
+    late: bool = False
+    late_margin: int = Field(32, ge=0)
 
 
 class EncoderSettings(Section):
@@ -58,6 +60,7 @@ class EncoderSettings(Section):
     pooling: Literal["auto", "mean", "cls", "last"] = "auto"
     normalize: bool = True
     max_length: int = Field(0, ge=0)
+    window_tokens: int = Field(0, ge=0)
     threads: int = Field(0, ge=0)
     batch_tokens: int = Field(4096, ge=256)
     query_prefix: str = ""

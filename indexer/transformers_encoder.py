@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from lodex.indexer.encoder import Encoder
+from lodex.indexer.late_chunking import pool_spans
 from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
 from lodex.indexer.smoothing import SCHEME
 from lodex.indexer.errors import ModelError
@@ -122,6 +123,7 @@ class TransformersEncoder(Encoder):
         declared = _read_json(path / "sentence_bert_config.json").get("max_seq_length")
         limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
         self.max_length = min(max_length or declared or limit, limit)
+        self.window_limit = limit
         self.special_tokens = len(self.tokenizer("")["input_ids"])
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
@@ -203,6 +205,19 @@ class TransformersEncoder(Encoder):
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
+
+    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
+        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.window_limit, return_tensors="np",
+                                  return_offsets_mapping=True, return_special_tokens_mask=True)
+        offsets, special = batch.pop("offset_mapping"), batch.pop("special_tokens_mask").astype(bool)
+        if self._fast is not None:
+            hidden = self._fast(batch)
+        else:
+            with self._torch.inference_mode():
+                hidden = self.model(**{k: self._torch.from_numpy(v) for k, v in batch.items()}).last_hidden_state.float().numpy()
+        mask = batch["attention_mask"].astype(bool)
+        return [pool_spans(hidden[i], mask[i], special[i], offsets[i], spans[i], (starts[i], len(texts[i])), self.pooling)
+                for i in range(len(texts))]
 
     def _torch_batch(self, texts: list[str]) -> np.ndarray:
         batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")

@@ -12,7 +12,7 @@ ORIGIN_FILE = "origin.json"
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
 _MUST_MATCH = (
     "model_id", "model_fingerprint", "dim", "pooling", "normalize", "max_length", "precision", "quantization",
-    "query_prefix", "document_prefix", "chunk_tokens", "chunk_overlap", "title_prefix",
+    "query_prefix", "document_prefix", "chunk_tokens", "chunk_overlap", "title_prefix", "late_chunking",
 )
 _LIBRARIES = ("lodex", "torch", "transformers", "tokenizers", "lancedb", "faiss-cpu", "pyarrow")
 
@@ -29,11 +29,13 @@ def library_versions() -> dict[str, str]:
 
 
 def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int, title_prefix: bool = False,
-                readers: dict[str, str] | None = None) -> dict[str, Any]:
-    """The full origin record for an index built with this encoder and chunking (title_prefix recorded only
-    when on, so indexes from before the option open unchanged) and these format readers ({format: version})."""
+                readers: dict[str, str] | None = None, late: dict[str, int] | None = None) -> dict[str, Any]:
+    """The full origin record for an index built with this encoder and chunking (title_prefix and late chunking's
+    windows recorded only when on, so indexes from before those options open unchanged) and these format readers
+    ({format: version})."""
     origin = {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions()}
-    return origin | ({"title_prefix": True} if title_prefix else {}) | ({"readers": dict(readers)} if readers else {})
+    return (origin | ({"title_prefix": True} if title_prefix else {}) | ({"readers": dict(readers)} if readers else {})
+            | ({"late_chunking": dict(late)} if late else {}))
 
 
 def read_origin(data_dir: Path) -> dict[str, Any] | None:

@@ -46,6 +46,15 @@ class FakeEncoder(Encoder):
         return out
 
 
+    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
+        """Late chunking, faked: a span's words, plus a quarter of its whole window's (its context)."""
+        out = []
+        for text, text_spans in zip(texts, spans):
+            context = self._embed_batch([text])[0] * 0.25
+            out.append(np.stack([self._embed_batch([text[a:b]])[0] + context for a, b in text_spans]))
+        return out
+
+
 class CrashingEncoder(FakeEncoder):
     """For crash tests in a subprocess: logs every text it encodes to $LODEX_TEST_ENCODE_LOG, and when
     $LODEX_TEST_KILL_AFTER is set, SIGKILLs its own process that many embed calls in, after

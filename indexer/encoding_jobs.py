@@ -1,0 +1,50 @@
+"""What the encoder runs for a flush: each chunk that needs a vector alone, or (late chunking) each window holding
+such a chunk, whose chunks all take their vectors from it."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lodex.indexer.encoder import Encoder
+from lodex.indexer.late_chunking import Window
+from lodex.indexer.preparation import Prepared
+
+Lead = Callable[[str], str]  # a document's title → the text put before its chunks when encoded
+
+
+@dataclass
+class Job:
+    """One input of the encoder: a chunk alone, or a window (late chunking) and the chunks pooled from it."""
+
+    prepared: Prepared
+    chunks: list[int]
+    window: Window | None
+    length: int  # model tokens, special tokens and lead included
+
+
+def encoder_jobs(fresh: list[Prepared], encoder: Encoder, lead: Lead) -> list[Job]:
+    """The jobs that give these files' chunks the vectors they lack (those re-used from the store are not asked for;
+    a window is run again when any of its chunks is new, and all its chunks then get its vectors)."""
+    jobs: list[Job] = []
+    for p in fresh:
+        need = set(p.to_encode())
+        prefix = lead(p.title) if need else ""
+        extra = (len(encoder.token_spans([prefix])[0]) if prefix else 0) + encoder.special_tokens
+        if p.windows is not None:
+            jobs += [Job(p, w.chunks, w, w.tokens + extra) for w in p.windows if need.intersection(w.chunks)]
+        else:
+            jobs += [Job(p, [i], None, min(p.rows["token_count"][i] + extra, encoder.max_length)) for i in sorted(need)]
+    return jobs
+
+
+def run_jobs(encoder: Encoder, lead: Lead, group: list[Job]) -> None:
+    """Encode a group of jobs and put their vectors in their files' `vectors` (set beforehand)."""
+    single = [job for job in group if job.window is None]
+    if single:
+        texts = [lead(job.prepared.title) + job.prepared.texts[job.chunks[0]] for job in single]
+        for job, vector in zip(single, encoder.embed(texts, lengths=[job.length for job in single])):
+            job.prepared.vectors[job.chunks[0]] = vector  # type: ignore[index]
+    windowed = [(job, job.window) for job in group if job.window is not None]
+    if windowed:
+        pooled = encoder.embed_windows([w for _, w in windowed], [lead(job.prepared.title) for job, _ in windowed])
+        for (job, _), vectors in zip(windowed, pooled):
+            job.prepared.vectors[job.chunks] = vectors  # type: ignore[index]

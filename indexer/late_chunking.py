@@ -1,0 +1,113 @@
+"""Late chunking: a document encoded in long windows, each chunk's vector pooled from the token states of its own span
+inside its window, so that every chunk sees its context. Chunks (boundaries, ids, offsets) are those of plain chunking."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lodex.indexer.chunker import Chunk, TokenSpans, token_spans_of
+from lodex.store.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class LateChunking:
+    """How documents are encoded when chunking.late is on: windows of up to `window_tokens` model tokens (special
+    tokens and prefixes included), reaching `margin` tokens of context past their first and last chunk."""
+
+    window_tokens: int
+    margin: int
+
+    def origin(self) -> dict[str, int]:
+        """What an index built this way records (its vectors differ from plain chunking's)."""
+        return {"window_tokens": self.window_tokens, "margin": self.margin}
+
+
+@dataclass(frozen=True)
+class Window:
+    """A stretch of a document encoded at once: its text, the chunks pooled from it and their char spans in it."""
+
+    text: str
+    chunks: list[int]  # indices of the document's (or part's) chunks
+    spans: list[tuple[int, int]]  # each chunk's (start, end) in `text`
+    tokens: int  # content tokens, as the chunker counted them
+
+
+def late_chunking(enabled: bool, window_tokens: int, margin: int, chunk_tokens: int, model_window: int) -> LateChunking | None:
+    """The late-chunking plan of the settings (window_tokens 0: the model's window), checked; None when off."""
+    if not enabled:
+        return None
+    window = window_tokens or model_window
+    if window > model_window:
+        raise ConfigError(f"encoder.window_tokens {window} is longer than the model reads at once ({model_window} tokens)",
+                          f"set encoder.window_tokens to at most {model_window} (0 = the model's window)")
+    if window < chunk_tokens:
+        raise ConfigError(f"encoder.window_tokens {window} is shorter than a chunk (chunking.max_tokens {chunk_tokens})",
+                          "raise encoder.window_tokens, lower chunking.max_tokens, or set chunking.late = false")
+    return LateChunking(window, margin)
+
+
+def plan_windows(text: str, chunks: list[Chunk], tokenize: TokenSpans, budget: int, margin: int, pack: bool = True) -> list[Window]:
+    """Consecutive chunks of `text` grouped into windows of at most `budget` content tokens: each window holds as
+    many whole chunks as fit with up to `margin` tokens of context on each side (less where the budget is short),
+    or (`pack` false: windows no longer than a chunk) one chunk each. Chunks' offsets are in `text`."""
+    if not chunks:
+        return []
+    spans = token_spans_of(text, tokenize)
+    starts, ends = spans[:, 0], spans[:, 1]
+    first = np.searchsorted(starts, [c.char_start for c in chunks], side="left")
+    last = np.maximum(np.searchsorted(ends, [c.char_end for c in chunks], side="left"), first)  # inclusive
+    n = len(spans)
+    word = np.ones(n + 1, dtype=bool)  # token k starts a word (so a window starting or ending there tokenizes alike)
+    word[1:n] = starts[1:] > ends[:-1]
+    windows: list[Window] = []
+    i = 0
+    while i < len(chunks):
+        j = i
+        while pack and j + 1 < len(chunks) and _width(first[i], last[j + 1], n, margin) <= budget:
+            j += 1
+        lo, hi = int(first[i]), int(last[j]) + 1
+        room = max(budget - (hi - lo), 0)
+        before = min(margin, lo, max(room // 2, room - min(margin, n - hi)))
+        after = min(margin, n - hi, room - before)
+        first_chunk, last_chunk = lo, hi
+        lo, hi = lo - before, hi + after
+        while lo < first_chunk and not word[lo]:
+            lo += 1
+        while hi > last_chunk and not word[hi]:
+            hi -= 1
+        a = min(int(starts[lo]), chunks[i].char_start)
+        b = max(int(ends[hi - 1]), *(c.char_end for c in chunks[i : j + 1]))
+        members = list(range(i, j + 1))
+        windows.append(Window(text[a:b], members, [(chunks[k].char_start - a, chunks[k].char_end - a) for k in members], hi - lo))
+        i = j + 1
+    return windows
+
+
+def _width(lo: int, hi_inclusive: int, n: int, margin: int) -> int:
+    """Tokens of a window over chunk tokens [lo, hi] with its context margins (as far as the document goes)."""
+    return int(hi_inclusive) + 1 - int(lo) + min(margin, int(lo)) + min(margin, n - int(hi_inclusive) - 1)
+
+
+def pool_spans(hidden: np.ndarray, mask: np.ndarray, special: np.ndarray, offsets: np.ndarray, spans: list[tuple[int, int]],
+               content: tuple[int, int], pooling: str) -> np.ndarray:
+    """One vector per char span from one window's token states: (tokens, dim) `hidden`, `mask` marking its real
+    tokens (not padding), `special` its special tokens, their char `offsets` in the window's text. A span touching the
+    start (end) of the window's `content` also takes the real tokens before (after) it (special tokens, a prefix), so
+    a window holding one chunk pools exactly as that chunk encoded alone. Pooling: the mean, the last token or the first."""
+    real = np.flatnonzero(mask)
+    words = mask & ~special & (offsets[:, 1] > offsets[:, 0])
+    out = np.zeros((len(spans), hidden.shape[-1]), dtype=np.float32)
+    for k, (a, b) in enumerate(spans):
+        inside = np.flatnonzero(words & (offsets[:, 0] >= a) & (offsets[:, 1] <= b))
+        if not len(inside) or not len(real):
+            continue  # truncated away: cannot happen with planned windows
+        lo = int(real[0]) if a <= content[0] else int(inside[0])
+        hi = int(real[-1]) + 1 if b >= content[1] else int(inside[-1]) + 1
+        if pooling == "last":
+            out[k] = hidden[hi - 1]
+        elif pooling == "cls":
+            out[k] = hidden[lo]
+        else:
+            keep = mask[lo:hi].astype(hidden.dtype)[:, None]
+            out[k] = (hidden[lo:hi] * keep).sum(axis=0) / max(float(keep.sum()), 1e-9)
+    return out

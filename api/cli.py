@@ -79,8 +79,12 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
     """The index's write side for `root` (a WriteSide: lock, job log, encoder, store, indexer), for a `with` block."""
     from lodex.api.factory import WriteSide
 
+    from lodex.api.render import runtime_line
+
     err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
-    return WriteSide(settings, root, rebuild=rebuild, long_lived=long_lived)
+    side = WriteSide(settings, root, rebuild=rebuild, long_lived=long_lived)
+    err.print(runtime_line(side.encoder.runtime()), highlight=False, markup=False)
+    return side
 
 
 def _print_summary(summary, as_json: bool) -> None:
@@ -188,6 +192,7 @@ def serve(
     from lodex.api.app import create_app
     from lodex.api.http_errors import HaltingServer, JsonErrorsProtocol, is_loopback
     from lodex.api.logs import file_logger
+    from lodex.api.render import runtime_line
     from lodex.api.service import LodexService
 
     settings = _settings(ctx, config, data_dir)
@@ -205,6 +210,7 @@ def serve(
     try:
         err.print(f"model {service.encoder.model_id} ({service.encoder.dim} dims); index {settings.data_dir}; "
                   f"{'watching' if not no_watch else 'not watching'} {root}", highlight=False)
+        err.print(runtime_line(service.encoder.runtime()), highlight=False, markup=False)
         service.start()
         err.print(f"lodex is serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", highlight=False)
         def shutdown() -> None:
@@ -304,6 +310,7 @@ def status(
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
     from lodex.api.factory import open_reader
     from lodex.api.render import print_failures, print_status
+    from lodex.indexer.cpu import cpu_info
     from lodex.store.job_log import JobLog
     from lodex.store.origin import read_origin
 
@@ -318,7 +325,7 @@ def status(
     info = {
         **counts, "failed": len(failures), "data_dir": str(settings.data_dir), "root": root,
         "model": origin.get("model_id"), "dim": origin.get("dim"), "last_run": last_run,
-        "failures": failures, "origin": origin,
+        "failures": failures, "origin": origin, "cpu": cpu_info().to_dict(),
     }
     if as_json:
         print(json.dumps(info))

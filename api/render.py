@@ -56,6 +56,13 @@ def print_failures(out: Console, failures: dict[str, dict[str, Any]]) -> None:
     out.print(f"{len(failures)} failed; fix them and run `lodex retry`" if failures else "no failed files", style="dim")
 
 
+def runtime_line(runtime: str) -> str:
+    """The encoder's runtime and the CPU it runs on (model, cores, the flags that decide its speed)."""
+    from lodex.indexer.cpu import cpu_info
+
+    return f"encoder: {runtime}\n{cpu_info().line()}"
+
+
 def print_status(out: Console, info: dict[str, Any]) -> None:
     """Where the index is, what it mirrors, its model, counts and last run (`info`: what `status --json` prints)."""
     origin, last_run, failed = info["origin"], info["last_run"], info["failed"]
@@ -63,6 +70,9 @@ def print_status(out: Console, info: dict[str, Any]) -> None:
               highlight=False, markup=False)
     out.print(f"documents {info['documents']:,}\nchunks    {info['chunks']:,}\nfailed    {failed}" + (" (lodex status --failed)" if failed else ""),
               highlight=False)
+    if info.get("cpu"):
+        out.print(f"cpu       {info['cpu']['model']}, {info['cpu']['physical_cores']} cores; flags {' '.join(info['cpu']['features']) or '-'}; "
+                  f"int8 {info['cpu']['int8_kernel']}", highlight=False, markup=False)
     if last_run:
         out.print(f"last run  {last_run['kind']}: {last_run['added']} added, {last_run['updated']} updated, {last_run['reused']} re-used, "
                   f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)

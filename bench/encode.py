@@ -76,7 +76,7 @@ def matmul_gflops(size: int = 4096, repeats: int = 5) -> float:
     """Best fp32 GFLOP/s of a size x size matrix multiply with torch on all physical cores."""
     import torch
 
-    from lodex.indexer.transformers_encoder import physical_cores
+    from lodex.indexer.cpu import physical_cores
 
     torch.set_num_threads(physical_cores())
     a, b = torch.randn(size, size), torch.randn(size, size)
@@ -147,6 +147,9 @@ def main() -> None:
               "fast": "lodex encoder, fast mode (int8 ONNX)", "index": "lodex index, end to end (exact)"}
     print(f"{args.docs} abstracts of {args.dataset.name} as long documents of {args.bundle}; {tokens:,} chunk tokens; "
           f"best of {args.rounds} round(s); {os.cpu_count()} CPUs")
+    from lodex.indexer.cpu import cpu_info
+
+    print(cpu_info().line())
     print(f"machine: fp32 matmul {gflops:,.1f} GFLOP/s; model: {per_token / 1e6:.1f} MFLOP/token at a mean "
           f"{sum(lengths) / len(lengths):.0f} tokens per chunk")
     print(f"{'':42s} {'tokens/s':>10s} {'vs ST':>7s} {'% of fp32 peak':>15s} {'peak RSS':>10s}")

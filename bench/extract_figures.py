@@ -1,7 +1,6 @@
 """bench/extract.py's figures: word fidelity against a known text, a distribution's installed size and licence, and
 the CPU's flags line printed next to speed figures."""
 
-import os
 import re
 import unicodedata
 from collections import Counter
@@ -69,12 +68,7 @@ def licence(dist: str, known: str) -> str:
 
 
 def cpu_line() -> str:
-    model, flags = "?", set()
-    with open("/proc/cpuinfo", encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith("model name") and model == "?":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags"):
-                flags |= {f for f in line.split(":", 1)[1].split() if re.match(r"avx2|avx512|.*vnni", f)}
-                break
-    return f"cpu: {model}, {os.cpu_count()} cores; flags: {' '.join(sorted(flags)) or 'no avx2/avx512/vnni'}"
+    """The CPU's line (model, cores, the flags that matter to the encoder), printed next to speed figures."""
+    from lodex.indexer.cpu import cpu_info
+
+    return cpu_info().line()

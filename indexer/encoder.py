@@ -124,6 +124,10 @@ class Encoder(ABC):
             np.divide(vectors, norms, out=vectors, where=norms > 0)
         return vectors
 
+    def runtime(self) -> str:
+        """How documents and queries are encoded here (precision and runtime), for the startup line and status."""
+        return f"{self.precision} ({type(self).__name__})"
+
     def release_memory(self) -> None:
         """Give back working memory kept from large batches (after a big run); the next batch grows it again."""
 

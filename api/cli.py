@@ -190,6 +190,7 @@ def serve(
     import uvicorn
 
     from lodex.api.app import create_app
+    from lodex.api.forward import forget_server, record_server
     from lodex.api.http_errors import HaltingServer, JsonErrorsProtocol, is_loopback
     from lodex.api.logs import file_logger
     from lodex.api.render import runtime_line
@@ -214,6 +215,7 @@ def serve(
         service.start()
         err.print(f"lodex is serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", highlight=False)
         def shutdown() -> None:
+            forget_server(settings.data_dir)  # before the signal that stopped uvicorn ends the process
             err.print("stopping: finishing queued changes…")
             service.close()
             err.print("stopped")
@@ -221,8 +223,10 @@ def serve(
         # uvicorn runs the app's shutdown (which closes the service) before it re-raises SIGINT/SIGTERM
         server_config = uvicorn.Config(create_app(service, on_shutdown=shutdown, host=host), host=host, port=port, log_level="warning",
                                        access_log=False, http=JsonErrorsProtocol, timeout_graceful_shutdown=5)
+        record_server(settings.data_dir, host, port)  # `lodex search` and `lodex status` ask this server from now on
         HaltingServer(server_config, on_exit=service.halt).run()
     finally:
+        forget_server(settings.data_dir)
         service.close()
 
 
@@ -235,15 +239,17 @@ def search(
     path: Annotated[str | None, typer.Option("--path", help="Only documents whose relative path matches this glob.")] = None,
     ext: Annotated[list[str] | None, typer.Option("--ext", help="Only these file extensions (repeatable).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="dense, bm25 or hybrid (default: search.mode).")] = None,
+    local: Annotated[bool, typer.Option("--local", help="Search in this process even when a `lodex serve` of this index runs.")] = False,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Rank indexed documents by meaning and keywords and show their best passages, query words marked."""
-    from lodex.api.factory import build_encoder, build_searcher, open_store
+    """Rank indexed documents by meaning and keywords and show their best passages, query words marked (asked of the
+    `lodex serve` of the same data dir when one runs: no model to load)."""
+    from lodex.api.forward import ask_server
     from lodex.api.render import print_search
-    from lodex.search.results import SearchFilters
-    from lodex.search.searcher import MODES
+    from lodex.search.names import MODES
+    from lodex.search.results import SearchFilters, SearchResponse
 
     settings = _settings(ctx, config, data_dir)
     if not query.strip():
@@ -253,13 +259,28 @@ def search(
         raise ConfigError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
     if not (settings.data_dir / "origin.json").exists():
         raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
-    encoder = build_encoder(settings)
-    store = open_store(settings, encoder, settings.data_dir, create=False)
-    response = build_searcher(settings, encoder, store).search(query, k or settings.search.k, SearchFilters(path, tuple(ext or ())), mode)  # type: ignore[arg-type]
+    k = k or settings.search.k
+    body = {"q": query, "k": k, "path": path, "ext": ext, "mode": mode or settings.search.mode}
+    answer = ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", body) if not local else None
+    if answer is not None and answer.body is not None:
+        response = SearchResponse.from_dict(answer.body)
+    else:
+        if answer is not None and answer.reason:
+            err.print(f"{answer.reason}; searching the index here", highlight=False, markup=False)
+        response = _search_here(settings, query, k, SearchFilters(path, tuple(ext or ())), mode)
     if as_json:
         print(json.dumps(response.to_dict(), ensure_ascii=False))
         return
     print_search(Console(), response)
+
+
+def _search_here(settings: Any, query: str, k: int, filters: Any, mode: str | None) -> Any:
+    """Search the index in this process: load the encoder, open the store read-only, rank."""
+    from lodex.api.factory import build_encoder, build_searcher, open_store
+
+    encoder = build_encoder(settings)
+    store = open_store(settings, encoder, settings.data_dir, create=False)
+    return build_searcher(settings, encoder, store).search(query, k, filters, mode)  # type: ignore[arg-type]
 
 
 @app.command(name="eval")
@@ -308,7 +329,7 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
-    from lodex.api.factory import open_reader
+    from lodex.api.forward import ask_server
     from lodex.api.render import print_failures, print_status
     from lodex.indexer.cpu import cpu_info
     from lodex.store.job_log import JobLog
@@ -318,7 +339,13 @@ def status(
     origin = read_origin(settings.data_dir)
     if origin is None:
         raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
-    counts = open_reader(settings, int(origin["dim"])).counts()
+    served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
+    if served is not None:
+        counts = {"documents": served["documents"], "chunks": served["chunks"]}
+    else:
+        from lodex.api.factory import open_reader
+
+        counts = open_reader(settings, int(origin["dim"])).counts()
     jobs = JobLog(settings.data_dir)
     failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
     jobs.close()

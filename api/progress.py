@@ -2,17 +2,20 @@
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from lodex.indexer.paths import printable
-from lodex.indexer.pipeline import Progress as RunProgress
-from lodex.indexer.pipeline import RunSummary
+
+if TYPE_CHECKING:  # types only: the CLI's renderers load without the indexing pipeline
+    from lodex.indexer.pipeline import Progress as RunProgress
+    from lodex.indexer.pipeline import RunSummary
 
 
 @contextmanager
-def progress_bar(console: Console) -> Iterator[Callable[[RunProgress], None]]:
+def progress_bar(console: Console) -> Iterator[Callable[["RunProgress"], None]]:
     """A callback that draws files done/total, chunks and tokens/s while a run goes on."""
     bar = Progress(
         TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
@@ -21,7 +24,7 @@ def progress_bar(console: Console) -> Iterator[Callable[[RunProgress], None]]:
     )
     task = bar.add_task("index", total=None, chunks=0, rate=0.0)
 
-    def update(state: RunProgress) -> None:
+    def update(state: "RunProgress") -> None:
         bar.update(task, total=state.files_total, completed=state.files_done, chunks=state.chunks, rate=state.tokens_per_s)
 
     with bar:
@@ -33,7 +36,7 @@ def skipped_line(skipped: dict[str, int]) -> str:
     return ", ".join(f"{n} {printable(ext)}" for ext, n in skipped.items())
 
 
-def summary_lines(summary: RunSummary) -> list[str]:
+def summary_lines(summary: "RunSummary") -> list[str]:
     """Human summary of a run, first line the totals, then one line per failed file."""
     rate = summary.tokens / summary.seconds if summary.seconds else 0.0
     lines = [

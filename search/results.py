@@ -52,6 +52,16 @@ class SearchResponse:
                 for p in hit.passages]}
             for hit in self.results], "mode": self.mode}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SearchResponse":
+        """The response of a JSON answer in the shape of to_dict (a server's, for the CLI)."""
+        return cls(data["query"], data["took_ms"], [
+            DocumentHit(hit["doc_id"], hit["path"], hit["title"], hit["score"], [
+                Passage(p["text"], p["char_start"], p["char_end"], p["score"], [tuple(h) for h in p["highlights"]], p.get("page"),
+                        p.get("page_end"), p.get("section"))
+                for p in hit["passages"]])
+            for hit in data["results"]], data.get("mode", "dense"))
+
 
 @dataclass(frozen=True)
 class SearchFilters:

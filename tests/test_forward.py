@@ -1,0 +1,94 @@
+"""`lodex search` and `lodex status` ask a running `lodex serve` of the same data dir (no model to load), print what
+they would print on their own, and search by themselves when the server is gone, killed or refuses their key."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lodex.api.forward import SERVER_FILE, forget_server, record_server, running_server
+from tests.test_serve import REPO, Server, get
+
+
+def _cli(data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), "LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "lodex.api.cli", *args], env=full_env, cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_record_names_a_live_server_on_this_machine_only(tmp_path: Path) -> None:
+    assert running_server(tmp_path) is None
+    record_server(tmp_path, "0.0.0.0", 8123)
+    assert running_server(tmp_path) == ("127.0.0.1", 8123)  # this process is alive; a wildcard bind is reached on loopback
+    record = json.loads((tmp_path / SERVER_FILE).read_text())
+    (tmp_path / SERVER_FILE).write_text(json.dumps(record | {"hostname": "another-machine"}))
+    assert running_server(tmp_path) is None  # a data dir shared over the network, served elsewhere
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / SERVER_FILE).write_text(json.dumps(record | {"pid": dead.pid}))
+    assert running_server(tmp_path) is None  # left by a killed server
+    (tmp_path / SERVER_FILE).write_text("{not json")
+    assert running_server(tmp_path) is None
+    record_server(tmp_path, "127.0.0.1", 8123)
+    (tmp_path / SERVER_FILE).write_text(json.dumps(json.loads((tmp_path / SERVER_FILE).read_text()) | {"pid": 1}))
+    forget_server(tmp_path)
+    assert (tmp_path / SERVER_FILE).exists()  # another process's record is left alone
+
+
+def _wait_listening(server: Server, timeout: float = 120) -> None:
+    """Until the server answers (/health needs no key; it listens once its model is loaded and its index open)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert server.proc.poll() is None, server.output()
+        try:
+            if get(server.url + "/health", 2)[0] == 200:
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"serve not listening: {server.output()}")
+
+
+@pytest.mark.slow
+def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: Path) -> None:
+    root, data = tmp_path / "docs", tmp_path / "data"
+    root.mkdir()
+    (root / "wings.md").write_text("# Wings\n\nSwept wings delay the drag rise at transonic Mach numbers.\n")
+    (root / "terns.txt").write_text("Arctic terns migrate from the Arctic to the Antarctic and back every year.\n")
+    assert _cli(data, "index", str(root)).returncode == 0
+    local = _cli(data, "search", "swept wings drag", "--json", "--local")
+    assert local.returncode == 0, local.stderr
+    server = Server(root, data, env={"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_API__API_KEY": "sesame"})
+    try:
+        _wait_listening(server)
+        assert running_server(data) == ("127.0.0.1", server.port)
+        asked = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "sesame"})
+        assert asked.returncode == 0 and "searching the index here" not in asked.stderr
+        assert "loading" not in asked.stderr
+        assert json.loads(asked.stdout)["results"] == json.loads(local.stdout)["results"]
+        human = _cli(data, "search", "swept wings drag", env={"LODEX_API__API_KEY": "sesame"})
+        assert "wings.md" in human.stdout and "1. " in human.stdout
+        status = json.loads(_cli(data, "status", "--json", env={"LODEX_API__API_KEY": "sesame"}).stdout)
+        assert status["documents"] == 2 and status["chunks"] >= 2
+        refused = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "wrong"})
+        assert refused.returncode == 0 and "answered 401 (check api.api_key); searching the index here" in refused.stderr
+        assert json.loads(refused.stdout)["results"] == json.loads(local.stdout)["results"]
+        server.proc.send_signal(signal.SIGKILL)  # killed: its record stays behind
+        server.proc.wait(timeout=30)
+        assert (data / SERVER_FILE).exists() and running_server(data) is None
+        alone = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "sesame"})
+        assert alone.returncode == 0 and json.loads(alone.stdout)["results"] == json.loads(local.stdout)["results"]
+    finally:
+        if server.proc.poll() is None:
+            server.stop()
+    restarted = Server(root, data, env={"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder"})
+    try:
+        restarted.wait_ready()
+        assert running_server(data) == ("127.0.0.1", restarted.port)
+    finally:
+        restarted.stop()
+    assert not (data / SERVER_FILE).exists()  # a server that stops takes its record with it

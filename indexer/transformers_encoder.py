@@ -2,7 +2,6 @@
 
 import copy
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -11,9 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from lodex.indexer.encoder import Encoder
-from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
+from lodex.indexer.onnx_model import OnnxModel, load_onnx_model, model_inputs
 from lodex.indexer.smoothing import SCHEME
 from lodex.indexer.errors import ModelError
+from lodex.indexer.model_info import read_model_dir, window
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
@@ -22,6 +22,7 @@ BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
 # (an exporter can bake a traced length into a graph: its vectors would be wrong, silently).
 _CHECK_TEXTS = ["a", "How are lift and drag of a swept wing measured in a transonic wind tunnel?", "Boundary layers. " * 60]
+FAST_GATE = 0.95  # the lowest cosine of int8 vectors to PyTorch's on _CHECK_TEXTS for fast mode to be used
 
 
 def bundled_model_dir() -> Path:
@@ -55,13 +56,6 @@ def physical_cores() -> int:
         return logical
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def _fingerprint(model_dir: Path) -> str:
     """A cheap identity of the weights: sizes and first MiB of every weights file."""
     digest = hashlib.blake2b(digest_size=8)
@@ -72,15 +66,6 @@ def _fingerprint(model_dir: Path) -> str:
             with path.open("rb") as fh:
                 digest.update(fh.read(1 << 20))
     return digest.hexdigest()
-
-
-def _declared_pooling(model_dir: Path) -> str:
-    config = _read_json(model_dir / "1_Pooling" / "config.json")
-    if config.get("pooling_mode_cls_token"):
-        return "cls"
-    if config.get("pooling_mode_lasttoken"):
-        return "last"
-    return "mean"
 
 
 class TransformersEncoder(Encoder):
@@ -101,8 +86,7 @@ class TransformersEncoder(Encoder):
         hf_logging.disable_progress_bar()
         bundled = not model_dir
         path = bundled_model_dir() if not model_dir else Path(model_dir).expanduser()
-        if not (path / "config.json").is_file():
-            raise ModelError(f"no model found in {path} (config.json missing)", "set encoder.model to a local Hugging Face model directory")
+        info = read_model_dir(path)  # a ModelError with the reason for a broken directory, before any weights are read
         torch.set_num_threads(threads or physical_cores())
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
@@ -117,14 +101,14 @@ class TransformersEncoder(Encoder):
         self.model_id = BUNDLED_MODEL_ID if bundled else path.name
         self.fingerprint = _fingerprint(path)
         self.dim = int(self.model.config.hidden_size)
-        self.pooling = _declared_pooling(path) if pooling == "auto" else pooling
+        self.pooling = info.pooling(pooling).value
         self.normalize = normalize
-        declared = _read_json(path / "sentence_bert_config.json").get("max_seq_length")
-        limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
-        self.max_length = min(max_length or declared or limit, limit)
-        self.special_tokens = len(self.tokenizer("")["input_ids"])
-        self.query_prefix = query_prefix
-        self.document_prefix = document_prefix
+        self.max_length = window(path, max_length, int(getattr(self.model.config, "max_position_embeddings", 512)),
+                                 int(self.tokenizer.model_max_length)).value
+        self.eos_id: int | None = info.eos(cfg.append_eos, self.pooling, self.tokenizer).value  # appended to every input when not None
+        self.special_tokens = len(self.tokenizer("")["input_ids"]) + (self.eos_id is not None)
+        self.query_prefix, self.document_prefix = (choice.value for choice in info.prefixes(cfg))  # lodex config, else the model's prompts
+        self._inputs = model_inputs(self.model, self.tokenizer)
         if precision not in ("exact", "fast"):
             raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
         self.precision = precision
@@ -136,11 +120,19 @@ class TransformersEncoder(Encoder):
         self._query_fallback = False
         self._query_lock = threading.Lock()
         if precision == "fast":
-            self._fast = self._checked_onnx_model(int8=True, spin=True)
+            try:
+                self._fast = self._checked_onnx_model(int8=True, spin=True)
+            except ModelError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
+                raise ModelError(f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
+                                 f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})", 'set encoder.precision = "exact"') from exc
 
     def origin(self) -> dict:
-        """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused)."""
-        return super().origin() | ({"quantization": SCHEME} if self.precision == "fast" else {})
+        """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the
+        end-of-sequence id appended to inputs (recorded only when one is, so earlier indexes open unchanged)."""
+        return super().origin() | ({"quantization": SCHEME} if self.precision == "fast" else {}) \
+            | ({"eos_token": self.eos_id} if self.eos_id is not None else {})
 
     def _tokenizer(self):  # noqa: ANN202 - a transformers fast tokenizer
         """This thread's own copy of the tokenizer. One instance must not be shared: each call sets padding and
@@ -182,7 +174,7 @@ class TransformersEncoder(Encoder):
         cosine of 0.95 (int8) or 0.9999 (float32) to PyTorch's."""
         model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=int8,
                                 max_length=self.max_length, spin=spin)
-        if (agreement := self._agreement(model)) < (0.95 if int8 else 0.9999):
+        if (agreement := self._agreement(model)) < (FAST_GATE if int8 else 0.9999):
             raise ModelError(f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
                              "set encoder.precision = \"exact\"" if self.precision == "fast" else "")
         return model
@@ -193,8 +185,21 @@ class TransformersEncoder(Encoder):
         cosines = (ours * reference).sum(axis=1) / np.maximum(np.linalg.norm(ours, axis=1) * np.linalg.norm(reference, axis=1), 1e-12)
         return float(cosines.min())
 
+    def _tokenize(self, texts: list[str], tensors: str):  # noqa: ANN202 - a transformers BatchEncoding
+        """A padded batch (on the tokenizer's padding side) of the model's inputs, the EOS id appended when the encoder appends one."""
+        tokenizer = self._tokenizer()
+        if self.eos_id is None:
+            batch = tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors=tensors)
+        else:
+            encoded = tokenizer(texts, truncation=True, max_length=self.max_length - 1)
+            for key, tail in (("input_ids", self.eos_id), ("attention_mask", 1), ("token_type_ids", 0)):
+                if key in encoded:
+                    encoded[key] = [row + [tail] for row in encoded[key]]
+            batch = tokenizer.pad(encoded, return_tensors=tensors)
+        return {name: batch[name] for name in self._inputs}
+
     def _onnx_batch(self, model: "OnnxModel", texts: list[str]) -> np.ndarray:
-        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+        batch = self._tokenize(texts, "np")
         return _pool(model(batch), batch["attention_mask"], self.pooling)
 
     def _query_batch(self, texts: list[str]) -> np.ndarray:
@@ -205,17 +210,18 @@ class TransformersEncoder(Encoder):
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
 
     def _torch_batch(self, texts: list[str]) -> np.ndarray:
-        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        batch = self._tokenize(texts, "pt")
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
         return _pool(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    """One vector per sequence from (batch, tokens, dim) hidden states: cls, last real token, or masked mean."""
+    """One vector per sequence from (batch, tokens, dim) hidden states: cls, last real token (left or right padding), or
+    masked mean."""
     if pooling == "cls":
-        return hidden[:, 0]
+        return hidden[np.arange(hidden.shape[0]), np.argmax(mask, axis=1)]
     if pooling == "last":
-        return hidden[np.arange(hidden.shape[0]), mask.sum(axis=1) - 1]
+        return hidden[np.arange(hidden.shape[0]), mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)]
     weights = mask[..., None].astype(hidden.dtype)
     return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

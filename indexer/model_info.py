@@ -69,7 +69,7 @@ class ModelInfo:
             for name in names:
                 if isinstance(prompts.get(name), str) and prompts[name]:
                     return Choice(prompts[name], f"{ST_CONFIG} prompts[{name!r}]")
-            return Choice("", "none")
+            return Choice("", "no prompt declared, none configured")
 
         return choose(cfg.query_prefix, "query_prefix", ("query",)), choose(cfg.document_prefix, "document_prefix", ("document", "passage"))
 
@@ -82,11 +82,11 @@ class ModelInfo:
         if mode == "never":
             return Choice(None, "lodex config encoder.append_eos = \"never\"")
         if mode == "auto" and not (self.decoder and pooling == "last"):
-            return Choice(None, "none (not a last-token decoder)")
+            return Choice(None, "not a last-token decoder")
         if not isinstance(eos_id, int):
             if mode == "always":
                 raise ModelError(f"the model in {self.path} declares no end-of-sequence token", 'set encoder.append_eos = "auto" or "never"')
-            return Choice(None, "none (the model declares no end-of-sequence token)")
+            return Choice(None, "the model declares no end-of-sequence token")
         ids = tokenizer("a")["input_ids"]
         if ids and ids[-1] == eos_id:
             return Choice(None, f"added by the tokenizer itself ({where} {eos_id})")

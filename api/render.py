@@ -94,7 +94,8 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
         line("fast mode", f"yes (int8 vs exact cosine mean {fast['mean_cosine']:.4f}, min {fast['min_cosine']:.4f} on {fast['texts']} texts; "
                           f"load-time gate {fast['gate_cosine']:.4f})")
     else:
-        line("fast mode", f"no — {fast['reason']}; served exactly")
+        refused = "; encoder.precision = \"fast\" is refused: set it to \"exact\"" if report["configured_precision"] == "fast" else ""
+        line("fast mode", f"no — {fast['reason']}; served exactly{refused}")
     speed = report["tokens_per_s"]
     line("tokens/s", f"exact {speed['exact']:,}" + (f", fast {speed['fast']:,}" if speed["fast"] is not None else ""))
     memory = report["memory_mb"]

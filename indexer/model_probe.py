@@ -39,9 +39,11 @@ def probe_texts() -> list[str]:
 
 
 def measure(encoder: TransformersEncoder, texts: list[str], embed: Callable[[list[str]], np.ndarray]) -> Run:
-    """Vectors of `texts` through `embed` (one padded batch → pooled rows), batched as the encoder batches documents."""
+    """Vectors of `texts` through `embed` (one padded batch → pooled rows), batched as the encoder batches documents;
+    timed after a warm-up call (a runtime's first call sets itself up)."""
     lengths = encoder.token_lengths(texts)
     out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
+    embed(texts[:2])
     start = time.perf_counter()
     for batch in encoder._batches(lengths):
         out[batch] = embed([texts[i] for i in batch])

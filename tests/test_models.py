@@ -129,9 +129,10 @@ def test_pooling_precedence(models: dict[str, Path], tmp_path: Path) -> None:
         read_model_dir(path).pooling("auto")
 
 
-def test_lfm2_passes_the_fast_mode_gate(models: dict[str, Path], tmp_path: Path) -> None:
-    """LFM2 (short convolutions and attention) exports to int8 ONNX and passes the same gate as BERT."""
-    exact, fast = _encoder(models["lfm2"], tmp_path), _encoder(models["lfm2"], tmp_path, precision="fast")
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str, Path], tmp_path: Path) -> None:
+    """LFM2 (short convolutions and attention), ModernBERT and Qwen3 export to int8 ONNX and pass the same gate as BERT."""
+    exact, fast = _encoder(models[kind], tmp_path), _encoder(models[kind], tmp_path, precision="fast")
     assert fast._fast is not None and fast.origin()["quantization"] == "int8-sq75"
     cosines = (exact.embed(TEXTS) * fast.embed(TEXTS)).sum(axis=1)
     assert cosines.min() >= 0.95, cosines
@@ -238,3 +239,25 @@ def test_model_check_of_the_bundled_model(tmp_path: Path) -> None:
     assert 20e6 < report["parameters"] < 25e6 and report["memory_mb"]["int8_model"] < 30
     code, out, _ = _check()
     assert code == 0 and "architecture    BertModel (bert, encoder), 22.7M parameters, 384 dims" in out
+
+
+def test_model_check_says_why_fast_mode_is_not_available(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lodex.indexer.model_probe as probe
+
+    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(probe, "FAST_GATE", 1.01)  # no export can pass: the gate's reason
+    code, out, _ = _check(str(models["lfm2"]))
+    assert code == 0 and "fast mode       no — its int8 vectors keep a cosine of only 0.99" in out and "(fast mode needs 1.01); served exactly" in out
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("Exporting the operator 'aten::unsupported' to ONNX is not supported")
+
+    monkeypatch.setattr(probe, "load_onnx_model", failing)
+    monkeypatch.setenv("LODEX_ENCODER__PRECISION", "fast")
+    code, out, _ = _check(str(models["lfm2"]), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["fast_mode"]["available"] is False and report["tokens_per_s"]["fast"] is None
+    assert report["fast_mode"]["reason"] == "its int8 ONNX export failed (RuntimeError: Exporting the operator 'aten::unsupported' to ONNX is not supported)"
+    assert report["memory_mb"]["fast"] is None and report["configured_precision"] == "fast"
+    code, out, _ = _check(str(models["lfm2"]))
+    assert 'served exactly; encoder.precision = "fast" is refused: set it to "exact"' in out

@@ -75,10 +75,12 @@ class ModelInfo:
 
     def eos(self, mode: str, pooling: str, tokenizer: Any) -> Choice:
         """The end-of-sequence id lodex appends to every input (None: none), per encoder.append_eos: "auto" appends the
-        declared EOS for a last-token decoder whose tokenizer does not add it itself; "always" whenever it does not."""
-        eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else self.config.get("eos_token_id")
-        eos_id = eos_id[0] if isinstance(eos_id, list) and eos_id else eos_id
-        where = "tokenizer eos_token" if tokenizer.eos_token_id is not None else "config.json eos_token_id"
+        EOS config.json declares (else the tokenizer's) for a last-token decoder whose tokenizer ends inputs with no
+        special token of its own; "always" does so for any model. A tokenizer's own trailing token is kept as it is:
+        Qwen3-Embedding's appends <|endoftext|> (its config's EOS; its tokenizer's eos_token is another, <|im_end|>)."""
+        declared = self.config.get("eos_token_id")
+        declared = declared[0] if isinstance(declared, list) and declared else declared
+        eos_id, where = (declared, "config.json eos_token_id") if isinstance(declared, int) else (tokenizer.eos_token_id, "tokenizer eos_token")
         if mode == "never":
             return Choice(None, "lodex config encoder.append_eos = \"never\"")
         if mode == "auto" and not (self.decoder and pooling == "last"):
@@ -87,9 +89,9 @@ class ModelInfo:
             if mode == "always":
                 raise ModelError(f"the model in {self.path} declares no end-of-sequence token", 'set encoder.append_eos = "auto" or "never"')
             return Choice(None, "the model declares no end-of-sequence token")
-        ids = tokenizer("a")["input_ids"]
-        if ids and ids[-1] == eos_id:
-            return Choice(None, f"added by the tokenizer itself ({where} {eos_id})")
+        full, plain = tokenizer("a")["input_ids"], tokenizer("a", add_special_tokens=False)["input_ids"]
+        if full and plain and full[-1] != plain[-1]:
+            return Choice(None, f"the tokenizer ends inputs with token {full[-1]} itself")
         return Choice(int(eos_id), f"appended: {where} {eos_id}" + (" (encoder.append_eos = \"always\")" if mode == "always" else ""))
 
 

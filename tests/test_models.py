@@ -97,6 +97,10 @@ def test_append_eos_settings(models: dict[str, Path], tmp_path: Path) -> None:
     assert _encoder(plain, tmp_path, append_eos="never").eos_id is None
     assert _encoder(plain, tmp_path, append_eos="never").special_tokens == 0
     assert _encoder(plain, tmp_path).special_tokens == 1  # chunks leave room for the appended EOS
+    other = _copy(models["qwen3"], tmp_path, "other-eos")  # Qwen3-Embedding's case: its tokenizer ends inputs with a token
+    config = other / "config.json"                         # other than the one its tokenizer calls eos_token: kept as it is
+    config.write_text(json.dumps(json.loads(config.read_text()) | {"eos_token_id": 999}))
+    assert _encoder(other, tmp_path).eos_id is None and _encoder(other, tmp_path).special_tokens == 2
     bert = tokenizer_options(_copy(models["bert"], tmp_path, "bert"), special_tokens=False)
     assert _encoder(bert, tmp_path).eos_id is None  # an encoder: nothing appended unless asked
     with pytest.raises(ModelError, match="declares no end-of-sequence token"):
@@ -166,7 +170,7 @@ def test_model_check_of_a_tiny_decoder(kind: str, models: dict[str, Path], tmp_p
     assert (report["kind"], report["dim"], report["window"]["value"], report["model_type"]) == ("decoder", 64, 512, kind)
     assert report["pooling"] == {"value": "last", "source": "default for decoder architectures (last token)"}
     assert report["query_prefix"] == {"value": QUERY_PROMPT, "source": "config_sentence_transformers.json prompts['query']"}
-    assert report["eos"]["source"] == "added by the tokenizer itself (config.json eos_token_id 102)"
+    assert report["eos"] == {"value": None, "source": "the tokenizer ends inputs with token 102 itself"}
     assert report["fast_mode"]["available"] and report["fast_mode"]["min_cosine"] > 0.9 and report["tokens_per_s"]["fast"] > 0
     assert report["parameters"] > 0 and report["memory_mb"]["exact"] > report["memory_mb"]["weights"] > 0
     code, out, _ = _check(str(path))

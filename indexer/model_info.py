@@ -37,6 +37,7 @@ class ModelInfo:
     weights: list[Path] = field(default_factory=list)
     weight_bytes: int = 0
     parameters: int | None = None  # None: .bin weights (counted only once loaded)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # each tensor's shape, from the safetensors headers
 
     @property
     def hidden(self) -> int:
@@ -93,6 +94,22 @@ class ModelInfo:
         if full and plain and full[-1] != plain[-1]:
             return Choice(None, f"the tokenizer ends inputs with token {full[-1]} itself")
         return Choice(int(eos_id), f"appended: {where} {eos_id}" + (" (encoder.append_eos = \"always\")" if mode == "always" else ""))
+
+
+    def check_weights(self, model: Any) -> None:
+        """A ModelError when the weights files lack tensors the loaded model needs, or hold them in other shapes
+        (transformers would fill those with random values, silently). Unused heads (pooler) may be missing."""
+        if not self.shapes:
+            return
+        prefix = f"{getattr(model, 'base_model_prefix', '')}."
+        stored = {k.removeprefix(prefix): v for k, v in self.shapes.items()}
+        state = model.state_dict()
+        missing = [k for k in state if k not in stored and not k.startswith("pooler.")]
+        wrong = [k for k, t in state.items() if k in stored and tuple(t.shape) != stored[k]]
+        if missing or wrong:
+            example = f"{wrong[0]} is {list(stored[wrong[0]])} in the file, {list(state[wrong[0]].shape)} by config.json" if wrong else missing[0]
+            raise ModelError(f"the weights in {self.path} do not fit its config.json ({len(missing)} tensors missing, {len(wrong)} of other "
+                             f"shapes; e.g. {example})", "restore config.json and the weights of the same model")
 
 
 def window(path: Path, configured: int, positions: int, tokenizer_max: int) -> Choice:
@@ -152,15 +169,15 @@ def _read_weights(info: ModelInfo) -> None:
         file = path / name
         if not file.is_file():
             raise ModelError(f"the model in {path} lacks its weights file {name}", "copy the model's weights files into it")
-        count, size = _safetensors_header(file)
-        parameters += count
+        size = _safetensors_header(file, info.shapes)
         info.weight_bytes += size
         info.weights.append(file)
-    info.parameters = parameters
+    info.parameters = sum(_product(shape) for shape in info.shapes.values())
 
 
-def _safetensors_header(file: Path) -> tuple[int, int]:
-    """(parameters, bytes of tensor data) of a safetensors file; a ModelError when its header is unreadable or it is shorter than it declares."""
+def _safetensors_header(file: Path, shapes: dict[str, tuple[int, ...]]) -> int:
+    """The bytes of tensor data of a safetensors file, its tensors' shapes added to `shapes`; a ModelError when its
+    header is unreadable or the file is shorter than it declares."""
     broken = ModelError(f"the weights file {file} is damaged (unreadable safetensors header)", "copy the model's weights files again")
     try:
         with file.open("rb") as fh:
@@ -170,19 +187,19 @@ def _safetensors_header(file: Path) -> tuple[int, int]:
             header = json.loads(fh.read(length))
     except (OSError, ValueError) as exc:
         raise broken from exc
-    tensors = [t for k, t in header.items() if k != "__metadata__"] if isinstance(header, dict) else []
+    tensors = {k: t for k, t in header.items() if k != "__metadata__"} if isinstance(header, dict) else {}
     try:
-        end = max((int(t["data_offsets"][1]) for t in tensors), default=0)
-        parameters = sum(_product(t["shape"]) for t in tensors)
+        end = max((int(t["data_offsets"][1]) for t in tensors.values()), default=0)
+        shapes.update({name: tuple(int(n) for n in t["shape"]) for name, t in tensors.items()})
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise broken from exc
     actual = file.stat().st_size - 8 - length
     if actual < end:
         raise ModelError(f"the weights file {file} is truncated ({actual:,} of {end:,} bytes of tensors)", "copy the model's weights files again")
-    return parameters, end
+    return end
 
 
-def _product(shape: list[int]) -> int:
+def _product(shape: tuple[int, ...]) -> int:
     result = 1
     for n in shape:
         result *= int(n)

@@ -93,6 +93,10 @@ class TransformersEncoder(Encoder):
             self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
+        except RuntimeError as exc:  # transformers refuses weights of other shapes than config.json gives
+            raise ModelError(f"the weights in {path} do not fit its config.json (tensors of other shapes)",
+                             "restore config.json and the weights of the same model") from exc
+        info.check_weights(self.model)
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json)", "use a model with tokenizer.json")
         self._torch = torch

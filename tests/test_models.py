@@ -207,6 +207,15 @@ def _broken(models: dict[str, Path], tmp_path: Path) -> dict[str, tuple[Path, st
     weights = case("truncated", "the weights file {path}/model.safetensors is truncated") / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     (case("no-tokenizer", "the model in {path} has no fast tokenizer (tokenizer.json missing)") / "tokenizer.json").unlink()
+    config = case("other-shapes", "the weights in {path} do not fit its config.json (tensors of other shapes)") / "config.json"
+    config.write_text(json.dumps(json.loads(config.read_text()) | {"intermediate_size": 96}))
+    weights = case("missing-tensor", "the weights in {path} do not fit its config.json (1 tensors missing, 0 of other shapes; "
+                   "e.g. layers.1.mlp.down_proj.weight)") / "model.safetensors"
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(weights))
+    del tensors["layers.1.mlp.down_proj.weight"]
+    save_file(tensors, str(weights), metadata={"format": "pt"})
     return cases
 
 

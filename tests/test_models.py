@@ -1,6 +1,7 @@
 """Models beyond the bundled one: each architecture end to end, decoder pooling, prompts and EOS, `lodex model check`."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -26,14 +27,25 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {kind: tiny_model(kind, base / kind, seed=i) for i, kind in enumerate(KINDS)}
 
 
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(autouse=True)
+def shared_cache(onnx_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ONNX exports of every test in one cache: a model (or a copy of its weights) is exported once."""
+    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(onnx_cache))
+
+
 def _copy(source: Path, tmp_path: Path, name: str = "model") -> Path:
     return Path(shutil.copytree(source, tmp_path / name))
 
 
-def _encoder(path: Path, tmp_path: Path, **settings):  # noqa: ANN202
+def _encoder(path: Path, **settings):  # noqa: ANN202
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
-    return TransformersEncoder(EncoderSettings(model=str(path), cache_dir=str(tmp_path / "cache"), **settings))
+    return TransformersEncoder(EncoderSettings(model=str(path), cache_dir=os.environ["LODEX_ENCODER__CACHE_DIR"], **settings))
 
 
 def _reference(path: Path, texts: list[str], eos: int | None = None) -> np.ndarray:
@@ -57,7 +69,6 @@ def test_each_architecture_indexes_and_searches_end_to_end(kind: str, models: di
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LODEX_ENCODER__MODEL", str(models[kind]))
-    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(tmp_path / "cache"))
     root = tmp_path / "docs"
     root.mkdir()
     for i, text in enumerate(TEXTS[2:]):
@@ -79,7 +90,7 @@ def test_decoder_vectors_are_the_last_real_tokens_hidden_state(padding_side: str
     """Qwen3 (last token by default for decoders): mixed lengths in one padded batch, either padding side, with the
     tokenizer adding [SEP] itself or lodex appending the EOS config.json declares, equal the by-hand reference."""
     path = tokenizer_options(_copy(models["qwen3"], tmp_path), padding_side, special_tokens)
-    encoder = _encoder(path, tmp_path)
+    encoder = _encoder(path)
     assert encoder.pooling == "last" and encoder.tokenizer.padding_side == padding_side
     assert encoder.eos_id == (None if special_tokens else 102) and encoder.origin().get("eos_token") == encoder.eos_id
     batch = encoder._tokenize(TEXTS, "np")  # one batch of mixed lengths, padded on the model's side, EOS after the last real token
@@ -94,28 +105,28 @@ def test_decoder_vectors_are_the_last_real_tokens_hidden_state(padding_side: str
 
 def test_append_eos_settings(models: dict[str, Path], tmp_path: Path) -> None:
     plain = tokenizer_options(_copy(models["qwen3"], tmp_path), special_tokens=False)
-    assert _encoder(plain, tmp_path, append_eos="never").eos_id is None
-    assert _encoder(plain, tmp_path, append_eos="never").special_tokens == 0
-    assert _encoder(plain, tmp_path).special_tokens == 1  # chunks leave room for the appended EOS
+    assert _encoder(plain, append_eos="never").eos_id is None
+    assert _encoder(plain, append_eos="never").special_tokens == 0
+    assert _encoder(plain).special_tokens == 1  # chunks leave room for the appended EOS
     other = _copy(models["qwen3"], tmp_path, "other-eos")  # Qwen3-Embedding's case: its tokenizer ends inputs with a token
     config = other / "config.json"                         # other than the one its tokenizer calls eos_token: kept as it is
     config.write_text(json.dumps(json.loads(config.read_text()) | {"eos_token_id": 999}))
-    assert _encoder(other, tmp_path).eos_id is None and _encoder(other, tmp_path).special_tokens == 2
+    assert _encoder(other).eos_id is None and _encoder(other).special_tokens == 2
     bert = tokenizer_options(_copy(models["bert"], tmp_path, "bert"), special_tokens=False)
-    assert _encoder(bert, tmp_path).eos_id is None  # an encoder: nothing appended unless asked
+    assert _encoder(bert).eos_id is None  # an encoder: nothing appended unless asked
     with pytest.raises(ModelError, match="declares no end-of-sequence token"):
-        _encoder(bert, tmp_path, append_eos="always")
+        _encoder(bert, append_eos="always")
 
 
 def test_the_models_query_prompt_goes_to_queries_only(models: dict[str, Path], tmp_path: Path) -> None:
     path = sentence_transformers_files(_copy(models["qwen3"], tmp_path), "last", {"query": QUERY_PROMPT, "document": ""})
-    encoder = _encoder(path, tmp_path, fast_queries=False)
+    encoder = _encoder(path, fast_queries=False)
     assert (encoder.query_prefix, encoder.document_prefix) == (QUERY_PROMPT, "")
     assert encoder.origin()["query_prefix"] == QUERY_PROMPT
     query, document = "lift of swept wings", TEXTS[2]
     assert np.abs(encoder.embed_query(query) - _reference(path, [QUERY_PROMPT + query])[0]).max() < 1e-5
     assert np.abs(encoder.embed([document])[0] - _reference(path, [document])[0]).max() < 1e-5
-    ours = _encoder(path, tmp_path, query_prefix="query: ", document_prefix="passage: ")  # lodex's config wins
+    ours = _encoder(path, query_prefix="query: ", document_prefix="passage: ")  # lodex's config wins
     assert (ours.query_prefix, ours.document_prefix) == ("query: ", "passage: ")
 
 
@@ -136,7 +147,7 @@ def test_pooling_precedence(models: dict[str, Path], tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str, Path], tmp_path: Path) -> None:
     """LFM2 (short convolutions and attention), ModernBERT and Qwen3 export to int8 ONNX and pass the same gate as BERT."""
-    exact, fast = _encoder(models[kind], tmp_path), _encoder(models[kind], tmp_path, precision="fast")
+    exact, fast = _encoder(models[kind]), _encoder(models[kind], precision="fast")
     assert fast._fast is not None and fast.origin()["quantization"] == "int8-sq75"
     cosines = (exact.embed(TEXTS) * fast.embed(TEXTS)).sum(axis=1)
     assert cosines.min() >= 0.95, cosines
@@ -151,7 +162,7 @@ def test_a_model_whose_export_fails_is_refused_in_fast_mode(models: dict[str, Pa
 
     monkeypatch.setattr(module, "load_onnx_model", failing)
     with pytest.raises(ModelError, match="fast mode is not available .* export failed .*aten::unsupported") as caught:
-        _encoder(models["lfm2"], tmp_path, precision="fast")
+        _encoder(models["lfm2"], precision="fast")
     assert "precision = \"exact\"" in caught.value.fix
 
 
@@ -162,7 +173,6 @@ def _check(*args: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("kind", ["lfm2", "qwen3"])
 def test_model_check_of_a_tiny_decoder(kind: str, models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(tmp_path / "cache"))
     path = sentence_transformers_files(_copy(models[kind], tmp_path), None, {"query": QUERY_PROMPT})
     code, out, _ = _check(str(path), "--json")
     assert code == 0, out
@@ -181,8 +191,7 @@ def test_model_check_of_a_tiny_decoder(kind: str, models: dict[str, Path], tmp_p
 def test_model_check_uses_the_configured_model_and_overrides(models: dict[str, Path], tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "config.toml").write_text(f'[encoder]\nmodel = "{models["bert"]}"\npooling = "cls"\nquery_prefix = "query: "\n'
-                                          f'cache_dir = "{tmp_path / "cache"}"\n')
+    (tmp_path / "config.toml").write_text(f'[encoder]\nmodel = "{models["bert"]}"\npooling = "cls"\nquery_prefix = "query: "\n')
     code, out, _ = _check("--json")
     report = json.loads(out)
     assert code == 0 and report["model"] == str(models["bert"]) and report["kind"] == "encoder"
@@ -257,7 +266,6 @@ def test_model_check_of_the_bundled_model(tmp_path: Path) -> None:
 def test_model_check_says_why_fast_mode_is_not_available(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import lodex.indexer.model_probe as probe
 
-    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(probe, "FAST_GATE", 1.01)  # no export can pass: the gate's reason
     code, out, _ = _check(str(models["lfm2"]))
     assert code == 0 and "fast mode       no — its int8 vectors keep a cosine of only 0.99" in out and "(fast mode needs 1.01); served exactly" in out

@@ -363,6 +363,24 @@ def status(
         print_status(Console(), info)
 
 
+model_app = typer.Typer(no_args_is_help=True, help="Inspect local model directories.")
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("check")
+@_friendly
+def model_check(
+    ctx: typer.Context,
+    directory: Annotated[Path | None, typer.Argument(help="A local model directory (default: encoder.model; empty: the bundled model).", show_default=False)] = None,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """What lodex will do with a model: architecture, window, pooling, prompts (and where each came from), fast mode, speed, memory."""
+    from lodex.api.model_check import print_check
+
+    print_check(_settings(ctx, config, None), directory, as_json)
+
+
 def main() -> None:
     """Console-script entry point."""
     limit_arenas()

@@ -78,3 +78,38 @@ def print_status(out: Console, info: dict[str, Any]) -> None:
                   f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)
         if last_run.get("skipped"):
             out.print(f"skipped   {skipped_line(last_run['skipped'])} (no reader)", highlight=False, markup=False)
+
+
+def print_model_check(out: Console, report: dict[str, Any]) -> None:
+    """What `lodex model check` found (`report`: what `model check --json` prints), each choice with where it came from."""
+    def line(name: str, value: str) -> None:
+        out.print(f"{name:15s} {value}", highlight=False, markup=False, soft_wrap=True)
+
+    def chosen(name: str, key: str, shown: str | None = None) -> None:
+        choice = report[key]
+        line(name, f"{shown if shown is not None else choice['value']}  ← {choice['source']}")
+
+    line("model", f"{report['model_id']}  {printable(report['model'])}")
+    parameters = report["parameters"]
+    line("architecture", f"{report['architecture']} ({report['model_type']}, {report['kind']}), {parameters / 1e6:.1f}M parameters, {report['dim']} dims")
+    chosen("window", "window", f"{report['window']['value']} tokens")
+    chosen("pooling", "pooling")
+    for name, key in (("query", "query_prefix"), ("document", "document_prefix")):
+        chosen(name + " prefix", key, repr(report[key]["value"]) if report[key]["value"] else "none")
+    eos = report["eos"]["value"]
+    chosen("eos", "eos", f"append token {eos}" if eos is not None else "not appended")
+    line("padding", report["padding_side"])
+    fast = report["fast_mode"]
+    if fast["available"]:
+        line("fast mode", f"yes (int8 vs exact cosine mean {fast['mean_cosine']:.4f}, min {fast['min_cosine']:.4f} on {fast['texts']} texts; "
+                          f"load-time gate {fast['gate_cosine']:.4f})")
+    else:
+        refused = "; encoder.precision = \"fast\" is refused: set it to \"exact\"" if report["configured_precision"] == "fast" else ""
+        line("fast mode", f"no — {fast['reason']}; served exactly{refused}")
+    speed = report["tokens_per_s"]
+    line("tokens/s", f"exact {speed['exact']:,}" + (f", fast {speed['fast']:,}" if speed["fast"] is not None else ""))
+    memory = report["memory_mb"]
+    text = f"exact ~{memory['exact']:,.0f} MB (weights {memory['weights']:,.1f} MB + activations ~{memory['activations']:,.0f} MB at encoder.batch_tokens)"
+    if memory["fast"] is not None:
+        text += f"; fast ~{memory['fast']:,.0f} MB (+ int8 model {memory['int8_model']:,.1f} MB)"
+    line("memory", text)

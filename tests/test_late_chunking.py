@@ -19,7 +19,7 @@ from lodex.store.lance_store import Store
 from lodex.store.origin import make_origin, read_origin
 from tests.conftest import EVALDATA
 from tests.fakes import FakeEncoder
-from tests.tiny_models import tiny_model
+from tests.tiny_models import tiny_model, tokenizer_options
 
 
 def _long_text(documents: int = 30) -> str:
@@ -176,3 +176,21 @@ def test_an_8k_window_runs_with_bounded_memory(tmp_path: Path, kind: str, bound_
     assert vectors.shape == (len(chunks), encoder.dim) and np.isfinite(vectors).all()
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
     assert grown_mib < bound_mib  # attention scores in float32 would take 256 MiB per head and layer at 8k
+
+
+@pytest.mark.parametrize("kind", ["bert", "modernbert", "lfm2", "qwen3", "qwen3-left-eos"])
+def test_late_equals_naive_at_window_equal_chunk_for_every_architecture(tmp_path: Path, kind: str) -> None:
+    """Each architecture's windows pool exactly as its chunks encode alone (a decoder: its last real token, on the
+    tokenizer's padding side, after the EOS the encoder appends); with longer windows the chunks see their context."""
+    model = tiny_model(kind.split("-")[0], tmp_path / kind)
+    if kind == "qwen3-left-eos":
+        tokenizer_options(model, padding_side="left", special_tokens=False)  # lodex appends the EOS itself
+    encoder = TransformersEncoder(EncoderSettings(model=str(model)))
+    text = _long_text(6)
+    chunker = Chunker(encoder.token_spans, 40, 8)
+    chunks = chunker.chunk(text)
+    naive = encoder.embed([c.text for c in chunks])
+    late = _late_vectors(encoder, text, chunker, 40 + encoder.special_tokens, 0, pack=False)
+    assert np.abs(late - naive).max() < 1e-5
+    wide = _late_vectors(encoder, text, chunker, 256, 16)
+    assert float(np.mean(np.sum(wide * naive, axis=1))) < 0.9999

@@ -56,3 +56,36 @@ def tiny_model(kind: str, path: Path, layers: int = 2, hidden: int = 64, window:
     settings = path / "tokenizer_config.json"  # the tokenizer declares the model's window, not MiniLM's
     settings.write_text(json.dumps(json.loads(settings.read_text()) | {"model_max_length": window}))
     return path
+
+
+_ST_POOLING = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "last": "pooling_mode_lasttoken",
+               "max": "pooling_mode_max_tokens"}
+
+
+def sentence_transformers_files(path: Path, pooling: str | None = None, prompts: dict[str, str] | None = None, dim: int = 64) -> Path:
+    """Add the files sentence-transformers writes: modules.json, 1_Pooling/config.json (`pooling`: mean, cls, last
+    or max) and config_sentence_transformers.json with `prompts` (e.g. {"query": "Instruct: ...\\nQuery:", "document": ""})."""
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"}]
+    if pooling:
+        modules.append({"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"})
+        (path / "1_Pooling").mkdir(exist_ok=True)
+        flags = {key: name == pooling for name, key in _ST_POOLING.items()}
+        (path / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": dim, **flags}))
+    (path / "modules.json").write_text(json.dumps(modules))
+    if prompts is not None:
+        (path / "config_sentence_transformers.json").write_text(json.dumps({"prompts": prompts, "default_prompt_name": None}))
+    return path
+
+
+def tokenizer_options(path: Path, padding_side: str | None = None, special_tokens: bool = True) -> Path:
+    """Set the tokenizer's padding side (left, as Qwen3-Embedding's), or make it add no special tokens (no [CLS] ... [SEP]:
+    a decoder's tokenizer that leaves the end-of-sequence token to the caller)."""
+    if padding_side:
+        settings = path / "tokenizer_config.json"
+        settings.write_text(json.dumps(json.loads(settings.read_text()) | {"padding_side": padding_side}))
+    if not special_tokens:  # tokenizer.json as it is (BertTokenizer would build its own post-processor), without one
+        tokenizer = path / "tokenizer.json"
+        tokenizer.write_text(json.dumps(json.loads(tokenizer.read_text()) | {"post_processor": None}))
+        settings = path / "tokenizer_config.json"
+        settings.write_text(json.dumps(json.loads(settings.read_text()) | {"tokenizer_class": "PreTrainedTokenizerFast"}))
+    return path

@@ -1,0 +1,90 @@
+"""`lodex model check`: what lodex will do with a model directory, as one JSON-ready report (render.py prints it)."""
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from lodex.api.render import print_model_check
+from lodex.api.settings import Settings
+from lodex.indexer.model_info import Choice, read_model_dir, window
+from lodex.indexer.model_probe import measure_exact, probe_fast, probe_texts
+from lodex.indexer.transformers_encoder import TransformersEncoder, bundled_model_dir
+from lodex.store.errors import LodexError
+
+_MB = 1 << 20
+
+
+def model_dir(settings: Settings, directory: Path | None) -> Path:
+    """DIR, else the configured encoder.model (resolved as the other commands resolve it), else the bundled model."""
+    if directory is not None:
+        return directory.expanduser().resolve()
+    return settings.path(settings.encoder.model) if settings.encoder.model else bundled_model_dir()
+
+
+def print_check(settings: Settings, directory: Path | None, as_json: bool) -> None:
+    """The report on stdout, as text or one JSON object; a lodex error also as {"error": {"code", "message"}} with --json
+    (then raised on, for the CLI's one line on stderr and exit code 2)."""
+    try:
+        report = check_model(settings, directory)
+    except LodexError as exc:
+        if as_json:
+            print(json.dumps({"error": {"code": exc.code, "message": exc.one_line()}}))
+        raise
+    if as_json:
+        print(json.dumps(report))
+    else:
+        print_model_check(Console(), report)
+
+
+def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
+    """The report: the directory's declarations, lodex's choices with their sources, fast mode, speed and memory.
+    A ModelError (one line, with the fix) for a directory lodex cannot use."""
+    path = model_dir(settings, directory)
+    info = read_model_dir(path)  # the broken-directory reasons, before any weights are read
+    cfg = settings.encoder.model_copy(update={"model": "" if directory is None and not settings.encoder.model else str(path),
+                                              "precision": "exact"})
+    encoder = TransformersEncoder(cfg)
+    config, tokenizer = encoder.model.config, encoder.tokenizer
+    pooling = info.pooling(cfg.pooling)
+    query, document = info.prefixes(cfg)
+    texts = probe_texts()
+    exact = measure_exact(encoder, texts)
+    fast = probe_fast(encoder, texts, exact)
+    weights = sum(p.numel() * p.element_size() for p in encoder.model.parameters())
+    heads = int(getattr(config, "num_attention_heads", 0) or 0)
+    width = min(encoder.max_length, cfg.batch_tokens)
+    # a rough peak of one batch: a few copies of the hidden states, the feed-forward's inner states, the attention scores
+    activations = 4 * cfg.batch_tokens * (4 * encoder.dim + int(getattr(config, "intermediate_size", 4 * encoder.dim) or 0) + heads * width)
+    return {
+        "model": str(path),
+        "model_id": encoder.model_id,
+        "architecture": info.architecture,
+        "model_type": info.model_type,
+        "kind": "decoder" if info.decoder else "encoder",
+        "parameters": sum(p.numel() for p in encoder.model.parameters()),
+        "dim": encoder.dim,
+        "window": _choice(window(path, cfg.max_length, int(getattr(config, "max_position_embeddings", 512)), int(tokenizer.model_max_length))),
+        "pooling": _choice(pooling),
+        "query_prefix": _choice(query),
+        "document_prefix": _choice(document),
+        "eos": _choice(info.eos(cfg.append_eos, pooling.value, tokenizer)),
+        "padding_side": tokenizer.padding_side,
+        "configured_precision": settings.encoder.precision,
+        "fast_mode": {k: v for k, v in asdict(fast).items() if k not in ("run", "model_bytes")} | {"texts": len(texts)},
+        "tokens_per_s": {"exact": round(exact.tokens_per_s), "fast": round(fast.run.tokens_per_s) if fast.run and fast.available else None},
+        "memory_mb": {
+            "weights": round(weights / _MB, 1),
+            "int8_model": round(fast.model_bytes / _MB, 1) if fast.model_bytes else None,
+            "activations": round(activations / _MB, 1),
+            "exact": round((weights + activations) / _MB, 1),
+            # fast mode keeps the PyTorch model loaded too (its export is checked against it when loaded)
+            "fast": round((weights + (fast.model_bytes or 0) + activations) / _MB, 1) if fast.available else None,
+        },
+    }
+
+
+def _choice(choice: Choice) -> dict[str, Any]:
+    return {"value": choice.value, "source": choice.source}

@@ -72,6 +72,8 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         "document_prefix": _choice(document),
         "eos": _choice(info.eos(cfg.append_eos, pooling.value, tokenizer)),
         "padding_side": tokenizer.padding_side,
+        "late_chunking": {"enabled": settings.chunking.late, "window_limit": encoder.window_limit,
+                          "window_tokens": settings.encoder.window_tokens or encoder.window_limit},
         "configured_precision": settings.encoder.precision,
         "fast_mode": {k: v for k, v in asdict(fast).items() if k not in ("run", "model_bytes")} | {"texts": len(texts)},
         "tokens_per_s": {"exact": round(exact.tokens_per_s), "fast": round(fast.run.tokens_per_s) if fast.run and fast.available else None},

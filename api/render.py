@@ -99,6 +99,9 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
     eos = report["eos"]["value"]
     chosen("eos", "eos", f"append token {eos}" if eos is not None else "not appended")
     line("padding", report["padding_side"])
+    late = report["late_chunking"]
+    line("late chunking", f"{'on' if late['enabled'] else 'off'} (chunking.late); windows of {late['window_tokens']:,} tokens "
+                          f"(encoder.window_tokens; the model reads up to {late['window_limit']:,})")
     fast = report["fast_mode"]
     if fast["available"]:
         line("fast mode", f"yes (int8 vs exact cosine mean {fast['mean_cosine']:.4f}, min {fast['min_cosine']:.4f} on {fast['texts']} texts; "

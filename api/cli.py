@@ -276,9 +276,9 @@ def search(
 
 def _search_here(settings: Any, query: str, k: int, filters: Any, mode: str | None) -> Any:
     """Search the index in this process: load the encoder, open the store read-only, rank."""
-    from lodex.api.factory import build_encoder, build_searcher, open_store
+    from lodex.api.factory import build_query_encoder, build_searcher, open_store
 
-    encoder = build_encoder(settings)
+    encoder = build_query_encoder(settings)
     store = open_store(settings, encoder, settings.data_dir, create=False)
     return build_searcher(settings, encoder, store).search(query, k, filters, mode)  # type: ignore[arg-type]
 

@@ -63,6 +63,7 @@ class TransformersEncoder(Encoder):
         query_prefix, document_prefix, precision, fast_queries = cfg.query_prefix, cfg.document_prefix, cfg.precision, cfg.fast_queries
         cache_dir = cfg.cache_dir or None
         super().__init__(batch_tokens=cfg.batch_tokens)
+        self._settings = cfg
         import torch
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -112,6 +113,7 @@ class TransformersEncoder(Encoder):
         if precision == "fast":
             try:
                 self._fast = self._checked_onnx_model(int8=True, spin=True)
+                self._save_recipe(self._fast)
             except ModelError:
                 raise
             except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
@@ -159,11 +161,18 @@ class TransformersEncoder(Encoder):
             if self._queries is None and not self._query_fallback:
                 try:
                     self._queries = self._checked_onnx_model(int8=self.fast_queries, spin=False)
+                    self._save_recipe(self._queries)
                 except Exception as exc:  # noqa: BLE001 - a model the exporter or the runtime cannot take: PyTorch answers
                     self._query_fallback = True
                     reason = exc.one_line() if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}".splitlines()[0]
                     logging.getLogger(__name__).warning("queries are encoded with PyTorch: %s", reason)
         return self._queries
+
+    def _save_recipe(self, model: "OnnxModel") -> None:
+        """Leave what a later `lodex search` needs to encode queries as this encoder does, without PyTorch."""
+        from lodex.indexer.query_encoder import save_recipe
+
+        save_recipe(self, self._settings, model.path)
 
     def _checked_onnx_model(self, int8: bool, spin: bool) -> "OnnxModel":
         """The cached (or newly exported) ONNX model, checked against PyTorch: a ModelError unless its vectors keep a

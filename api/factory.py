@@ -22,7 +22,7 @@ from lodex.search.searcher import Fusion, Searcher
 from lodex.store.errors import ConfigError, StoreError
 from lodex.store.job_log import JobLog
 from lodex.store.lance_store import AnnPolicy, Store
-from lodex.store.origin import ORIGIN_FILE, make_origin
+from lodex.store.origin import ORIGIN_FILE, make_origin, read_origin
 from lodex.store.write_lock import LOCK_FILE, WriteLock
 
 
@@ -84,19 +84,25 @@ def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
     return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap)
 
 
-def late_plan(settings: Settings, encoder: Encoder) -> LateChunking | None:
+def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunking | None:
     """Late chunking as configured (chunking.late, encoder.window_tokens, chunking.late_margin), checked against the
-    model; None when off."""
+    model; None when off. "auto": as the index in `data_dir` was built (an index from before late chunking keeps
+    plain chunking, so an upgrade never forces a rebuild), on for a new one when the encoder and its pooling allow it."""
     chunking = settings.chunking
-    return late_chunking(chunking.late, settings.encoder.window_tokens, chunking.late_margin,
-                         min(chunking.max_tokens, encoder.max_length), encoder.window_limit)
+    enabled = chunking.late
+    if enabled == "auto":
+        stored = read_origin(data_dir)
+        capable = type(encoder)._window_batch is not Encoder._window_batch and encoder.pooling != "cls"
+        enabled = "late_chunking" in stored if stored is not None else capable
+    return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
+                         encoder.window_limit, encoder.pooling)
 
 
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
     """The store in data_dir, checked against this encoder and chunking (created when allowed). The format readers'
     versions are checked only by the writer (create=True): a search reads stored passages, it extracts nothing, and
     so needs not import the readers."""
-    late = late_plan(settings, encoder)
+    late = late_plan(settings, encoder, data_dir)
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
                          reader_versions() if create else None, late.origin() if late else None)
     return Store.open(data_dir, origin, create=create, ann=ann_policy(settings))
@@ -116,7 +122,7 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
     """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
     keep the full-text index caught up as they go (watch.optimize_every_s)."""
     indexer = Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), settings.index, jobs=jobs,
-                      title_prefix=settings.chunking.title_prefix, late=late_plan(settings, encoder))
+                      title_prefix=settings.chunking.title_prefix, late=late_plan(settings, encoder, store.data_dir))
     if long_lived:
         indexer.optimize_every_s = settings.watch.optimize_every_s
     return indexer

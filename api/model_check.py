@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from lodex.api.factory import late_plan
 from lodex.api.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.model_info import Choice, read_model_dir, window
@@ -50,6 +51,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
     config, tokenizer = encoder.model.config, encoder.tokenizer
     pooling = info.pooling(cfg.pooling)
     query, document = info.prefixes(cfg)
+    late = late_plan(settings, encoder, settings.data_dir)
     texts = probe_texts()
     exact = measure_exact(encoder, texts)
     fast = probe_fast(encoder, texts, exact)
@@ -72,8 +74,8 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         "document_prefix": _choice(document),
         "eos": _choice(info.eos(cfg.append_eos, pooling.value, tokenizer)),
         "padding_side": tokenizer.padding_side,
-        "late_chunking": {"enabled": settings.chunking.late, "window_limit": encoder.window_limit,
-                          "window_tokens": settings.encoder.window_tokens or encoder.window_limit},
+        "late_chunking": {"setting": settings.chunking.late, "enabled": late is not None, "window_limit": encoder.window_limit,
+                          "window_tokens": late.window_tokens if late else None},
         "configured_precision": settings.encoder.precision,
         "fast_mode": {k: v for k, v in asdict(fast).items() if k not in ("run", "model_bytes")} | {"texts": len(texts)},
         "tokens_per_s": {"exact": round(exact.tokens_per_s), "fast": round(fast.run.tokens_per_s) if fast.run and fast.available else None},

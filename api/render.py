@@ -100,8 +100,8 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
     chosen("eos", "eos", f"append token {eos}" if eos is not None else "not appended")
     line("padding", report["padding_side"])
     late = report["late_chunking"]
-    line("late chunking", f"{'on' if late['enabled'] else 'off'} (chunking.late); windows of {late['window_tokens']:,} tokens "
-                          f"(encoder.window_tokens; the model reads up to {late['window_limit']:,})")
+    line("late chunking", (f"on, windows of {late['window_tokens']:,} tokens" if late["enabled"] else "off")
+         + f" (chunking.late = {str(late['setting']).lower()}; the model reads up to {late['window_limit']:,} tokens at once)")
     fast = report["fast_mode"]
     if fast["available"]:
         line("fast mode", f"yes (int8 vs exact cosine mean {fast['mean_cosine']:.4f}, min {fast['min_cosine']:.4f} on {fast['texts']} texts; "

@@ -48,7 +48,7 @@ class ChunkingSettings(Section):
     max_tokens: int = Field(128, ge=16)
     overlap: int = Field(32, ge=0)
     title_prefix: bool = False
-    late: bool = False
+    late: bool | Literal["auto"] = "auto"
     late_margin: int = Field(32, ge=0)
 
 

@@ -196,7 +196,7 @@ def test_title_prefix_is_encoded_and_recorded(tmp_path: Path) -> None:
     root.mkdir()
     (root / "a.md").write_text("# Wings\n\nLift and drag of swept wings.\n\nA second paragraph on flutter.")
     settings = Settings(base_dir=tmp_path)
-    settings.encoder.backend, settings.chunking.title_prefix = "fake", True
+    settings.encoder.backend, settings.chunking.title_prefix, settings.chunking.late = "fake", True, False
     encoder = build_encoder(settings)
     seen: list[str] = []
     real_embed = encoder.embed

@@ -110,7 +110,10 @@ def test_a_chunk_sees_its_window_and_nothing_beyond(real_encoder) -> None:
 
 def test_settings_are_checked_against_the_model() -> None:
     assert late_chunking(False, 0, 32, 128, 512) is None
-    assert late_chunking(True, 0, 32, 128, 512) == LateChunking(512, 32)
+    assert late_chunking(True, 0, 32, 128, 512) == LateChunking(256, 32)  # twice the chunk by default
+    assert late_chunking(True, 0, 32, 128, 200) == LateChunking(200, 32)  # within the model's window
+    with pytest.raises(ConfigError, match="CLS"):
+        late_chunking(True, 0, 32, 128, 512, pooling="cls")
     with pytest.raises(ConfigError, match="longer than the model reads"):
         late_chunking(True, 1024, 32, 128, 512)
     with pytest.raises(ConfigError, match="shorter than a chunk"):
@@ -194,3 +197,44 @@ def test_late_equals_naive_at_window_equal_chunk_for_every_architecture(tmp_path
     assert np.abs(late - naive).max() < 1e-5
     wide = _late_vectors(encoder, text, chunker, 256, 16)
     assert float(np.mean(np.sum(wide * naive, axis=1))) < 0.9999
+
+
+def test_late_windows_take_the_title_as_their_first_chunk_takes_a_prefix(tmp_path: Path) -> None:
+    from lodex.api.factory import build_encoder, build_indexer, open_store
+    from lodex.api.settings import Settings
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# Wings\n\n" + _paragraphs(12))
+    settings = Settings(base_dir=tmp_path)
+    settings.encoder.backend, settings.chunking.title_prefix = "fake", True
+    encoder = build_encoder(settings)
+    leads: list[str] = []
+    real = encoder.embed_windows
+    encoder.embed_windows = lambda windows, given=None: leads.extend(given or []) or real(windows, given)  # type: ignore[method-assign]
+    build_indexer(settings, encoder, open_store(settings, encoder, tmp_path / "data", create=True)).run(root)
+    assert leads and set(leads) == {"Wings\n\n"}
+    assert json.loads((tmp_path / "data" / "origin.json").read_text())["late_chunking"] == {"window_tokens": 256, "margin": 32}
+
+
+def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
+    """An index built before late chunking (or with it off) opens and grows with plain chunking under "auto"; a new
+    index gets late chunking; an explicit setting that differs from the index is refused with the rebuild hint."""
+    from lodex.api.factory import build_encoder, late_plan, open_store
+    from lodex.api.settings import Settings
+    from lodex.store.errors import OriginMismatchError
+
+    settings = Settings(base_dir=tmp_path)
+    settings.encoder.backend = "fake"
+    encoder = build_encoder(settings)
+    settings.chunking.late = False
+    open_store(settings, encoder, tmp_path / "plain", create=True)
+    settings.chunking.late = "auto"
+    assert late_plan(settings, encoder, tmp_path / "plain") is None
+    open_store(settings, encoder, tmp_path / "plain", create=True)  # opens, no rebuild asked
+    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32)
+    open_store(settings, encoder, tmp_path / "new", create=True)
+    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32)
+    settings.chunking.late = True
+    with pytest.raises(OriginMismatchError, match="late_chunking"):
+        open_store(settings, encoder, tmp_path / "plain", create=False)

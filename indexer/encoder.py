@@ -1,6 +1,7 @@
 """The encoder contract: a batch of texts in, float32 L2-normalized vectors out; batching lives here."""
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,8 @@ class Encoder(ABC):
     precision: str = "exact"
     query_prefix: str = ""
     document_prefix: str = ""
+    layer_weights: str = "fp32"  # a layer-streamed model's compressed layers ("int8", "int4"): recorded in the origin
+    group_tokens: int = 0  # tokens the indexer should hand embed() at once; 0 = its default (a layer-streamed model wants many)
 
     def __init__(self, batch_tokens: int = 4_096, max_batch: int = 128) -> None:
         self.batch_tokens = batch_tokens
@@ -85,14 +88,18 @@ class Encoder(ABC):
             batches = self._similar_lengths(self.token_lengths(texts)) if kind == "query" and len(texts) > 1 else [list(range(len(texts)))]
         else:
             batches = self._batches(lengths if lengths is not None else self.token_lengths(texts))
-        run = self._query_batch if kind == "query" else self._embed_batch
-        for batch in batches:
-            out[batch] = run([texts[i] for i in batch])
+        for batch, vectors in zip(batches, self._embed_batches([[texts[i] for i in batch] for batch in batches], kind)):
+            out[batch] = vectors
             self.texts_encoded += len(batch)
         if self.normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+    def _embed_batches(self, batches: list[list[str]], kind: str) -> Iterable[np.ndarray]:
+        """Each batch's vectors, in order: one batch after another here; a layer-streamed model takes them all at once."""
+        run = self._query_batch if kind == "query" else self._embed_batch
+        return (run(batch) for batch in batches)
 
     def release_memory(self) -> None:
         """Give back working memory kept from large batches (after a big run); the next batch grows it again."""
@@ -113,4 +120,4 @@ class Encoder(ABC):
             "precision": self.precision,
             "query_prefix": self.query_prefix,
             "document_prefix": self.document_prefix,
-        }
+        } | ({"layer_weights": self.layer_weights} if self.layer_weights != "fp32" else {})

@@ -6,11 +6,13 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from lodex.indexer.encoder import Encoder
+from lodex.indexer.layer_stream import StreamedModel, open_streamed
 from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
 from lodex.indexer.smoothing import SCHEME
 from lodex.indexer.errors import ModelError
@@ -86,8 +88,9 @@ def _declared_pooling(model_dir: Path) -> str:
 class TransformersEncoder(Encoder):
     """AutoModel + AutoTokenizer from a local directory; mean, cls or last-token pooling."""
 
-    def __init__(self, cfg: EncoderSettings | None = None) -> None:
-        """The model of `cfg` ([encoder] settings; their defaults when None: the bundled model, as users get it)."""
+    def __init__(self, cfg: EncoderSettings | None = None, spill_dir: Path | None = None) -> None:
+        """The model of `cfg` ([encoder] settings; their defaults when None: the bundled model, as users get it);
+        `spill_dir`: where a layer-streamed model's activations spill beyond its memory budget (the data dir)."""
         cfg = cfg or EncoderSettings()
         model_dir, pooling, normalize, max_length, threads = cfg.model or None, cfg.pooling, cfg.normalize, cfg.max_length, cfg.threads
         query_prefix, document_prefix, precision, fast_queries = cfg.query_prefix, cfg.document_prefix, cfg.precision, cfg.fast_queries
@@ -106,7 +109,8 @@ class TransformersEncoder(Encoder):
         torch.set_num_threads(threads or physical_cores())
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+            self.fingerprint = _fingerprint(path)
+            self.model = open_streamed(path, cfg, self.fingerprint, spill_dir) or AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
         if not getattr(self.tokenizer, "is_fast", False):
@@ -115,7 +119,6 @@ class TransformersEncoder(Encoder):
         self._local = threading.local()
         self._copy_lock = threading.Lock()
         self.model_id = BUNDLED_MODEL_ID if bundled else path.name
-        self.fingerprint = _fingerprint(path)
         self.dim = int(self.model.config.hidden_size)
         self.pooling = _declared_pooling(path) if pooling == "auto" else pooling
         self.normalize = normalize
@@ -133,7 +136,9 @@ class TransformersEncoder(Encoder):
         self._fast: OnnxModel | None = None
         self._queries: OnnxModel | None = None  # exact mode: float32 (or int8: fast_queries) ONNX for queries, loaded at the first one
         self.fast_queries = fast_queries
-        self._query_fallback = False
+        self._query_fallback = isinstance(self.model, StreamedModel)  # streamed: no ONNX export, queries stream too
+        if isinstance(self.model, StreamedModel):
+            self.layer_weights, self.group_tokens = cfg.layer_weights, self.model.group_tokens()
         self._query_lock = threading.Lock()
         if precision == "fast":
             self._fast = self._checked_onnx_model(int8=True, spin=True)
@@ -200,6 +205,12 @@ class TransformersEncoder(Encoder):
     def _query_batch(self, texts: list[str]) -> np.ndarray:
         model = self._query_model()
         return self._embed_batch(texts) if model is None else self._onnx_batch(model, texts)
+
+    def _embed_batches(self, batches: list[list[str]], kind: str) -> Iterable[np.ndarray]:
+        if not isinstance(self.model, StreamedModel):
+            return super()._embed_batches(batches, kind)
+        encoded = [self._tokenizer()(b, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt") for b in batches]
+        return self.model.run([dict(e) for e in encoded], lambda i, hidden: _pool(hidden.float().numpy(), encoded[i]["attention_mask"].numpy(), self.pooling))
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)

@@ -12,7 +12,7 @@ ORIGIN_FILE = "origin.json"
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
 _MUST_MATCH = (
     "model_id", "model_fingerprint", "dim", "pooling", "normalize", "max_length", "precision", "quantization",
-    "query_prefix", "document_prefix", "chunk_tokens", "chunk_overlap", "title_prefix",
+    "query_prefix", "document_prefix", "chunk_tokens", "chunk_overlap", "title_prefix", "layer_weights",
 )
 _LIBRARIES = ("lodex", "torch", "transformers", "tokenizers", "lancedb", "faiss-cpu", "pyarrow")
 

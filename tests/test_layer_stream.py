@@ -1,0 +1,148 @@
+"""Layer-streamed encoding: the same vectors as the model in memory (BERT, ModernBERT, LFM2, Qwen3 stacks), spilled
+activations, compressed layer caches checked and rebuilt, and an index built and searched with a streamed model."""
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from lodex.indexer.errors import ModelError
+from lodex.indexer.layer_stream import SPILL_PREFIX
+from lodex.indexer.settings import EncoderSettings
+from lodex.indexer.transformers_encoder import TransformersEncoder
+from lodex.store.errors import ConfigError
+from tests.tiny_models import KINDS, tiny_model
+
+TEXTS = ["a", "Swept wings at transonic speed: lift, drag and buffeting measured in the tunnel.",
+         "Boundary layers. " * 40, "heat transfer", "The flow over a flat plate " * 8, "shock"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny random model of each kind, 3 layers (LFM2: conv, attention, conv)."""
+    root = tmp_path_factory.mktemp("models")
+    return {kind: tiny_model(kind, root / kind, layers=3, seed=1) for kind in KINDS}
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def _encoder(model: Path, tmp_path: Path, **settings) -> TransformersEncoder:  # noqa: ANN003 - EncoderSettings fields
+    cfg = EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"), batch_tokens=256, **settings)
+    return TransformersEncoder(cfg, spill_dir=tmp_path / "data")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_streamed_vectors_equal_in_memory_ones(models: dict[str, Path], kind: str, tmp_path: Path) -> None:
+    reference = _encoder(models[kind], tmp_path).embed(TEXTS)
+    streamed = _encoder(models[kind], tmp_path, stream_layers=True)
+    assert streamed.group_tokens > 0 and streamed.origin() == _encoder(models[kind], tmp_path).origin()
+    assert len(streamed._batches(streamed.token_lengths(TEXTS))) > 1  # several batches of mixed lengths, each layer once
+    out = streamed.embed(TEXTS)
+    assert _cosines(out, reference).min() >= 0.9999
+    assert _cosines(streamed.embed(TEXTS[:1], kind="query"), reference[:1]).min() >= 0.9999  # queries stream too
+
+
+@pytest.mark.parametrize("kind", ["bert", "lfm2"])
+def test_int8_layers_keep_the_fidelity_gate_and_are_recorded_in_the_origin(models: dict[str, Path], kind: str, tmp_path: Path) -> None:
+    reference = _encoder(models[kind], tmp_path).embed(TEXTS)
+    int8 = _encoder(models[kind], tmp_path, stream_layers=True, layer_weights="int8")
+    assert _cosines(int8.embed(TEXTS), reference).mean() >= 0.99
+    assert int8.origin()["layer_weights"] == "int8"
+    manifest = json.loads(next((tmp_path / "cache" / "layers").glob("*-int8/manifest.json")).read_text())
+    assert manifest["agreement"] >= 0.99 and len(manifest["layers"]) == 3
+
+
+def test_int4_layers_are_measured_and_gated(models: dict[str, Path], tmp_path: Path) -> None:
+    reference = _encoder(models["qwen3"], tmp_path).embed(TEXTS)
+    try:
+        int4 = _encoder(models["qwen3"], tmp_path, stream_layers=True, layer_weights="int4")
+    except ModelError as exc:  # below the gate: refused, pointing at int8
+        assert "int4 layers do not reproduce the model" in exc.one_line() and 'layer_weights = "int8"' in exc.one_line()
+        return
+    assert _cosines(int4.embed(TEXTS), reference).mean() >= 0.99
+
+
+def test_activations_beyond_the_budget_spill_to_disk_and_are_removed(models: dict[str, Path], tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from lodex.indexer import layer_stream
+
+    reference = _encoder(models["modernbert"], tmp_path).embed(TEXTS)
+    leftover = tmp_path / "data" / f"{SPILL_PREFIX}999999999-1.bin"  # from a killed run
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"x" * 100)
+    streamed = _encoder(models["modernbert"], tmp_path, stream_layers=True, memory_budget_mb=1)
+    assert not leftover.exists()
+    spilled = []
+    put = layer_stream.Activations.put
+    monkeypatch.setattr(layer_stream.Activations, "put", lambda self, i, h: (spilled.append(self.path), put(self, i, h)))
+    assert _cosines(streamed.embed(TEXTS), reference).min() >= 0.9999
+    assert spilled and all(p is not None and p.parent == tmp_path / "data" for p in spilled)
+    assert not list((tmp_path / "data").glob(f"{SPILL_PREFIX}*"))
+
+
+def test_streaming_is_chosen_when_the_weights_exceed_the_budget(models: dict[str, Path], tmp_path: Path, caplog) -> None:
+    from lodex.indexer.layer_stream import StreamedModel
+
+    with caplog.at_level(logging.INFO, logger="lodex.indexer.layer_stream"):
+        encoder = _encoder(models["bert"], tmp_path, memory_budget_mb=1)
+    assert isinstance(encoder.model, StreamedModel) and "exceed the memory budget (1 MiB)" in caplog.text
+    assert not isinstance(_encoder(models["bert"], tmp_path, memory_budget_mb=1000).model, StreamedModel)
+
+
+def _break(cache: Path, how: str) -> str:
+    if how == "layer file deleted":
+        (cache / "layer-0001.safetensors").unlink()
+        return "layer 1: file missing"
+    if how == "shape changed":
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(str(cache / "layer-0002.safetensors"))
+        name = sorted(n for n in tensors if n.endswith(".scale"))[0]
+        tensors[name] = tensors[name][:-1].clone()
+        save_file(tensors, str(cache / "layer-0002.safetensors"))
+        return f"layer 2: {name} has shape"
+    manifest = json.loads((cache / "manifest.json").read_text())
+    (cache / "manifest.json").write_text(json.dumps(manifest | {"fingerprint": "0123456789abcdef"}))
+    return "built from other weights"
+
+
+@pytest.mark.parametrize("how", ["layer file deleted", "shape changed", "fingerprint changed"])
+def test_a_broken_layer_cache_is_detected_and_rebuilt(models: dict[str, Path], tmp_path: Path, how: str, caplog) -> None:
+    first = _encoder(models["bert"], tmp_path, stream_layers=True, layer_weights="int8").embed(TEXTS)
+    cache = next((tmp_path / "cache" / "layers").glob("*-int8"))
+    message = _break(cache, how)
+    with caplog.at_level(logging.WARNING, logger="lodex.indexer.layer_cache"):
+        again = _encoder(models["bert"], tmp_path, stream_layers=True, layer_weights="int8").embed(TEXTS)
+    assert message in caplog.text and "rebuilding it" in caplog.text
+    np.testing.assert_allclose(again, first, atol=1e-6)
+    assert not list(cache.parent.glob("*.tmp-*"))
+
+
+def test_fast_precision_with_streaming_is_refused_with_the_fix(models: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _encoder(models["bert"], tmp_path, stream_layers=True, precision="fast")
+    assert 'encoder.layer_weights = "int8"' in caught.value.one_line() and "\n" not in caught.value.one_line()
+
+
+def test_index_and_search_with_a_streamed_model(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lodex.api.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "wings.md").write_text("Swept wings at transonic speed: lift, drag and buffeting. " * 20)
+    (root / "heat.txt").write_text("Heat transfer in a laminar boundary layer over a flat plate. " * 20)
+    for key, value in {"MODEL": str(models["bert"]), "STREAM_LAYERS": "true", "CACHE_DIR": str(tmp_path / "cache")}.items():
+        monkeypatch.setenv(f"LODEX_ENCODER__{key}", value)
+    runner = CliRunner()
+    result = runner.invoke(app, ["index", str(root), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["added"] == 2
+    body = json.loads(runner.invoke(app, ["search", "Heat transfer in a laminar boundary layer", "-k", "2", "--json", "--mode", "dense"]).stdout)
+    assert body["results"][0]["path"] == "heat.txt"
+    assert not list((tmp_path / ".lodex").glob(f"{SPILL_PREFIX}*"))

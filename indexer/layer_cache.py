@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from lodex.indexer.layer_weights import TensorSlot, read_header, read_tensor
 
 CACHE_VERSION = 1
@@ -103,7 +102,7 @@ class LayerCache:
             except (OSError, ValueError):
                 return f"layer {i}: file missing or unreadable"
             if found != expected:
-                wrong = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))[0]
+                wrong = min(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
                 return f"layer {i}: {wrong} has shape {found.get(wrong)}, the model needs {expected.get(wrong)}"
             if os.path.getsize(self.file(i)) != max((s.end for s in read_header(self.file(i)).values()), default=0):
                 return f"layer {i}: file truncated"

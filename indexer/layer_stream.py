@@ -12,11 +12,16 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-
 from lodex.indexer.errors import ModelError
 from lodex.indexer.layer_arch import Skeleton
 from lodex.indexer.layer_cache import LayerCache
-from lodex.indexer.layer_weights import Prefetcher, TensorSlot, fp32_bytes, read_tensor, tensor_index
+from lodex.indexer.layer_weights import (
+    Prefetcher,
+    TensorSlot,
+    fp32_bytes,
+    read_tensor,
+    tensor_index,
+)
 from lodex.store.heap import release_freed
 
 SPILL_PREFIX = "lodex-stream-spill-"
@@ -81,7 +86,7 @@ class Activations:
         if self.fd < 0:
             self.ram[index] = hidden
             return
-        data = memoryview(np.ascontiguousarray(hidden.numpy(), dtype=np.float32)).cast("B")
+        data = np.ascontiguousarray(hidden.numpy(), dtype=np.float32).data.cast("B")
         written = 0
         while written < len(data):
             written += os.pwrite(self.fd, data[written:], self.offsets[index] + written)
@@ -93,7 +98,7 @@ class Activations:
         if self.fd < 0:
             return self.ram[index]
         array = np.empty(self.shapes[index], dtype=np.float32)
-        view, done = memoryview(array).cast("B"), 0
+        view, done = array.data.cast("B"), 0
         while done < len(view):
             n = os.preadv(self.fd, [view[done:]], self.offsets[index] + done)
             if n <= 0:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 from lodex.indexer.errors import ModelError
 
 # safetensors dtype names -> numpy dtypes (bfloat16 is read as its raw 16 bits and widened by hand).
@@ -74,7 +73,7 @@ def read_tensor(slot: TensorSlot):  # noqa: ANN201 - a torch.Tensor (float weigh
             if not n:
                 raise ModelError(f"{slot.path} is shorter than its header says", "re-download or rebuild the model files")
             done += n
-    array = np.frombuffer(buffer, dtype=_DTYPES[slot.dtype]).reshape(slot.shape)
+    array: np.ndarray = np.frombuffer(buffer, dtype=_DTYPES[slot.dtype]).reshape(slot.shape)
     if slot.dtype == "BF16":
         array = (array.astype(np.uint32) << 16).view(np.float32)
     elif slot.dtype in ("F16", "F64"):

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from lodex.indexer.errors import ModelError
 from lodex.indexer.layer_stream import SPILL_PREFIX
 from lodex.indexer.settings import EncoderSettings
 from lodex.indexer.transformers_encoder import TransformersEncoder
 from lodex.store.errors import ConfigError
+from typer.testing import CliRunner
+
 from tests.tiny_models import KINDS, tiny_model
 
 TEXTS = ["a", "Swept wings at transonic speed: lift, drag and buffeting measured in the tunnel.",
@@ -102,7 +102,7 @@ def _break(cache: Path, how: str) -> str:
         from safetensors.torch import load_file, save_file
 
         tensors = load_file(str(cache / "layer-0002.safetensors"))
-        name = sorted(n for n in tensors if n.endswith(".scale"))[0]
+        name = min(n for n in tensors if n.endswith(".scale"))
         tensors[name] = tensors[name][:-1].clone()
         save_file(tensors, str(cache / "layer-0002.safetensors"))
         return f"layer 2: {name} has shape"

@@ -63,22 +63,22 @@ def read_tensor(slot: TensorSlot):  # noqa: ANN201 - a torch.Tensor (float weigh
     """One tensor read from its file (float weights widened to float32)."""
     import torch
 
-    buffer = bytearray(slot.end - slot.start)
-    view = memoryview(buffer)
+    raw = torch.empty(slot.end - slot.start, dtype=torch.uint8)  # torch's allocator: aligned for its kernels, not zero-filled
+    view = memoryview(raw.numpy()).cast("B")
     with slot.path.open("rb", buffering=0) as fh:
         fh.seek(slot.start)
         done = 0
-        while done < len(buffer):
+        while done < len(view):
             n = fh.readinto(view[done:])
             if not n:
                 raise ModelError(f"{slot.path} is shorter than its header says", "re-download or rebuild the model files")
             done += n
-    array: np.ndarray = np.frombuffer(buffer, dtype=_DTYPES[slot.dtype]).reshape(slot.shape)
+    array: np.ndarray = raw.numpy().view(_DTYPES[slot.dtype]).reshape(slot.shape)
     if slot.dtype == "BF16":
         array = (array.astype(np.uint32) << 16).view(np.float32)
     elif slot.dtype in ("F16", "F64"):
         array = array.astype(np.float32)
-    return torch.from_numpy(array)  # the tensor owns the buffer: freed with it
+    return torch.from_numpy(array)  # shares `raw`'s memory: freed with it
 
 
 def _warm(slots: list[TensorSlot]) -> None:

@@ -45,6 +45,8 @@ def test_streamed_vectors_equal_in_memory_ones(models: dict[str, Path], kind: st
     out = streamed.embed(TEXTS)
     assert _cosines(out, reference).min() >= 0.9999
     assert _cosines(streamed.embed(TEXTS[:1], kind="query"), reference[:1]).min() >= 0.9999  # queries stream too
+    alone = streamed.embed([TEXTS[1], TEXTS[2]])  # nothing leaks between sequences of a batch, nor from padding (LFM2's conv)
+    assert _cosines(alone, out[1:3]).min() >= 0.9999
 
 
 @pytest.mark.parametrize("kind", ["bert", "lfm2"])

@@ -64,7 +64,7 @@ def read_tensor(slot: TensorSlot):  # noqa: ANN201 - a torch.Tensor (float weigh
     import torch
 
     raw = torch.empty(slot.end - slot.start, dtype=torch.uint8)  # torch's allocator: aligned for its kernels, not zero-filled
-    view = memoryview(raw.numpy()).cast("B")
+    view = raw.numpy().data.cast("B")
     with slot.path.open("rb", buffering=0) as fh:
         fh.seek(slot.start)
         done = 0

@@ -112,7 +112,9 @@ class LayerCache:
         """Use the cache, or (re)build it first, saying why; `gate` measures its agreement with float32 once built.
         Returns that agreement (mean cosine), recorded in the manifest."""
         for stale in self.dir.parent.glob(f"{self.dir.name}.tmp-*"):
-            shutil.rmtree(stale, ignore_errors=True)  # a build killed midway
+            pid = stale.name.rpartition("-")[2]
+            if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
+                shutil.rmtree(stale, ignore_errors=True)  # a build killed midway (another process's build in progress stays)
         why = self.problem()
         if why:
             (log.info if why == "not built yet" else log.warning)("%s layer cache in %s %s: rebuilding it", self.scheme, self.dir, why)
@@ -137,7 +139,10 @@ class LayerCache:
         shapes = [{n: list(s.shape) for n, s in layer.items()} for layer in self.layers]
         _write_json(tmp / "manifest.json", {"version": CACHE_VERSION, "fingerprint": self.fingerprint, "scheme": self.scheme, "layers": shapes})
         shutil.rmtree(self.dir, ignore_errors=True)
-        os.replace(tmp, self.dir)
+        try:
+            os.replace(tmp, self.dir)
+        except OSError:  # another process put its build there meanwhile: the same bytes, use that one
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def load(self, index: int) -> dict[str, Any]:
         """Layer `index`'s float32 weights, decompressed."""

@@ -108,12 +108,16 @@ def _break(cache: Path, how: str) -> str:
         tensors[name] = tensors[name][:-1].clone()
         save_file(tensors, str(cache / "layer-0002.safetensors"))
         return f"layer 2: {name} has shape"
+    if how == "killed before its manifest":
+        (cache / "manifest.json").unlink()
+        (cache.parent / f"{cache.name}.tmp-999999999").mkdir()  # the killed build's own folder
+        return "incomplete (no manifest)"
     manifest = json.loads((cache / "manifest.json").read_text())
     (cache / "manifest.json").write_text(json.dumps(manifest | {"fingerprint": "0123456789abcdef"}))
     return "built from other weights"
 
 
-@pytest.mark.parametrize("how", ["layer file deleted", "shape changed", "fingerprint changed"])
+@pytest.mark.parametrize("how", ["layer file deleted", "shape changed", "fingerprint changed", "killed before its manifest"])
 def test_a_broken_layer_cache_is_detected_and_rebuilt(models: dict[str, Path], tmp_path: Path, how: str, caplog) -> None:
     first = _encoder(models["bert"], tmp_path, stream_layers=True, layer_weights="int8").embed(TEXTS)
     cache = next((tmp_path / "cache" / "layers").glob("*-int8"))

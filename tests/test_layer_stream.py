@@ -152,3 +152,36 @@ def test_index_and_search_with_a_streamed_model(models: dict[str, Path], tmp_pat
     body = json.loads(runner.invoke(app, ["search", "Heat transfer in a laminar boundary layer", "-k", "2", "--json", "--mode", "dense"]).stdout)
     assert body["results"][0]["path"] == "heat.txt"
     assert not list((tmp_path / ".lodex").glob(f"{SPILL_PREFIX}*"))
+
+
+@pytest.mark.slow
+def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[str, Path], tmp_path: Path) -> None:
+    """`lodex index` killed (-9) while a streamed group is in its layers: the restart removes the spill file and
+    converges to the folder, each chunk's vector its text's in-memory encoding."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from lodex.store.lance_store import Store
+    from tests.invariants import check_index
+
+    root, data = tmp_path / "docs", tmp_path / "data"
+    root.mkdir()
+    for i in range(40):
+        (root / f"doc-{i:03d}.txt").write_text(" ".join(f"word{i}x{j} flow" for j in range(100)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "LODEX_DATA_DIR": str(data),
+           "LODEX_ENCODER__MODEL": str(models["modernbert"]), "LODEX_ENCODER__STREAM_LAYERS": "true",
+           "LODEX_ENCODER__MEMORY_BUDGET_MB": "1", "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"]
+    proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(data.glob(f"{SPILL_PREFIX}*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.kill()
+    assert proc.wait() == -9 and list(data.glob(f"{SPILL_PREFIX}*")), "the run was not caught in its layers"
+    restart = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert restart.returncode == 0, restart.stderr[-2000:]
+    assert json.loads(restart.stdout)["added"] == 40 and not list(data.glob(f"{SPILL_PREFIX}*"))
+    encoder = _encoder(models["modernbert"], tmp_path)
+    check_index(Store(data, encoder.dim), root, persisted=True, encoder=encoder)

@@ -59,8 +59,9 @@ def build_model(path: Path, layers: int, hidden: int) -> Path:
 
 def worker(args: argparse.Namespace) -> None:
     """One run in this process: load the encoder, encode the chunks in indexer-sized groups, print one JSON line."""
-    import lodex.store.lance_store  # noqa: F401 - the baseline holds Lance too, as `lodex index` does
     import numpy as np
+
+    import lodex.store.lance_store  # noqa: F401 - the baseline holds Lance too, as `lodex index` does
     from lodex.indexer.pipeline import GROUP_BATCHES
     from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.transformers_encoder import TransformersEncoder
@@ -113,6 +114,7 @@ def main() -> None:
     if args.worker:
         return worker(args)
     import numpy as np
+
     from lodex.indexer.layer_weights import evict, fp32_bytes, tensor_index
 
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="lodex-streamed-")

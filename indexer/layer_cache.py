@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from lodex.indexer.layer_weights import TensorSlot, read_header, read_tensor
 
 CACHE_VERSION = 1

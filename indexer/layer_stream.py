@@ -12,16 +12,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
 from lodex.indexer.errors import ModelError
 from lodex.indexer.layer_arch import Skeleton
 from lodex.indexer.layer_cache import LayerCache
-from lodex.indexer.layer_weights import (
-    Prefetcher,
-    TensorSlot,
-    fp32_bytes,
-    read_tensor,
-    tensor_index,
-)
+from lodex.indexer.layer_weights import Prefetcher, TensorSlot, fp32_bytes, read_tensor, tensor_index
+from lodex.indexer.settings import EncoderSettings
 from lodex.store.heap import release_freed
 
 SPILL_PREFIX = "lodex-stream-spill-"
@@ -194,7 +190,7 @@ class StreamedModel:
         generator = torch.Generator().manual_seed(0)
         batches = []
         for length in (8, 40, 120):
-            ids = torch.randint(1000, min(int(self.config.vocab_size), 20000), (2, length), generator=generator)
+            ids = torch.randint(0, int(self.config.vocab_size), (2, length), generator=generator)
             mask = torch.ones_like(ids)
             mask[1, length // 2:] = 0
             batches.append({"input_ids": ids, "attention_mask": mask})
@@ -208,7 +204,7 @@ class StreamedModel:
         return float(torch.nn.functional.cosine_similarity(exact, approx, dim=1).mean())
 
 
-def open_streamed(model_dir: Path, cfg: Any, fingerprint: str, spill_dir: Path | None) -> StreamedModel | None:
+def open_streamed(model_dir: Path, cfg: EncoderSettings, fingerprint: str, spill_dir: Path | None) -> StreamedModel | None:
     """The layer-streamed model when `cfg` ([encoder] settings) forces it or the model exceeds the memory budget, else
     None (the model loads whole)."""
     import tempfile

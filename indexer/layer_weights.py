@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
 from lodex.indexer.errors import ModelError
 
 # safetensors dtype names -> numpy dtypes (bfloat16 is read as its raw 16 bits and widened by hand).

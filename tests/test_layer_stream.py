@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
+
 from lodex.indexer.errors import ModelError
 from lodex.indexer.layer_stream import SPILL_PREFIX
 from lodex.indexer.settings import EncoderSettings
 from lodex.indexer.transformers_encoder import TransformersEncoder
 from lodex.store.errors import ConfigError
-from typer.testing import CliRunner
-
 from tests.tiny_models import KINDS, tiny_model
 
 TEXTS = ["a", "Swept wings at transonic speed: lift, drag and buffeting measured in the tunnel.",

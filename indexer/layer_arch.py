@@ -139,16 +139,23 @@ def _key_names(prefix: str, names: Any, slots: dict[str, TensorSlot]) -> dict[st
 
 
 def _restore_buffers(model: Any, config: Any) -> None:
-    """Recompute the shell's non-persistent buffers (not in the weight files): rotary frequencies, BERT position ids."""
+    """Recompute the shell's non-persistent buffers (not in the weight files): rotary frequencies (the rotary module
+    built afresh), BERT-family position and token type ids; any other kind is refused rather than left uninitialized."""
     import torch
 
     for _, module in list(model.named_modules()):
         for name, child in list(module.named_children()):
             if "Rotary" in type(child).__name__:
                 setattr(module, name, type(child)(config=config))
+    for _, module in model.named_modules():
         for name in list(module._non_persistent_buffers_set):  # noqa: SLF001 - torch keeps this set per module
             buffer = getattr(module, name)
+            if "Rotary" in type(module).__name__:
+                continue
             if name == "position_ids":
                 buffer.copy_(torch.arange(buffer.shape[-1]).expand_as(buffer))
             elif name == "token_type_ids":
                 buffer.zero_()
+            else:
+                raise ModelError(f"layer streaming cannot rebuild the buffer {name} of {type(module).__name__}",
+                                 "set encoder.stream_layers = false and raise encoder.memory_budget_mb so the model loads whole")

@@ -26,10 +26,10 @@ from lodex.store.origin import ORIGIN_FILE, make_origin, read_origin
 from lodex.store.write_lock import LOCK_FILE, WriteLock
 
 
-def _transformers(cfg: EncoderSettings) -> Encoder:
+def _transformers(cfg: EncoderSettings, spill_dir: Path | None = None) -> Encoder:
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
-    return TransformersEncoder(cfg)
+    return TransformersEncoder(cfg, spill_dir)
 
 
 # Encoder backends by name (`encoder.backend`); tests register a deterministic fake here.
@@ -55,7 +55,7 @@ def build_encoder(settings: Settings) -> Encoder:
     cfg = settings.encoder
     if cfg.model:
         cfg = cfg.model_copy(update={"model": str(settings.path(cfg.model))})
-    return backend(cfg)
+    return backend(cfg, settings.data_dir) if backend is _transformers else backend(cfg)  # a streamed model spills beside the index
 
 
 def build_query_encoder(settings: Settings) -> Encoder:

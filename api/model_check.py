@@ -11,7 +11,9 @@ from lodex.api.factory import late_plan
 from lodex.api.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.model_info import Choice, read_model_dir, window
-from lodex.indexer.model_probe import measure_exact, probe_fast, probe_texts
+from lodex.indexer.layer_stream import StreamedModel
+from lodex.indexer.layer_weights import fp32_bytes, tensor_index
+from lodex.indexer.model_probe import FastProbe, measure_exact, probe_fast, probe_texts
 from lodex.indexer.transformers_encoder import TransformersEncoder, bundled_model_dir
 from lodex.store.errors import LodexError
 
@@ -54,8 +56,16 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
     late = late_plan(settings, encoder, settings.data_dir)
     texts = probe_texts()
     exact = measure_exact(encoder, texts)
-    fast = probe_fast(encoder, texts, exact)
-    weights = sum(p.numel() * p.element_size() for p in encoder.model.parameters())
+    streamed = isinstance(encoder.model, StreamedModel)
+    if streamed:  # nothing of it is whole in memory: sizes from the files' headers
+        slots = tensor_index(path)
+        weights, parameters = fp32_bytes(slots), sum(s.numel for s in slots.values())
+        fast = FastProbe(False, "the model is layer-streamed (encoder.stream_layers, or weights over encoder.memory_budget_mb): "
+                                "fast mode needs it whole in memory")
+    else:
+        weights = sum(p.numel() * p.element_size() for p in encoder.model.parameters())
+        parameters = sum(p.numel() for p in encoder.model.parameters())
+        fast = probe_fast(encoder, texts, exact)
     heads = int(getattr(config, "num_attention_heads", 0) or 0)
     width = min(encoder.max_length, cfg.batch_tokens)
     # a rough peak of one batch: a few copies of the hidden states, the feed-forward's inner states, the attention scores
@@ -66,7 +76,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         "architecture": info.architecture,
         "model_type": info.model_type,
         "kind": "decoder" if info.decoder else "encoder",
-        "parameters": sum(p.numel() for p in encoder.model.parameters()),
+        "parameters": parameters,
         "dim": encoder.dim,
         "window": _choice(window(path, cfg.max_length, int(getattr(config, "max_position_embeddings", 512)), int(tokenizer.model_max_length))),
         "pooling": _choice(pooling),
@@ -86,7 +96,11 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
             "exact": round((weights + activations) / _MB, 1),
             # fast mode keeps the PyTorch model loaded too (its export is checked against it when loaded)
             "fast": round((weights + (fast.model_bytes or 0) + activations) / _MB, 1) if fast.available else None,
+            # layer-streamed: the budget (the model's shell, two layers, activations) instead of the weights
+            "streamed": round(encoder.model.budget / _MB, 1) if streamed else None,
+            "largest_layer": round(encoder.model.layer_bytes / _MB, 1) if streamed else None,
         },
+        "streamed": streamed,
     }
 
 

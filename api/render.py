@@ -115,4 +115,7 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
     text = f"exact ~{memory['exact']:,.0f} MB (weights {memory['weights']:,.1f} MB + activations ~{memory['activations']:,.0f} MB at encoder.batch_tokens)"
     if memory["fast"] is not None:
         text += f"; fast ~{memory['fast']:,.0f} MB (+ int8 model {memory['int8_model']:,.1f} MB)"
+    if memory.get("streamed") is not None:
+        text = (f"layer-streamed within {memory['streamed']:,.0f} MB (encoder.memory_budget_mb; largest layer {memory['largest_layer']:,.1f} MB), "
+                f"instead of {memory['weights']:,.0f} MB of weights in memory")
     line("memory", text)

@@ -1,6 +1,7 @@
 """The encoder contract: a batch of texts in, float32 L2-normalized vectors out; batching lives here."""
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,8 @@ class Encoder(ABC):
     precision: str = "exact"
     query_prefix: str = ""
     document_prefix: str = ""
+    layer_weights: str = "fp32"  # a layer-streamed model's compressed layers ("int8", "int4"): recorded in the origin
+    group_tokens: int = 0  # tokens the indexer should hand embed() at once; 0 = its default (a layer-streamed model wants many)
 
     def __init__(self, batch_tokens: int = 4_096, max_batch: int = 128) -> None:
         self.batch_tokens = batch_tokens
@@ -94,9 +97,8 @@ class Encoder(ABC):
             batches = self._similar_lengths(self.token_lengths(texts)) if kind == "query" and len(texts) > 1 else [list(range(len(texts)))]
         else:
             batches = self._batches(lengths if lengths is not None else self.token_lengths(texts))
-        run = self._query_batch if kind == "query" else self._embed_batch
-        for batch in batches:
-            out[batch] = run([texts[i] for i in batch])
+        for batch, vectors in zip(batches, self._embed_batches([[texts[i] for i in batch] for batch in batches], kind)):
+            out[batch] = vectors
             self.texts_encoded += len(batch)
         return self._normalized(out)
 
@@ -110,12 +112,18 @@ class Encoder(ABC):
         lead_tokens = [len(s) for s in self.token_spans(leads)] if any(leads) else [0] * len(windows)
         lengths = [w.tokens + n + self.special_tokens for w, n in zip(windows, lead_tokens)]
         out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(windows)
-        for batch in self._batches(lengths):
-            pooled = self._window_batch([texts[i] for i in batch], [spans[i] for i in batch], [len(leads[i]) for i in batch])
+        batches = self._batches(lengths)
+        inputs = [([texts[i] for i in b], [spans[i] for i in b], [len(leads[i]) for i in b]) for b in batches]
+        for batch, pooled in zip(batches, self._window_batches(inputs)):
             for i, vectors in zip(batch, pooled):
                 out[i] = self._normalized(vectors.astype(np.float32, copy=False))
             self.texts_encoded += sum(len(windows[i].chunks) for i in batch)
         return out
+
+    def _window_batches(self, inputs: list[tuple[list[str], list[list[tuple[int, int]]], list[int]]]) -> Iterable[list[np.ndarray]]:
+        """Each window batch's pooled vectors, in order (`_window_batch`'s arguments per batch): one batch after another
+        here; a layer-streamed model takes them all at once."""
+        return (self._window_batch(*args) for args in inputs)
 
     def _normalized(self, vectors: np.ndarray) -> np.ndarray:
         """Rows L2-normalized in place when the encoder normalizes (zero rows stay zero)."""
@@ -127,6 +135,11 @@ class Encoder(ABC):
     def runtime(self) -> str:
         """How documents and queries are encoded here (precision and runtime), for the startup line and status."""
         return f"{self.precision} ({type(self).__name__})"
+
+    def _embed_batches(self, batches: list[list[str]], kind: str) -> Iterable[np.ndarray]:
+        """Each batch's vectors, in order: one batch after another here; a layer-streamed model takes them all at once."""
+        run = self._query_batch if kind == "query" else self._embed_batch
+        return (run(batch) for batch in batches)
 
     def release_memory(self) -> None:
         """Give back working memory kept from large batches (after a big run); the next batch grows it again."""
@@ -147,4 +160,4 @@ class Encoder(ABC):
             "precision": self.precision,
             "query_prefix": self.query_prefix,
             "document_prefix": self.document_prefix,
-        }
+        } | ({"layer_weights": self.layer_weights} if self.layer_weights != "fp32" else {})

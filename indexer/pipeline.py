@@ -121,7 +121,7 @@ class Indexer:
         self.encoder = encoder
         self.chunker = chunker
         self.rules = rules
-        self.flush_tokens = cfg.flush_tokens
+        self.flush_tokens = max(cfg.flush_tokens, encoder.group_tokens)  # a layer-streamed encoder wants its whole group at once
         self.jobs = jobs
         self.retries = cfg.retries
         self.retry_backoff_s = cfg.retry_backoff_s
@@ -294,7 +294,7 @@ class Indexer:
                     gone.add(p.entry.path)
                     fail(p.entry, reason)
 
-        budget, start, checked = self.encoder.batch_tokens * GROUP_BATCHES, 0, time.monotonic()
+        budget, start, checked = max(self.encoder.batch_tokens * GROUP_BATCHES, self.encoder.group_tokens), 0, time.monotonic()
         while start < len(order):
             end, used = start, 0
             while end < len(order) and (end == start or used + jobs[order[end]].length <= budget):

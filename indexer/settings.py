@@ -69,3 +69,6 @@ class EncoderSettings(Section):
     precision: Literal["exact", "fast"] = "exact"
     fast_queries: bool = True
     cache_dir: str = ""
+    memory_budget_mb: int = Field(0, ge=0)
+    stream_layers: bool = False
+    layer_weights: Literal["fp32", "int8", "int4"] = "fp32"

@@ -5,6 +5,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from lodex.indexer.cpu import physical_cores
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import pool_spans
+from lodex.indexer.layer_stream import StreamedModel, open_streamed
 from lodex.indexer.onnx_model import OnnxModel, load_onnx_model, model_inputs
 from lodex.indexer.smoothing import SCHEME
 from lodex.indexer.errors import ModelError
@@ -56,8 +58,9 @@ def _fingerprint(model_dir: Path) -> str:
 class TransformersEncoder(Encoder):
     """AutoModel + AutoTokenizer from a local directory; mean, cls or last-token pooling."""
 
-    def __init__(self, cfg: EncoderSettings | None = None) -> None:
-        """The model of `cfg` ([encoder] settings; their defaults when None: the bundled model, as users get it)."""
+    def __init__(self, cfg: EncoderSettings | None = None, spill_dir: Path | None = None) -> None:
+        """The model of `cfg` ([encoder] settings; their defaults when None: the bundled model, as users get it);
+        `spill_dir`: where a layer-streamed model's activations spill beyond its memory budget (the data dir)."""
         cfg = cfg or EncoderSettings()
         model_dir, pooling, normalize, max_length, threads = cfg.model or None, cfg.pooling, cfg.normalize, cfg.max_length, cfg.threads
         query_prefix, document_prefix, precision, fast_queries = cfg.query_prefix, cfg.document_prefix, cfg.precision, cfg.fast_queries
@@ -76,20 +79,22 @@ class TransformersEncoder(Encoder):
         torch.set_num_threads(threads or physical_cores())
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+            self.fingerprint = _fingerprint(path)
+            self.model = open_streamed(path, cfg, self.fingerprint, spill_dir) or AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
         except RuntimeError as exc:  # transformers refuses weights of other shapes than config.json gives
             raise ModelError(f"the weights in {path} do not fit its config.json (tensors of other shapes)",
                              "restore config.json and the weights of the same model") from exc
-        info.check_weights(self.model)
+        streamed = isinstance(self.model, StreamedModel)
+        if not streamed:
+            info.check_weights(self.model)  # a streamed model's layers are checked against the files as they are read
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json)", "use a model with tokenizer.json")
         self._torch = torch
         self._local = threading.local()
         self._copy_lock = threading.Lock()
         self.model_id = BUNDLED_MODEL_ID if bundled else path.name
-        self.fingerprint = _fingerprint(path)
         self.dim = int(self.model.config.hidden_size)
         self.pooling = info.pooling(pooling).value
         self.normalize = normalize
@@ -99,7 +104,7 @@ class TransformersEncoder(Encoder):
         self.eos_id: int | None = info.eos(cfg.append_eos, self.pooling, self.tokenizer).value  # appended to every input when not None
         self.special_tokens = len(self.tokenizer("")["input_ids"]) + (self.eos_id is not None)
         self.query_prefix, self.document_prefix = (choice.value for choice in info.prefixes(cfg))  # lodex config, else the model's prompts
-        self._inputs = model_inputs(self.model, self.tokenizer)
+        self._inputs = model_inputs(self.model.skeleton.model if streamed else self.model, self.tokenizer)
         if precision not in ("exact", "fast"):
             raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
         self.precision = precision
@@ -108,7 +113,9 @@ class TransformersEncoder(Encoder):
         self._fast: OnnxModel | None = None
         self._queries: OnnxModel | None = None  # exact mode: float32 (or int8: fast_queries) ONNX for queries, loaded at the first one
         self.fast_queries = fast_queries
-        self._query_fallback = False
+        self._query_fallback = isinstance(self.model, StreamedModel)  # streamed: no ONNX export, queries stream too
+        if isinstance(self.model, StreamedModel):
+            self.layer_weights, self.group_tokens = cfg.layer_weights, self.model.group_tokens()
         self._query_lock = threading.Lock()
         if precision == "fast":
             try:
@@ -211,8 +218,27 @@ class TransformersEncoder(Encoder):
         model = self._query_model()
         return self._embed_batch(texts) if model is None else self._onnx_batch(model, texts)
 
+    def _embed_batches(self, batches: list[list[str]], kind: str) -> Iterable[np.ndarray]:
+        if not isinstance(self.model, StreamedModel):
+            return super()._embed_batches(batches, kind)
+        encoded = [self._tokenize(b, "pt") for b in batches]
+        return self.model.run(encoded, lambda i, hidden: _pool(hidden.float().numpy(), encoded[i]["attention_mask"].numpy(), self.pooling))
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
+
+    def _window_batches(self, inputs: list[tuple[list[str], list[list[tuple[int, int]]], list[int]]]) -> Iterable[list[np.ndarray]]:
+        if not isinstance(self.model, StreamedModel):
+            return super()._window_batches(inputs)
+        prepared = [self._window_inputs(texts) for texts, _, _ in inputs]  # all windows through each layer at once
+
+        def pooled(i: int, hidden) -> list[np.ndarray]:  # noqa: ANN001 - a torch tensor
+            (texts, spans, starts), (batch, offsets, special) = inputs[i], prepared[i]
+            mask = batch["attention_mask"].astype(bool)
+            return [pool_spans(hidden[j].float().numpy(), mask[j], special[j], offsets[j], spans[j], (starts[j], len(texts[j])), self.pooling)
+                    for j in range(len(texts))]
+
+        return self.model.run([{k: self._torch.from_numpy(v) for k, v in batch.items()} for batch, _, _ in prepared], pooled)
 
     def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
         batch, offsets, special = self._window_inputs(texts)

@@ -13,6 +13,7 @@ ORIGIN_FILE = "origin.json"
 _MUST_MATCH = (
     "model_id", "model_fingerprint", "dim", "pooling", "normalize", "max_length", "precision", "quantization",
     "query_prefix", "document_prefix", "eos_token", "chunk_tokens", "chunk_overlap", "title_prefix", "late_chunking",
+    "layer_weights",
 )
 _LIBRARIES = ("lodex", "torch", "transformers", "tokenizers", "lancedb", "faiss-cpu", "pyarrow")
 

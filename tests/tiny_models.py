@@ -48,6 +48,11 @@ def tiny_model(kind: str, path: Path, layers: int = 2, hidden: int = 64, window:
     hf_logging.disable_progress_bar()
     torch.manual_seed(seed)
     model = AutoModel.from_config(tiny_config(kind, layers, hidden, window)).eval()
+    return save_with_tokenizer(model, path, window)
+
+
+def save_with_tokenizer(model, path: Path, window: int) -> Path:  # noqa: ANN001 - a transformers model
+    """Save `model` into `path` with the bundled MiniLM tokenizer, declaring a window of `window` tokens."""
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(path), safe_serialization=True)
     source = bundled_model_dir()

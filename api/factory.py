@@ -92,7 +92,7 @@ def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunk
     enabled = chunking.late
     if enabled == "auto":
         stored = read_origin(data_dir)
-        capable = type(encoder)._window_batch is not Encoder._window_batch and encoder.pooling != "cls"
+        capable = encoder.pools_windows() and encoder.pooling != "cls"
         enabled = "late_chunking" in stored if stored is not None else capable
     return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
                          encoder.window_limit, encoder.pooling)

@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from lodex.indexer.encoder import Encoder
+from lodex.indexer.late_chunking import Window
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 
@@ -46,12 +47,16 @@ class FakeEncoder(Encoder):
         return out
 
 
-    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
-        """Late chunking, faked: a span's words, plus a quarter of its whole window's (its context)."""
-        out = []
-        for text, text_spans in zip(texts, spans):
-            context = self._embed_batch([text])[0] * 0.25
-            out.append(np.stack([self._embed_batch([text[a:b]])[0] + context for a, b in text_spans]))
+    def embed_windows(self, windows: list[Window], leads: list[str] | None = None) -> list[np.ndarray]:
+        """Late chunking, faked: each chunk's own words (through `embed`, once per call, so that the hooks of the test
+        encoders below see late chunking's groups as they see plain ones), plus a quarter of its window's (its context)."""
+        leads = leads or [""] * len(windows)
+        own = self.embed([lead + w.text[a:b] for w, lead in zip(windows, leads) for a, b in w.spans], kind="document")
+        context = self._normalized(self._embed_batch([w.text for w in windows])) * 0.25
+        out, at = [], 0
+        for w, around in zip(windows, context):
+            out.append(self._normalized(own[at : at + len(w.spans)] + around))
+            at += len(w.spans)
         return out
 
 

@@ -172,7 +172,8 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
         (root / f"doc-{i:03d}.txt").write_text(" ".join(f"word{i}x{j} flow" for j in range(100)))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "LODEX_DATA_DIR": str(data),
            "LODEX_ENCODER__MODEL": str(models["modernbert"]), "LODEX_ENCODER__STREAM_LAYERS": "true",
-           "LODEX_ENCODER__MEMORY_BUDGET_MB": "1", "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache")}
+           "LODEX_ENCODER__MEMORY_BUDGET_MB": "1", "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache"),
+           "LODEX_CHUNKING__LATE": "false"}  # each chunk its own encoding: checked below
     command = [sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"]
     proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120

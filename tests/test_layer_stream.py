@@ -49,7 +49,7 @@ def test_streamed_vectors_equal_in_memory_ones(models: dict[str, Path], kind: st
     assert _cosines(alone, out[1:3]).min() >= 0.9999
 
 
-@pytest.mark.parametrize("kind", ["bert", "lfm2"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_int8_layers_keep_the_fidelity_gate_and_are_recorded_in_the_origin(models: dict[str, Path], kind: str, tmp_path: Path) -> None:
     reference = _encoder(models[kind], tmp_path).embed(TEXTS)
     int8 = _encoder(models[kind], tmp_path, stream_layers=True, layer_weights="int8")

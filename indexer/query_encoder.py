@@ -14,6 +14,7 @@ import numpy as np
 from lodex.indexer.cpu import physical_cores
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.onnx_model import OnnxModel, default_cache_dir
+from lodex.indexer.padding import padded_inputs
 from lodex.indexer.settings import EncoderSettings
 from lodex.indexer.transformers_encoder import _fingerprint, _pool, bundled_model_dir
 
@@ -98,15 +99,7 @@ class OnnxQueryEncoder(Encoder):
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         encoded = self.tokenizer.encode_batch(texts)
-        eos = self.eos_id is not None
-        width = max(len(e.ids) for e in encoded) + eos
-        columns = {"input_ids": np.full((len(texts), width), self.recipe["pad_id"], np.int64),
-                   "attention_mask": np.zeros((len(texts), width), np.int64), "token_type_ids": np.zeros((len(texts), width), np.int64)}
-        for i, e in enumerate(encoded):
-            n = len(e.ids) + eos
-            at = slice(width - n, width) if self.recipe["padding_side"] == "left" else slice(0, n)
-            columns["input_ids"][i, at] = e.ids + ([self.eos_id] if eos else [])
-            columns["attention_mask"][i, at] = 1
-            columns["token_type_ids"][i, at] = e.type_ids + ([0] if eos else [])
+        columns = padded_inputs([e.ids for e in encoded], self.recipe["pad_id"], self.recipe["padding_side"] == "left", self.eos_id,
+                                {"token_type_ids": ([e.type_ids for e in encoded], 0)})
         batch = {name: columns[name] for name in self.recipe["inputs"]}
         return _pool(self.model(batch), batch["attention_mask"], self.pooling)

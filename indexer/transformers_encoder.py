@@ -15,6 +15,7 @@ from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import pool_spans
 from lodex.indexer.layer_stream import StreamedModel, open_streamed
 from lodex.indexer.onnx_model import OnnxModel, load_onnx_model, model_inputs
+from lodex.indexer.padding import padded_inputs
 from lodex.indexer.smoothing import SCHEME
 from lodex.indexer.errors import ModelError
 from lodex.indexer.model_info import read_model_dir, window
@@ -254,22 +255,12 @@ class TransformersEncoder(Encoder):
     def _window_inputs(self, texts: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Late chunking's batch (tokenized as `_tokenize` does, up to the model's window), with each token's char
         offsets and a mask of its special tokens (the appended EOS and the padding among them)."""
-        eos = self.eos_id is not None
-        encoded = self._tokenizer()(texts, truncation=True, max_length=self.window_limit - eos, return_offsets_mapping=True,
-                                    return_special_tokens_mask=True)
-        width = max(len(ids) for ids in encoded["input_ids"]) + eos
+        encoded = self._tokenizer()(texts, truncation=True, max_length=self.window_limit - (self.eos_id is not None),
+                                    return_offsets_mapping=True, return_special_tokens_mask=True)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        columns = {"input_ids": np.full((len(texts), width), pad, np.int64), "attention_mask": np.zeros((len(texts), width), np.int64),
-                   "token_type_ids": np.zeros((len(texts), width), np.int64)}
-        offsets, special = np.zeros((len(texts), width, 2), np.int64), np.ones((len(texts), width), bool)
-        for i, ids in enumerate(encoded["input_ids"]):
-            n = len(ids) + eos
-            at = slice(width - n, width) if self.tokenizer.padding_side == "left" else slice(0, n)
-            columns["input_ids"][i, at] = ids + ([self.eos_id] if eos else [])
-            columns["attention_mask"][i, at] = 1
-            offsets[i, at] = encoded["offset_mapping"][i] + ([(0, 0)] if eos else [])
-            special[i, at] = np.asarray(encoded["special_tokens_mask"][i] + ([1] if eos else []), bool)
-        return {name: columns[name] for name in self._inputs}, offsets, special
+        columns = padded_inputs(encoded["input_ids"], pad, self.tokenizer.padding_side == "left", self.eos_id,
+                                {"offsets": (encoded["offset_mapping"], (0, 0)), "special": (encoded["special_tokens_mask"], 1)})
+        return {name: columns[name] for name in self._inputs}, columns["offsets"], columns["special"].astype(bool)
 
     def _torch_batch(self, texts: list[str]) -> np.ndarray:
         batch = self._tokenize(texts, "pt")

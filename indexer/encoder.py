@@ -122,6 +122,13 @@ class Encoder(ABC):
             for i, vectors in zip(batch, pooled):
                 out[i] = self._normalized(vectors.astype(np.float32, copy=False))
             self.texts_encoded += sum(len(windows[i].chunks) for i in batch)
+        # a chunk the window's tokenization cut off (text tokenizing longer than planned: a long unbroken run of
+        # characters under a byte-level tokenizer) has no token states: encoded alone, as plain chunking would
+        lost = [(i, k) for i, vectors in enumerate(out) for k in np.flatnonzero(~vectors.any(axis=1))]
+        if lost:
+            alone = self.embed([leads[i][len(self.document_prefix):] + windows[i].text[slice(*windows[i].spans[k])] for i, k in lost])
+            for (i, k), vector in zip(lost, alone):
+                out[i][k] = vector
         return out
 
     def _window_batches(self, inputs: list[tuple[list[str], list[list[tuple[int, int]]], list[int]]]) -> Iterable[list[np.ndarray]]:

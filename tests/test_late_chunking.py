@@ -238,3 +238,18 @@ def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
     settings.chunking.late = True
     with pytest.raises(OriginMismatchError, match="late_chunking"):
         open_store(settings, encoder, tmp_path / "plain", create=False)
+
+
+def test_a_chunk_cut_off_by_the_window_is_encoded_alone(real_encoder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text that tokenizes longer inside a window than planned (a byte-level tokenizer on a long unbroken run) is cut
+    at the model's window: the chunks past the cut are encoded alone, never left as zero vectors."""
+    text = _long_text(6)
+    chunker = Chunker(real_encoder.token_spans, 62, 8)
+    chunks = chunker.chunk(text)
+    windows = plan_windows(text, chunks, real_encoder.token_spans, 254, 16)
+    window = next(w for w in windows if len(w.chunks) >= 3)
+    monkeypatch.setattr(real_encoder, "window_limit", 70)  # the window holds ~250 tokens: its later chunks are cut off
+    vectors = real_encoder.embed_windows([window])[0]
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    alone = real_encoder.embed([chunks[window.chunks[-1]].text])[0]
+    assert np.abs(vectors[-1] - alone).max() < 1e-5

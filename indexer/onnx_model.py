@@ -4,10 +4,13 @@
 import inspect
 import logging
 import os
+import queue
 import tempfile
 import warnings
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -54,6 +57,37 @@ class OnnxModel:
         self(tiny_batch, options)
 
 
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class SessionPool:
+    """Whole batches run in parallel, on one single-threaded session per core (fast mode's "sessions" layout)."""
+
+    def __init__(self, path: Path, workers: int) -> None:
+        self.models = [OnnxModel(path, 1) for _ in range(workers)]
+        self._free: queue.SimpleQueue[OnnxModel] = queue.SimpleQueue()
+        for model in self.models:
+            self._free.put(model)
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="lodex-onnx")
+
+    def map(self, fn: Callable[[OnnxModel, T], R], items: list[T]) -> Iterator[R]:
+        """fn(a free session, item) for every item, results in order."""
+        def run(item: T) -> R:
+            model = self._free.get()
+            try:
+                return fn(model, item)
+            finally:
+                self._free.put(model)
+
+        return self._executor.map(run, items)
+
+    def release_memory(self, tiny_batch: dict[str, np.ndarray]) -> None:
+        """Each session's working memory handed back (see OnnxModel.release_memory)."""
+        for model in self.models:
+            model.release_memory(tiny_batch)
+
+
 def model_inputs(model: Any, tokenizer: Any) -> list[str]:
     """The tokenizer's outputs the model takes (a decoder takes no token_type_ids), in the order the export names them."""
     accepted = inspect.signature(model.forward).parameters
@@ -61,27 +95,28 @@ def model_inputs(model: Any, tokenizer: Any) -> list[str]:
 
 
 def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int, int8: bool,
-                    max_length: int = 512, spin: bool = True) -> OnnxModel:
+                    max_length: int = 512, spin: bool = True, reduce_range: bool = False) -> OnnxModel:
     """The ONNX model for this encoder: from the cache, or exported from the loaded torch model into the cache
-    first (once: ~5 s; int8 ~20 s: smoothed activations, per-channel int8 weights, dynamic int8 activations)."""
+    first (once: ~5 s; int8 ~20 s: smoothed activations, per-channel int8 weights, dynamic int8 activations);
+    `reduce_range`: 7-bit int8 weights (see fast_paths.WEIGHTS)."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError as exc:
         raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
                          "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from exc
     cache = cache_dir or default_cache_dir()
-    path = cache / f"{fingerprint[:20]}-{SCHEME if int8 else 'fp32'}.onnx"
+    path = cache / f"{fingerprint[:20]}-{(SCHEME + ('-r7' if reduce_range else '')) if int8 else 'fp32'}.onnx"
     if not path.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            _export(model, tokenizer, path, int8, max_length)
+            _export(model, tokenizer, path, int8, max_length, reduce_range)
         except OSError as exc:
             raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}",
                              "set encoder.cache_dir to a writable folder") from exc
     return OnnxModel(path, threads, spin)
 
 
-def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int) -> None:
+def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int, reduce_range: bool = False) -> None:
     """torch → ONNX (fp32, dynamic batch and length) → int8 weights when asked (of the smoothed model),
     written atomically to `path`."""
     import torch
@@ -113,7 +148,8 @@ def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int)
             quantized = Path(tmp) / "model.int8.onnx"
             logging.disable(logging.WARNING)  # the quantizer's advice lines are not for users
             try:
-                quantize_dynamic(str(exported), str(quantized), weight_type=QuantType.QInt8, per_channel=True)
+                quantize_dynamic(str(exported), str(quantized), weight_type=QuantType.QInt8, per_channel=True,
+                                 reduce_range=reduce_range)
             finally:
                 logging.disable(logging.NOTSET)
             exported = quantized

@@ -67,6 +67,7 @@ class EncoderSettings(Section):
     document_prefix: str = ""
     append_eos: Literal["auto", "always", "never"] = "auto"
     precision: Literal["exact", "fast"] = "exact"
+    fast_path: str = "auto"
     fast_queries: bool = True
     cache_dir: str = ""
     memory_budget_mb: int = Field(0, ge=0)

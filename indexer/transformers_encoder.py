@@ -5,23 +5,26 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
-from lodex.indexer.cpu import physical_cores
+from lodex.indexer.cpu import cpu_info, physical_cores
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import pool_spans
 from lodex.indexer.layer_stream import StreamedModel, open_streamed
-from lodex.indexer.onnx_model import OnnxModel, load_onnx_model, model_inputs
+from lodex.indexer.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
+from lodex.indexer.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model, model_inputs
 from lodex.indexer.padding import padded_inputs
-from lodex.indexer.smoothing import SCHEME
+from lodex.indexer.smoothing import calibration_texts
 from lodex.indexer.errors import ModelError
 from lodex.indexer.model_info import read_model_dir, window
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
+from lodex.store.origin import read_origin
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
@@ -118,9 +121,13 @@ class TransformersEncoder(Encoder):
         if isinstance(self.model, StreamedModel):
             self.layer_weights, self.group_tokens = cfg.layer_weights, self.model.group_tokens()
         self._query_lock = threading.Lock()
+        self.fast_path: FastPath | None = None  # fast mode's path (weights and layout), configured or chosen by measurement
+        self.fast_source = ""  # "configured", "measured now", "measured before on this CPU"
+        self.fast_trials: list[Trial] = []  # the measurements that chose it (empty when configured or remembered)
+        self._pool: SessionPool | None = None  # the "sessions" layout's single-threaded sessions, made at the first batch
         if precision == "fast":
             try:
-                self._fast = self._checked_onnx_model(int8=True, spin=True)
+                self._fast = self._fast_model(cfg.fast_path, read_origin(spill_dir) if spill_dir else None)
                 self._save_recipe(self._fast)
             except ModelError:
                 raise
@@ -131,12 +138,12 @@ class TransformersEncoder(Encoder):
     def origin(self) -> dict:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the
         end-of-sequence id appended to inputs (recorded only when one is, so earlier indexes open unchanged)."""
-        return super().origin() | ({"quantization": SCHEME} if self.precision == "fast" else {}) \
+        return super().origin() | ({"quantization": self.fast_path.scheme} if self.fast_path else {}) \
             | ({"eos_token": self.eos_id} if self.eos_id is not None else {})
 
     def runtime(self) -> str:
-        if self.precision == "fast":
-            return "int8 ONNX Runtime (documents and queries)"
+        if self.precision == "fast" and self.fast_path is not None:
+            return f"int8 ONNX Runtime (documents and queries), fast path {self.fast_path.name} ({self.fast_source})"
         queries = "int8 ONNX Runtime" if self.fast_queries else "fp32 ONNX Runtime"
         return f"fp32 PyTorch for documents, {queries} for queries"
 
@@ -157,6 +164,8 @@ class TransformersEncoder(Encoder):
     def release_memory(self) -> None:
         if self._fast is not None:
             self._fast.release_memory(self._tokenizer()([""], return_tensors="np"))
+        if self._pool is not None:
+            self._pool.release_memory(self._tokenizer()([""], return_tensors="np"))
         release_freed()
 
     def _query_model(self) -> "OnnxModel | None":
@@ -182,11 +191,57 @@ class TransformersEncoder(Encoder):
 
         save_recipe(self, self._settings, model.path)
 
-    def _checked_onnx_model(self, int8: bool, spin: bool) -> "OnnxModel":
+    def _fast_model(self, configured: str, stored: dict | None) -> "OnnxModel":
+        """Fast mode's int8 model (for queries, and for documents in the "threads" layout), on the configured path, else on
+        the one remembered or chosen by measurement for this model and CPU among the paths of the index's scheme."""
+        if configured != "auto":
+            self.fast_path, self.fast_source = parse_path(configured), "configured"
+            return self._checked_onnx_model(int8=True, spin=True, reduce_range=self.fast_path.reduce_range)
+        cpu, cache = cpu_info(), self._cache_dir or default_cache_dir()
+        scheme = stored.get("quantization") if stored and stored.get("precision") == "fast" else None
+        paths = candidates(cpu, scheme) or candidates(cpu)  # an index of a scheme this lodex does not make: the origin check says so
+        chosen, self.fast_source = remembered(cache, self.fingerprint, cpu, paths), "measured before on this CPU"
+        if chosen is None:
+            self.fast_source = "measured now"
+            chosen, self.fast_trials = choose(paths, self._measure_path)
+            remember(cache, self.fingerprint, cpu, paths, chosen, self.fast_trials)
+        self.fast_path = chosen
+        return self._checked_onnx_model(int8=True, spin=True, reduce_range=chosen.reduce_range)
+
+    def _measure_path(self, path: FastPath) -> tuple[float, float, float]:
+        """A fast path's fidelity (mean and lowest cosine to PyTorch on the calibration texts) and its time to encode them
+        (best of two, after a warm-up)."""
+        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
+                                max_length=self.max_length, spin=True, reduce_range=path.reduce_range)
+        texts = _CHECK_TEXTS + calibration_texts()
+        exact = self._torch_batch(texts)
+        ours = self._onnx_batch(model, texts)
+        cosines = (ours * exact).sum(axis=1) / np.maximum(np.linalg.norm(ours, axis=1) * np.linalg.norm(exact, axis=1), 1e-12)
+        batches = [[texts[i] for i in batch] for batch in self._batches(self.token_lengths(texts))]
+        pool = SessionPool(model.path, self._threads) if path.layout == "sessions" else None
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            if pool is not None:
+                list(pool.map(self._onnx_batch, batches))
+            else:
+                for batch in batches:
+                    self._onnx_batch(model, batch)
+            best = min(best, time.perf_counter() - started)
+        return float(cosines.mean()), float(cosines.min()), best
+
+    def _sessions(self) -> SessionPool | None:
+        """The "sessions" layout's pool (made at the first document batch), or None in the "threads" layout."""
+        if self._pool is None and self._fast is not None and self.fast_path is not None and self.fast_path.layout == "sessions":
+            with self._copy_lock:
+                self._pool = self._pool or SessionPool(self._fast.path, self._threads)
+        return self._pool
+
+    def _checked_onnx_model(self, int8: bool, spin: bool, reduce_range: bool = False) -> "OnnxModel":
         """The cached (or newly exported) ONNX model, checked against PyTorch: a ModelError unless its vectors keep a
         cosine of 0.95 (int8) or 0.9999 (float32) to PyTorch's."""
         model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=int8,
-                                max_length=self.max_length, spin=spin)
+                                max_length=self.max_length, spin=spin, reduce_range=reduce_range)
         if (agreement := self._agreement(model)) < (FAST_GATE if int8 else 0.9999):
             raise ModelError(f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
                              "set encoder.precision = \"exact\"" if self.precision == "fast" else "")
@@ -220,6 +275,8 @@ class TransformersEncoder(Encoder):
         return self._embed_batch(texts) if model is None else self._onnx_batch(model, texts)
 
     def _embed_batches(self, batches: list[list[str]], kind: str) -> Iterable[np.ndarray]:
+        if kind != "query" and len(batches) > 1 and (pool := self._sessions()) is not None:
+            return pool.map(self._onnx_batch, batches)
         if not isinstance(self.model, StreamedModel):
             return super()._embed_batches(batches, kind)
         encoded = [self._tokenize(b, "pt") for b in batches]
@@ -229,6 +286,8 @@ class TransformersEncoder(Encoder):
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
 
     def _window_batches(self, inputs: list[tuple[list[str], list[list[tuple[int, int]]], list[int]]]) -> Iterable[list[np.ndarray]]:
+        if len(inputs) > 1 and (pool := self._sessions()) is not None:
+            return pool.map(lambda model, args: self._window_batch(args[0], args[1], args[2], model), inputs)
         if not isinstance(self.model, StreamedModel):
             return super()._window_batches(inputs)
         prepared = [self._window_inputs(texts) for texts, _, _ in inputs]  # all windows through each layer at once
@@ -241,10 +300,11 @@ class TransformersEncoder(Encoder):
 
         return self.model.run([{k: self._torch.from_numpy(v) for k, v in batch.items()} for batch, _, _ in prepared], pooled)
 
-    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
+    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int],
+                      model: OnnxModel | None = None) -> list[np.ndarray]:
         batch, offsets, special = self._window_inputs(texts)
-        if self._fast is not None:
-            hidden = self._fast(batch)
+        if (model := model or self._fast) is not None:
+            hidden = model(batch)
         else:
             with self._torch.inference_mode():
                 hidden = self.model(**{k: self._torch.from_numpy(v) for k, v in batch.items()}).last_hidden_state.float().numpy()

@@ -63,6 +63,10 @@ def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) 
     stamp = files[0].stat().st_mtime_ns
     again = TransformersEncoder(EncoderSettings(precision="fast", cache_dir=str(fast_cache)))
     assert again._fast.path == files[0] and files[0].stat().st_mtime_ns == stamp
+    # the path was chosen by measurement once (fast_encoder), then remembered for this CPU: no second measurement
+    assert fast_encoder.fast_trials or "measured before" in fast_encoder.runtime()
+    assert again.fast_trials == [] and "(measured before on this CPU)" in again.runtime() and again.fast_path == fast_encoder.fast_path
+    assert len(list(fast_cache.glob("*-fast-path.json"))) == 1
     assert not list(fast_cache.glob(".export-*"))  # no export leftovers
 
 

@@ -2,12 +2,13 @@
 
 usage: python bench/encode.py [DATASET_DIR] [--docs N] [--bundle N] [--rounds R]
 Writes N abstracts of a BEIR collection as long documents, runs `lodex index` on them in a fresh
-process (its tokens/s covers scan, read, chunk, encode and commit), with late chunking (the default) and with plain
-chunking (LODEX_CHUNKING__LATE=false), then encodes exactly the chunks
-it stored with sentence-transformers (batch 32), with lodex's encoder in exact mode and in fast mode,
-each in its own process, and prints tokens/s, the ratio to sentence-transformers, each process's
-peak RSS, and the share of the machine's limit: the model's FLOPs per token at the measured chunk
-lengths times tokens/s, over a large fp32 matrix multiply's GFLOP/s measured in the same run.
+process (its tokens/s covers scan, read, chunk, encode and commit) in exact and fast mode, each with late chunking (the
+default) and with plain chunking (LODEX_CHUNKING__LATE=false); then encodes exactly the chunks it stored with
+sentence-transformers (batch 32) and with lodex's encoder in exact and fast mode, and late chunking's windows of the same
+files with each mode's encoder, each in its own process. Prints the CPU's flags and fast mode's path choice, tokens/s,
+the ratio to sentence-transformers, each process's peak RSS, the share of the machine's limit (the model's FLOPs per
+token at the measured chunk lengths times tokens/s, over a large fp32 matrix multiply's GFLOP/s measured in the same
+run), and each mode's end to end over its encoder alone on the same work.
 Rounds alternate the order, and the best round of each is kept, since these machines are noisy.
 """
 
@@ -33,8 +34,11 @@ def _chunk_texts(data_dir: Path) -> tuple[list[str], int]:
     return rows["text"].to_pylist(), int(sum(rows["token_count"].to_pylist()))
 
 
-def worker(kind: str, data_dir: Path) -> None:
-    """Encode the stored chunks in this process and print {seconds, tokens} as JSON."""
+def worker(kind: str, data_dir: Path, folder: Path | None = None) -> None:
+    """Encode in this process and print {seconds, tokens} as JSON: the chunks stored in `data_dir` ("st", "exact", "fast"),
+    or ("exact-windows", "fast-windows") the late-chunking windows lodex plans for the files of `folder`."""
+    if kind.endswith("windows"):
+        return _windows_worker(kind.split("-")[0], data_dir, folder)
     texts, tokens = _chunk_texts(data_dir)
     if kind == "st":
         from sentence_transformers import SentenceTransformer
@@ -49,10 +53,35 @@ def worker(kind: str, data_dir: Path) -> None:
         from lodex.indexer.settings import EncoderSettings
         from lodex.indexer.transformers_encoder import TransformersEncoder
 
-        encoder = TransformersEncoder(EncoderSettings(precision="fast" if kind == "fast" else "exact", cache_dir=str(data_dir.parent / "model-cache")))
+        encoder = TransformersEncoder(EncoderSettings(precision=kind, cache_dir=str(data_dir.parent / "model-cache")))
         encoder.embed(texts[:64])
         started = time.perf_counter()
         encoder.embed(texts)
+    print(json.dumps({"seconds": time.perf_counter() - started, "tokens": tokens}))
+
+
+def _windows_worker(precision: str, scratch: Path, folder: Path | None) -> None:
+    """Plan the files' windows as `lodex index` does (read, chunk, plan: not timed), then time the encoder alone on
+    all of them (late chunking's encoder work, what `lodex index` with late chunking is compared with)."""
+    from lodex.api.factory import WriteSide
+    from lodex.api.settings import load_settings
+    from lodex.indexer.encoding_jobs import encoder_jobs
+    from lodex.indexer.preparation import Prepared
+    from lodex.indexer.scanner import scan
+
+    assert folder is not None
+    settings = load_settings(overrides={"encoder.precision": precision, "encoder.cache_dir": str(scratch.parent / "model-cache"),
+                                        "index.data_dir": str(scratch)})
+    with WriteSide(settings, folder) as side:
+        indexer, encoder = side.indexer, side.encoder
+        items = [p for p in indexer.preparer().prepared(scan(folder, indexer.rules).files, {}, {}) if isinstance(p, Prepared)]
+        jobs = encoder_jobs(items, encoder, indexer._lead)
+        windows = [job.window for job in jobs if job.window is not None]
+        leads = [indexer._lead(job.prepared.title) for job in jobs]
+        tokens = int(sum(sum(p.rows["token_count"]) for p in items))
+        encoder.embed_windows(windows[:16], leads[:16])
+        started = time.perf_counter()
+        encoder.embed_windows(windows, leads)
     print(json.dumps({"seconds": time.perf_counter() - started, "tokens": tokens}))
 
 
@@ -103,69 +132,88 @@ def _timed_child(cmd: list[str], env: dict[str, str]) -> tuple[str, float]:
     return out, usage.ru_maxrss / 1024
 
 
+# (name, what it measures, how it runs): index runs are `lodex index` in a fresh process (precision, late chunking);
+# the others are encoder workers. Ratios: each mode's end to end over its own encoder doing the same work.
+INDEX_RUNS = {"index-exact": ("exact", "true"), "index-exact-plain": ("exact", "false"),
+              "index-fast": ("fast", "true"), "index-fast-plain": ("fast", "false")}
+LABELS = {"st": "sentence-transformers encode() (baseline)", "exact": "lodex encoder, exact mode (fp32)",
+          "fast": "lodex encoder, fast mode (int8 ONNX)",
+          "exact-windows": "  exact encoder on late chunking's windows", "fast-windows": "  fast encoder on late chunking's windows",
+          "index-exact": "lodex index, exact, late chunking", "index-exact-plain": "lodex index, exact, plain chunking",
+          "index-fast": "lodex index, fast, late chunking", "index-fast-plain": "lodex index, fast, plain chunking"}
+# end to end / its encoder: (index run, encoder run)
+PAIRS = (("index-exact-plain", "exact"), ("index-fast-plain", "fast"), ("index-exact", "exact-windows"), ("index-fast", "fast-windows"))
+
+
+def _round(folder: Path, tmp: Path, round_: int, env: dict[str, str]) -> dict[str, tuple[float, float]]:
+    """One round: every index run and every encoder worker, each in its own process; {name: (tokens/s, peak RSS MiB)}."""
+    results: dict[str, tuple[float, float]] = {}
+    cache = str(tmp / "model-cache")
+    for name, (precision, late) in INDEX_RUNS.items():
+        run_env = {**env, "LODEX_ENCODER__PRECISION": precision, "LODEX_CHUNKING__LATE": late, "LODEX_ENCODER__CACHE_DIR": cache}
+        out, rss = _timed_child([sys.executable, "-m", "lodex.api.cli", "index", str(folder), "--json", "--data-dir",
+                                 str(tmp / f"{name}-{round_}")], run_env)
+        summary = json.loads(out)
+        results[name] = (summary["tokens"] / summary["seconds"], rss)
+    steps = ["st", "exact", "fast", "exact-windows", "fast-windows"]
+    for step in steps if round_ % 2 == 0 else steps[::-1]:
+        data = tmp / (f"scratch-{step}-{round_}" if step.endswith("windows") else f"index-exact-plain-{round_}")
+        out, rss = _timed_child([sys.executable, __file__, "--worker", step, "--data", str(data), "--folder", str(folder)], env)
+        result = json.loads(out)
+        results[step] = (result["tokens"] / result["seconds"], rss)
+    print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[0]:,.0f}" for k, v in results.items()) + " tokens/s", file=sys.stderr)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", type=Path, nargs="?", default=DEFAULT_DATA)
     parser.add_argument("--docs", type=int, default=600, help="abstracts to use")
     parser.add_argument("--bundle", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--worker", choices=["st", "lodex", "fast"])
+    parser.add_argument("--worker", choices=list(LABELS))
     parser.add_argument("--data", type=Path)
+    parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
     if args.worker:
-        return worker(args.worker, args.data)
+        return worker(args.worker, args.data, args.folder)
 
+    from lodex.indexer.cpu import cpu_info
     from lodex.search.collections import load_collection, write_files
 
     collection = load_collection(args.dataset)
     collection.docs = dict(list(collection.docs.items())[: args.docs])
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     best: dict[str, tuple[float, float]] = {}
-    tokens = 0
     with tempfile.TemporaryDirectory(prefix="lodex-encode-") as tmp:
         folder = Path(tmp) / "docs"
         write_files(collection, folder, bundle=args.bundle)
         for round_ in range(args.rounds):
-            data = Path(tmp) / f"data{round_}"
-            out, rss = _timed_child([sys.executable, "-m", "lodex.api.cli", "index", str(folder), "--json", "--data-dir", str(data)], env)
-            summary = json.loads(out)
-            results = {"index": (summary["tokens"] / summary["seconds"], rss)}
-            plain = {**env, "LODEX_CHUNKING__LATE": "false"}  # the same chunks, each encoded alone
-            out, rss = _timed_child([sys.executable, "-m", "lodex.api.cli", "index", str(folder), "--json", "--data-dir",
-                                     str(Path(tmp) / f"plain{round_}")], plain)
-            summary = json.loads(out)
-            results["index-plain"] = (summary["tokens"] / summary["seconds"], rss)
-            for step in (["st", "lodex", "fast"] if round_ % 2 == 0 else ["fast", "lodex", "st"]):
-                out, rss = _timed_child([sys.executable, __file__, "--worker", step, "--data", str(data)], env)
-                result = json.loads(out)
-                tokens = result["tokens"]
-                results[step] = (tokens / result["seconds"], rss)
-            print(f"round {round_ + 1}: " + ", ".join(f"{k} {v[0]:,.0f} tokens/s" for k, v in results.items()), file=sys.stderr)
-            for key, value in results.items():
+            for key, value in _round(folder, Path(tmp), round_, env).items():
                 if value[0] > best.get(key, (0.0, 0.0))[0]:
                     best[key] = value
-            if round_ == 0:
-                lengths = _chunk_lengths(data)
+        lengths = _chunk_lengths(Path(tmp) / "index-exact-plain-0")
+        choice = next(Path(tmp, "model-cache").glob("*-fast-path.json"), None)
+        choices = json.loads(choice.read_text()) if choice is not None else {}
         gflops = matmul_gflops()
     st_rate = best["st"][0]
     per_token = flops_per_token(lengths)
-    labels = {"st": "sentence-transformers encode() (baseline)", "lodex": "lodex encoder, exact mode (fp32)",
-              "fast": "lodex encoder, fast mode (int8 ONNX)", "index": "lodex index, end to end (exact, late chunking)",
-              "index-plain": "lodex index, end to end (exact, plain chunking)"}
-    print(f"{args.docs} abstracts of {args.dataset.name} as long documents of {args.bundle}; {tokens:,} chunk tokens; "
-          f"best of {args.rounds} round(s); {os.cpu_count()} CPUs")
-    from lodex.indexer.cpu import cpu_info
-
+    print(f"{args.docs} abstracts of {args.dataset.name} as long documents of {args.bundle}; {sum(lengths) - 2 * len(lengths):,} chunk "
+          f"tokens; best of {args.rounds} round(s); {os.cpu_count()} CPUs")
     print(cpu_info().line())
+    if choices:
+        print("fast path: " + "; ".join(f"{entry['path']} chosen of " + ", ".join(f"{t['path']} {t['seconds']:.3f} s" if t["seconds"] else
+              f"{t['path']} ({t['error']})" for t in entry["trials"]) for entry in choices.values()))
     print(f"machine: fp32 matmul {gflops:,.1f} GFLOP/s; model: {per_token / 1e6:.1f} MFLOP/token at a mean "
           f"{sum(lengths) / len(lengths):.0f} tokens per chunk")
     print(f"{'':48s} {'tokens/s':>10s} {'vs ST':>7s} {'% of fp32 peak':>15s} {'peak RSS':>10s}")
-    for key in ("st", "lodex", "fast", "index", "index-plain"):
+    for key in LABELS:
         rate, rss = best[key]
-        share = 100 * rate * per_token / (gflops * 1e9)
-        print(f"{labels[key]:48s} {rate:10,.0f} {rate / st_rate:6.2f}x {share:14.0f}% {rss:8.0f} MiB")
-    print(f"end to end / exact encoder: {best['index'][0] / best['lodex'][0]:.2f}x with late chunking (the default; it encodes each "
-          f"chunk's window, more tokens than the chunk), {best['index-plain'][0] / best['lodex'][0]:.2f}x with plain chunking")
+        share = f"{100 * rate * per_token / (gflops * 1e9):14.0f}%" if key in ("st", "exact", "fast") else f"{'':15s}"
+        print(f"{LABELS[key]:48s} {rate:10,.0f} {rate / st_rate:6.2f}x {share} {rss:8.0f} MiB")
+    print("end to end / its encoder on the same work (chunk tokens/s over chunk tokens/s): " + ", ".join(
+        f"{LABELS[run].removeprefix('lodex index, ')} {best[run][0] / best[enc][0]:.2f}x" for run, enc in PAIRS))
+    print("(late chunking's windows add context tokens around each chunk: the window rows' tokens/s count chunk tokens only)")
 
 
 if __name__ == "__main__":

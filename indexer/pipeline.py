@@ -3,6 +3,7 @@
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,9 @@ class Indexer:
         self.retry_backoff_s = cfg.retry_backoff_s
         self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
         self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
+        self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
+        self._in_flight: tuple[Future, Callable[[], None]] | None = None  # the commit running, and what to do once it is done
+        self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
 
     def preparer(self) -> Preparer:
         """What prepares the files of a run, with this indexer's settings as they are now."""
@@ -236,6 +240,18 @@ class Indexer:
 
     def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
                  state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
+        """Prepare, encode and commit the files to do; each commit runs in the background while the next files encode."""
+        self._progress = progress
+        with ThreadPoolExecutor(1, thread_name_prefix="lodex-commit") as self._committer:
+            try:
+                self._prepare_and_flush(todo, known, by_content, summary, state, progress, note, run_id)
+            finally:
+                self._settle()  # the last commit done (or its error raised) before the run goes on or ends
+                self._committer = self._progress = None
+
+    def _prepare_and_flush(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
+                           state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None],
+                           run_id: int) -> None:
         pending: list[Prepared] = []
         pending_tokens = 0
         touched: list[FileEntry] = []
@@ -251,7 +267,7 @@ class Indexer:
                 raise Interrupted()
             if item.entry.path in dropped:
                 continue
-            state.files_done += 0 if isinstance(item, Prepared) and not item.final else 1
+            state.files_done += 0 if isinstance(item, Prepared) else 1  # a file read is done once committed (or failed)
             state.path = item.entry.path
             if isinstance(item, Skipped) and item.error:
                 pending = [p for p in pending if p.entry is not item.entry]  # parts of a file that failed midway
@@ -272,9 +288,12 @@ class Indexer:
             self._flush(pending, summary, state, note, run_id, fail)
             if progress:
                 progress(state)
+        self._settle()
+        if progress:
+            progress(state)
         self.store.touch_documents({document_id(entry.path): (entry.size, entry.mtime) for entry in touched})
 
-    def _encode(self, pending: list[Prepared], fail: Callable[[FileEntry, str], None] | None) -> list[Prepared]:
+    def _encode(self, pending: list[Prepared], fail: Callable[[FileEntry, str], None] | None, state: Progress) -> list[Prepared]:
         """Encode the chunks the pending files need (their vectors filled in place), a group of encoder batches at a
         time; between groups, stop when asked to (Interrupted) and drop files that changed or vanished meanwhile (they
         are failed through `fail`). Returns the files still wanted."""
@@ -293,6 +312,7 @@ class Indexer:
                 if reason and fail is not None:
                     gone.add(p.entry.path)
                     fail(p.entry, reason)
+                    state.files_done += 1
 
         budget, start, checked = max(self.encoder.batch_tokens * GROUP_BATCHES, self.encoder.group_tokens), 0, time.monotonic()
         while start < len(order):
@@ -316,7 +336,7 @@ class Indexer:
         """Encode the pending files' chunks, then commit chunks and documents, then record them."""
         fresh_ids = {id(p) for p in pending if p.vectors is None}
         wanted_before = {id(p): p.to_encode() for p in pending}
-        pending = self._encode(pending, fail)
+        pending = self._encode(pending, fail, state)
         if not pending:
             return
         encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) for p in pending if (key := id(p)) in fresh_ids}
@@ -350,15 +370,38 @@ class Indexer:
                 "metadata": p.metadata,
             })
             finished.append((p, total))
-        self.store.commit(pa.concat_tables(chunk_tables), documents, [])
-        self.store.after_commit(self.optimize_every_s)  # a long run while serving: keep keyword search on the full-text index
-        done = time.monotonic()
-        records = []
-        for p, total in finished:
-            summary.count(p.outcome)
-            status = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
-            record = FileRecord(p.entry.path, status, round(done - p.started, 3), total.chunks, total.encoded, attempts=p.attempts)
-            records.append(record)
-            note(record)
-        if self.jobs:
-            self.jobs.record(run_id, records)
+        chunks = pa.concat_tables(chunk_tables)
+
+        def commit() -> None:
+            self.store.commit(chunks, documents, [])
+            self.store.after_commit(self.optimize_every_s)  # a long run while serving: keep keyword search on the full-text index
+
+        def committed() -> None:  # on this thread: the job log and the callbacks stay on the indexing thread
+            done = time.monotonic()
+            records = []
+            for p, total in finished:
+                summary.count(p.outcome)
+                state.files_done += 1
+                if self._progress:
+                    self._progress(state)
+                status = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
+                record = FileRecord(p.entry.path, status, round(done - p.started, 3), total.chunks, total.encoded, attempts=p.attempts)
+                records.append(record)
+                note(record)
+            if self.jobs:
+                self.jobs.record(run_id, records)
+
+        self._settle()  # commits stay in order: the one before this is done first
+        if self._committer is None:
+            commit()
+            committed()
+        else:
+            self._in_flight = (self._committer.submit(commit), committed)
+
+    def _settle(self) -> None:
+        """Wait for the commit in the background (raising its error), then record its files."""
+        if self._in_flight is not None:
+            future, committed = self._in_flight
+            self._in_flight = None
+            future.result()
+            committed()

@@ -15,6 +15,7 @@ Rounds alternate the order, and the best round of each is kept, since these mach
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,9 @@ def worker(kind: str, data_dir: Path, folder: Path | None = None) -> None:
     or ("exact-windows", "fast-windows") the late-chunking windows lodex plans for the files of `folder`."""
     if kind.endswith("windows"):
         return _windows_worker(kind.split("-")[0], data_dir, folder)
+    if kind.startswith("pair-"):
+        assert folder is not None
+        return pair_worker(kind.removeprefix("pair-"), data_dir, folder)
     texts, tokens = _chunk_texts(data_dir)
     if kind == "st":
         from sentence_transformers import SentenceTransformer
@@ -63,26 +67,64 @@ def worker(kind: str, data_dir: Path, folder: Path | None = None) -> None:
 def _windows_worker(precision: str, scratch: Path, folder: Path | None) -> None:
     """Plan the files' windows as `lodex index` does (read, chunk, plan: not timed), then time the encoder alone on
     all of them (late chunking's encoder work, what `lodex index` with late chunking is compared with)."""
+    assert folder is not None
+    with _write_side(precision, True, scratch, folder) as side:
+        windows, leads, tokens = _windows(side, folder)
+        side.encoder.embed_windows(windows[:16], leads[:16])
+        started = time.perf_counter()
+        side.encoder.embed_windows(windows, leads)
+    print(json.dumps({"seconds": time.perf_counter() - started, "tokens": tokens}))
+
+
+def _write_side(precision: str, late: bool, scratch: Path, folder: Path):  # noqa: ANN202 - a WriteSide
+    """The write side `lodex index` opens, for this mode, on a scratch data dir."""
     from lodex.api.factory import WriteSide
     from lodex.api.settings import load_settings
+
+    settings = load_settings(overrides={"encoder.precision": precision, "encoder.cache_dir": str(scratch.parent / "model-cache"),
+                                        "index.data_dir": str(scratch), "chunking.late": late})
+    return WriteSide(settings, folder)
+
+
+def _windows(side, folder: Path) -> tuple[list, list[str], int]:  # noqa: ANN001 - a WriteSide
+    """The late-chunking windows (and leads) `lodex index` plans for the files of `folder`, and their chunk tokens."""
     from lodex.indexer.encoding_jobs import encoder_jobs
     from lodex.indexer.preparation import Prepared
     from lodex.indexer.scanner import scan
 
-    assert folder is not None
-    settings = load_settings(overrides={"encoder.precision": precision, "encoder.cache_dir": str(scratch.parent / "model-cache"),
-                                        "index.data_dir": str(scratch)})
-    with WriteSide(settings, folder) as side:
-        indexer, encoder = side.indexer, side.encoder
-        items = [p for p in indexer.preparer().prepared(scan(folder, indexer.rules).files, {}, {}) if isinstance(p, Prepared)]
-        jobs = encoder_jobs(items, encoder, indexer._lead)
-        windows = [job.window for job in jobs if job.window is not None]
-        leads = [indexer._lead(job.prepared.title) for job in jobs]
-        tokens = int(sum(sum(p.rows["token_count"]) for p in items))
-        encoder.embed_windows(windows[:16], leads[:16])
+    indexer = side.indexer
+    items = [p for p in indexer.preparer().prepared(scan(folder, indexer.rules).files, {}, {}) if isinstance(p, Prepared)]
+    jobs = [job for job in encoder_jobs(items, side.encoder, indexer._lead) if job.window is not None]
+    return [job.window for job in jobs], [indexer._lead(job.prepared.title) for job in jobs], int(sum(sum(p.rows["token_count"]) for p in items))
+
+
+def pair_worker(mode: str, scratch: Path, folder: Path, repeats: int = 3) -> None:
+    """End to end over encoder alone in one process, alternating `repeats` times (these machines drift by 10% from one
+    minute to the next; a pair measured back to back shares the drift): the run `lodex index --rebuild` makes (scan,
+    read, chunk, encode, commit, optimize, save) with the model already loaded, against the encoder alone on the same
+    work. Prints the ratios."""
+    from lodex.api.factory import WriteSide
+
+    precision, late = mode.split("-")[0], not mode.endswith("plain")
+    with _write_side(precision, late, scratch, folder) as side:
+        settings, encoder = side.settings, side.encoder
+        if late:
+            windows, leads, _ = _windows(side, folder)
+            alone = lambda: encoder.embed_windows(windows, leads)  # noqa: E731
+        else:
+            side.indexer.run(folder)
+            texts = _chunk_texts(scratch)[0]
+            alone = lambda: encoder.embed(texts)  # noqa: E731
+    alone()  # warm-up
+    ratios = []
+    for _ in range(repeats):
         started = time.perf_counter()
-        encoder.embed_windows(windows, leads)
-    print(json.dumps({"seconds": time.perf_counter() - started, "tokens": tokens}))
+        alone()
+        alone_s = time.perf_counter() - started
+        with WriteSide(settings, folder, rebuild=True, encoder=encoder) as side:
+            summary = side.indexer.run(folder)
+        ratios.append(alone_s / summary.seconds)
+    print(json.dumps({"ratios": ratios}))
 
 
 def _chunk_lengths(data_dir: Path) -> list[int]:
@@ -136,6 +178,7 @@ def _timed_child(cmd: list[str], env: dict[str, str]) -> tuple[str, float]:
 # the others are encoder workers. Ratios: each mode's end to end over its own encoder doing the same work.
 INDEX_RUNS = {"index-exact": ("exact", "true"), "index-exact-plain": ("exact", "false"),
               "index-fast": ("fast", "true"), "index-fast-plain": ("fast", "false")}
+MODES = ("exact-plain", "fast-plain", "exact-late", "fast-late")
 LABELS = {"st": "sentence-transformers encode() (baseline)", "exact": "lodex encoder, exact mode (fp32)",
           "fast": "lodex encoder, fast mode (int8 ONNX)",
           "exact-windows": "  exact encoder on late chunking's windows", "fast-windows": "  fast encoder on late chunking's windows",
@@ -171,7 +214,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=600, help="abstracts to use")
     parser.add_argument("--bundle", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--worker", choices=list(LABELS))
+    parser.add_argument("--worker", choices=[*LABELS, *(f"pair-{m}" for m in MODES)])
     parser.add_argument("--data", type=Path)
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
@@ -192,6 +235,12 @@ def main() -> None:
             for key, value in _round(folder, Path(tmp), round_, env).items():
                 if value[0] > best.get(key, (0.0, 0.0))[0]:
                     best[key] = value
+        pairs = {}
+        for mode in MODES:
+            out, _ = _timed_child([sys.executable, __file__, "--worker", f"pair-{mode}", "--data", str(Path(tmp) / f"pair-{mode}"),
+                                   "--folder", str(folder)], env)
+            pairs[mode] = json.loads(out)["ratios"]
+            print(f"{mode}: end to end / encoder alone, back to back: " + ", ".join(f"{r:.3f}" for r in pairs[mode]), file=sys.stderr)
         lengths = _chunk_lengths(Path(tmp) / "index-exact-plain-0")
         choice = next(Path(tmp, "model-cache").glob("*-fast-path.json"), None)
         choices = json.loads(choice.read_text()) if choice is not None else {}
@@ -214,6 +263,8 @@ def main() -> None:
     print("end to end / its encoder on the same work (chunk tokens/s over chunk tokens/s): " + ", ".join(
         f"{LABELS[run].removeprefix('lodex index, ')} {best[run][0] / best[enc][0]:.2f}x" for run, enc in PAIRS))
     print("(late chunking's windows add context tokens around each chunk: the window rows' tokens/s count chunk tokens only)")
+    print("the same, measured back to back in one process (median of 3 pairs; the rows above are separate processes minutes "
+          "apart): " + ", ".join(f"{mode} {statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})" for mode, r in pairs.items()))
 
 
 if __name__ == "__main__":

@@ -128,6 +128,7 @@ class Indexer:
         self.retry_backoff_s = cfg.retry_backoff_s
         self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
         self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
+        self.background_commits = True  # commit a flush while the next one encodes (False: commit in turn, as a test may want)
         self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
         self._in_flight: tuple[Future, Callable[[], None]] | None = None  # the commit running, and what to do once it is done
         self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
@@ -392,7 +393,7 @@ class Indexer:
                 self.jobs.record(run_id, records)
 
         self._settle()  # commits stay in order: the one before this is done first
-        if self._committer is None:
+        if self._committer is None or not self.background_commits:
             commit()
             committed()
         else:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lodex.indexer.cpu import CpuInfo
 from lodex.indexer.errors import ModelError
+from lodex.indexer.onnx_model import EXPORT
 from lodex.indexer.smoothing import SCHEME
 from lodex.store.errors import ConfigError
 
@@ -115,7 +116,7 @@ def choose(paths: list[FastPath], measure: Measure) -> tuple[FastPath, list[Tria
 
 
 def _choice_file(cache_dir: Path, fingerprint: str) -> Path:
-    return cache_dir / f"{fingerprint[:20]}-fast-path.json"
+    return cache_dir / f"{fingerprint[:20]}-{EXPORT}-fast-path.json"  # measured on this export of the model
 
 
 def _cpu_key(cpu: CpuInfo, paths: list[FastPath]) -> str:

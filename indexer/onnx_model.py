@@ -1,6 +1,7 @@
 """The encoder's transformer run by ONNX Runtime, exported once and cached: int8 weights (fast mode), or float32
 (exact mode's queries: one runtime call per batch, about twice as fast as PyTorch on a few short queries)."""
 
+import copy
 import inspect
 import logging
 import os
@@ -16,6 +17,11 @@ import numpy as np
 
 from lodex.indexer.smoothing import SCHEME, smoothed_copy
 from lodex.indexer.errors import ModelError
+
+
+# The export's own version, in its cache file names: a model exported by an earlier lodex is exported again (v2: eager
+# attention, see _export_attention).
+EXPORT = "v2"
 
 
 def default_cache_dir() -> Path:
@@ -105,7 +111,7 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
         raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
                          "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from exc
     cache = cache_dir or default_cache_dir()
-    path = cache / f"{fingerprint[:20]}-{(SCHEME + ('-r7' if reduce_range else '')) if int8 else 'fp32'}.onnx"
+    path = cache / f"{fingerprint[:20]}-{EXPORT}-{(SCHEME + ('-r7' if reduce_range else '')) if int8 else 'fp32'}.onnx"
     if not path.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
@@ -116,14 +122,23 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
     return OnnxModel(path, threads, spin)
 
 
+def _export_attention(model: Any) -> Any:
+    """The model (a copy: the encoder's own keeps its attention) with eager attention for the export, where the model has
+    it: torch exports SDPA with a boolean mask as a mask-to-float Where before and a NaN guard (Where(IsNaN)) after every
+    softmax, which took 29% of the int8 model's time here; eager attention adds one float mask (the same function)."""
+    try:
+        model.set_attn_implementation("eager")
+    except (AttributeError, ValueError, ImportError):
+        pass  # no choice of attention in this model: exported as it is
+    return model
+
+
 def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int, reduce_range: bool = False) -> None:
     """torch → ONNX (fp32, dynamic batch and length) → int8 weights when asked (of the smoothed model),
     written atomically to `path`."""
     import torch
 
-    if int8:
-        model = smoothed_copy(model, tokenizer, max_length)
-
+    model = _export_attention(smoothed_copy(model, tokenizer, max_length) if int8 else copy.deepcopy(model))
     names = model_inputs(model, tokenizer)
 
     class Hidden(torch.nn.Module):

@@ -71,7 +71,7 @@ class Encoder(ABC):
                 groups.append([i])
         return groups
 
-    def _batches(self, lengths: list[int]) -> list[list[int]]:
+    def plan_batches(self, lengths: list[int]) -> list[list[int]]:
         """Indices grouped into batches, longest first, each within the token budget once padded."""
         order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
         batches: list[list[int]] = []
@@ -100,7 +100,7 @@ class Encoder(ABC):
             # than another call: 8 Cranfield queries take 20% less CPU this way)
             batches = self._similar_lengths(self.token_lengths(texts)) if kind == "query" and len(texts) > 1 else [list(range(len(texts)))]
         else:
-            batches = self._batches(lengths if lengths is not None else self.token_lengths(texts))
+            batches = self.plan_batches(lengths if lengths is not None else self.token_lengths(texts))
         for batch, vectors in zip(batches, self._embed_batches([[texts[i] for i in batch] for batch in batches], kind)):
             out[batch] = vectors
             self.texts_encoded += len(batch)
@@ -116,7 +116,7 @@ class Encoder(ABC):
         lead_tokens = [len(s) for s in self.token_spans(leads)] if any(leads) else [0] * len(windows)
         lengths = [w.tokens + n + self.special_tokens for w, n in zip(windows, lead_tokens)]
         out: list[np.ndarray] = [np.zeros((0, self.dim), np.float32)] * len(windows)
-        batches = self._batches(lengths)
+        batches = self.plan_batches(lengths)
         inputs = [([texts[i] for i in b], [spans[i] for i in b], [len(leads[i]) for i in b]) for b in batches]
         for batch, pooled in zip(batches, self._window_batches(inputs)):
             for i, vectors in zip(batch, pooled):

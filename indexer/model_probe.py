@@ -45,7 +45,7 @@ def measure(encoder: TransformersEncoder, texts: list[str], embed: Callable[[lis
     out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
     embed(texts[:2])
     start = time.perf_counter()
-    for batch in encoder._batches(lengths):
+    for batch in encoder.plan_batches(lengths):
         out[batch] = embed([texts[i] for i in batch])
     seconds = max(time.perf_counter() - start, 1e-9)
     out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)

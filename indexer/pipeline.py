@@ -2,7 +2,7 @@
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,7 +15,7 @@ from lodex.indexer.chunker import Chunk, Chunker
 from lodex.indexer.decoding import OffsetMap, clean_mapped
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
-from lodex.indexer.encoding_jobs import encoder_jobs, run_jobs
+from lodex.indexer.encoding_jobs import Job, encoder_jobs, run_jobs
 from lodex.indexer.late_chunking import LateChunking, Window, plan_windows
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.preparation import CHANGED, VANISHED, Outcome, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
@@ -300,7 +300,6 @@ class Indexer:
         are failed through `fail`). Returns the files still wanted."""
         fresh = [p for p in pending if p.vectors is None]
         jobs = encoder_jobs(fresh, self.encoder, self._lead)
-        order = sorted(range(len(jobs)), key=lambda j: -jobs[j].length)
         for p in fresh:
             vectors = p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)
             for i, vector in p.known.items():
@@ -315,14 +314,9 @@ class Indexer:
                     fail(p.entry, reason)
                     state.files_done += 1
 
-        budget, start, checked = max(self.encoder.batch_tokens * GROUP_BATCHES, self.encoder.group_tokens), 0, time.monotonic()
-        while start < len(order):
-            end, used = start, 0
-            while end < len(order) and (end == start or used + jobs[order[end]].length <= budget):
-                used += jobs[order[end]].length
-                end += 1
-            run_jobs(self.encoder, self._lead, [jobs[order[j]] for j in range(start, end) if jobs[order[j]].prepared.entry.path not in gone])
-            start = end
+        checked = time.monotonic()
+        for group in self._groups(jobs):
+            run_jobs(self.encoder, self._lead, [job for job in group if job.prepared.entry.path not in gone])
             if self.cancel.is_set():
                 raise Interrupted()
             if fail is not None and time.monotonic() - checked >= CHECK_EVERY_S:
@@ -331,6 +325,21 @@ class Indexer:
         if fail is not None:
             drop_moved()  # once more before the commit
         return [p for p in pending if p.entry.path not in gone]
+
+    def _groups(self, jobs: list[Job]) -> Iterator[list[Job]]:
+        """A flush's jobs in groups of whole encoder batches, cut from the encoder's own batching of them all (longest
+        first; cut anywhere else, each group would end in a small, slow batch): GROUP_BATCHES batches a group, or as many
+        as the encoder's group_tokens takes (fast mode's small batches, a layer-streamed model)."""
+        group: list[Job] = []
+        batches = padded = 0
+        for batch in self.encoder.plan_batches([job.length for job in jobs]):
+            group += [jobs[i] for i in batch]
+            batches, padded = batches + 1, padded + len(batch) * jobs[batch[0]].length
+            if batches >= GROUP_BATCHES and padded >= self.encoder.group_tokens:
+                yield group
+                group, batches, padded = [], 0, 0
+        if group:
+            yield group
 
     def _flush(self, pending: list[Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
                fail: Callable[[FileEntry, str], None] | None = None) -> None:

@@ -41,7 +41,7 @@ def test_streamed_vectors_equal_in_memory_ones(models: dict[str, Path], kind: st
     reference = _encoder(models[kind], tmp_path).embed(TEXTS)
     streamed = _encoder(models[kind], tmp_path, stream_layers=True)
     assert streamed.group_tokens > 0 and streamed.origin() == _encoder(models[kind], tmp_path).origin()
-    assert len(streamed._batches(streamed.token_lengths(TEXTS))) > 1  # several batches of mixed lengths, each layer once
+    assert len(streamed.plan_batches(streamed.token_lengths(TEXTS))) > 1  # several batches of mixed lengths, each layer once
     out = streamed.embed(TEXTS)
     assert _cosines(out, reference).min() >= 0.9999
     assert _cosines(streamed.embed(TEXTS[:1], kind="query"), reference[:1]).min() >= 0.9999  # queries stream too
@@ -198,7 +198,7 @@ def test_late_chunking_windows_stream_too(models: dict[str, Path], kind: str, tm
     memory, streamed = _encoder(models[kind], tmp_path), _encoder(models[kind], tmp_path, stream_layers=True)
     chunks = Chunker(memory.token_spans, 24, 4).chunk(text)
     windows = plan_windows(text, chunks, memory.token_spans, 96 - memory.special_tokens, 8)
-    assert len(streamed._batches([w.tokens + 2 for w in windows])) > 1
+    assert len(streamed.plan_batches([w.tokens + 2 for w in windows])) > 1
     for ours, reference in zip(streamed.embed_windows(windows), memory.embed_windows(windows)):
         assert _cosines(ours, reference).min() >= 0.9999
 

@@ -35,7 +35,7 @@ _COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chun
 _NOTHING = object()
 # A streamed file is committed in parts of this many flush_tokens: few, large Lance fragments (each commit
 # adds a version whose manifest lists every fragment) at a few MB of memory per part.
-STREAM_PART_FLUSHES = 8
+STREAM_PART_FLUSHES = 2  # 262,144 tokens a part at the default flush_tokens
 # OS errors worth another try: the file vanished, is locked, or its permissions are being changed.
 _TRANSIENT = {errno.ENOENT, errno.EACCES, errno.EPERM, errno.EBUSY, errno.EAGAIN, errno.ETXTBSY}
 CHANGED = "changed while being read; it is indexed again on its next change or run"

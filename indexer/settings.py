@@ -26,7 +26,7 @@ class IndexSettings(Section):
     stream_above_mb: float = Field(8, gt=0)
     ann: Literal["auto", "flat", "ivf"] = "auto"
     ann_above: int = Field(50_000, ge=10_000)
-    flush_tokens: int = Field(32768, ge=256)
+    flush_tokens: int = Field(131072, ge=256)
     retries: int = Field(3, ge=0, le=20)
     retry_backoff_s: float = Field(0.5, ge=0)
 

@@ -101,6 +101,27 @@ class Store(ABC):
         """Which document version each chunk of this chunks version (default: the current one) belongs to."""
 
     @abstractmethod
+    def chunk_rows_after(self, row_id: int, columns: list[str]) -> pa.Table:
+        """These columns and `_rowid` of the chunk rows after this row id (all for -1), at the refreshed version;
+        the rows a later version adds all come after those of an earlier one."""
+
+    @abstractmethod
+    def chunk_row_ids(self) -> np.ndarray:
+        """Every chunk's row id at the refreshed version."""
+
+    @abstractmethod
+    def chunk_count(self) -> int:
+        """Chunk rows at the refreshed version."""
+
+    @abstractmethod
+    def pin(self, versions: tuple[int, int]) -> None:
+        """Read these (documents, chunks) versions until the next pin or refresh."""
+
+    @abstractmethod
+    def detached_vector_index(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:
+        """A vector index of this chunks version (`chunk_ids`: its ids) that the store does not keep in step."""
+
+    @abstractmethod
     def vector_index(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
         """The vector index of this chunks version (default: the current one; `chunk_ids`: its chunk ids, when the
         caller has them)."""

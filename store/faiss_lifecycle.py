@@ -76,6 +76,17 @@ class FaissLifecycle:
         self._index, self._index_version, self._unsaved = index, version, 0
         return index
 
+    def detached(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:
+        """An index of this version that this lifecycle does not keep: the file saved for it, else the newest file
+        caught up by chunk id, else one built from Lance."""
+        index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
+        if index is None:
+            index = VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe)
+            if index is None or not self._catch_up(index, chunk_ids):
+                index = None
+                index = self._build()
+        return index
+
     def persist(self, min_interval_s: float = 0.0) -> None:
         """Save the index as the reflection of the current chunks version (converted first when the policy wants
         another kind); with `min_interval_s`, skip it when the last save is more recent (readers catch a stale

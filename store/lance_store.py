@@ -191,6 +191,42 @@ class LanceStore(base.Store):
             self._owners, self._owners_version = ChunkOwners(table), version
         return self._owners
 
+    def chunk_rows_after(self, row_id: int, columns: list[str]) -> pa.Table:
+        """These columns and `_rowid` of the chunk rows after this Lance row id, at the refreshed version: a later
+        version's new rows all come after the rows of an earlier one (fragments and stable row ids only grow)."""
+        query = lance_bridge.async_table(self.chunks).query()
+        if row_id >= 0:
+            query = query.where(f"_rowid > {int(row_id)}")
+        return lance_bridge.run(query.select(columns).with_row_id().to_arrow())
+
+    def chunk_row_ids(self) -> np.ndarray:
+        """Every chunk's Lance row id at the refreshed version (one column read)."""
+        return lance_bridge.run(lance_bridge.async_table(self.chunks).query().select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
+
+    def chunk_count(self) -> int:
+        """Chunk rows at the refreshed version."""
+        return int(self.chunks.count_rows())
+
+    def pin(self, versions: tuple[int, int]) -> None:
+        """Read these (documents, chunks) versions (a snapshot prepared by another handle) until the next pin or
+        refresh."""
+        if self._versions == versions:
+            return
+        documents, chunks = lance_bridge.async_table(self.documents), lance_bridge.async_table(self.chunks)
+
+        async def checkout() -> None:
+            await asyncio.gather(documents.checkout(versions[0]), chunks.checkout(versions[1]))
+
+        with self._refreshing:
+            lance_bridge.run(checkout())
+            self._versions = versions
+            self._marks.answered(None)  # the next refresh asks Lance again
+
+    def detached_vector_index(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:
+        """A vector index of this chunks version (`chunk_ids`: its ids) that the store does not keep: its owner
+        (a searchers' snapshot source) keeps it in step itself."""
+        return self._faiss.detached(version, chunk_ids)
+
     def vector_index(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
         """The FAISS index for the current chunks version (`version`, when the caller has just read it): loaded
         if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk

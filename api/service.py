@@ -39,6 +39,9 @@ class LodexService:
         self.jobs, self.encoder, self.indexer = self.side.jobs, self.side.encoder, self.side.indexer
         try:
             self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
+            # one set of snapshots for every query thread, each new version prepared in the background from the last
+            # (and by the writer after each of its requests, before the requester hears back)
+            self.snapshots = SnapshotSource(open_reader(settings, self.encoder.dim)).start()
         except BaseException:
             self.side.close()
             raise
@@ -46,20 +49,13 @@ class LodexService:
         self._rate = 0.0
         self._files_left = 0  # files the current indexing run has not reached yet
         self._on_file = on_file
-        hooks = RunHooks(on_file=self._file_done, progress=self._progress, applied=lambda: self.snapshots.refresh())
+        hooks = RunHooks(on_file=self._file_done, progress=self._progress, applied=self._caught_up)
         self.watch: WatchService | None = self.side.watch(hooks) if watch else None
         self.writer: IndexWriter = self.watch.writer if self.watch else self.side.writer(hooks)
         self._local = threading.local()
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
         self._queued_lock = threading.Lock()
-        # one set of snapshots for every query thread, each new version prepared in the background from the last
-        # (and by the writer after each of its requests, before the requester hears back)
-        try:
-            self.snapshots = SnapshotSource(open_reader(settings, self.encoder.dim)).start()
-        except BaseException:
-            self.side.close()
-            raise
         self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, open_reader(settings, self.encoder.dim), self.snapshots),
                                     lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
@@ -100,6 +96,9 @@ class LodexService:
         self.encoded_tokens += record.tokens
         if self._on_file:
             self._on_file(record)
+
+    def _caught_up(self) -> None:
+        self.snapshots.refresh()
 
     def _progress(self, state: Progress) -> None:
         self._rate = state.tokens_per_s

@@ -1,0 +1,182 @@
+"""Searchers' snapshots: a refresh by what changed equals a build from scratch, and no search waits for one."""
+
+import random
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lodex.search.searcher import Searcher
+from lodex.search.snapshot import Snapshot
+from lodex.search.snapshot_source import SharedIndex, SnapshotSource
+from lodex.store.lance_store import Store
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+WORDS = [f"w{i}" for i in range(300)]
+
+
+def _text(rng: random.Random) -> str:
+    return "\n\n".join(" ".join(rng.choices(WORDS, k=rng.randint(5, 60))) for _ in range(rng.randint(1, 6)))
+
+
+def _step(rng: random.Random, root: Path, serial: int) -> None:
+    """One random change to the folder: files added, changed, renamed, deleted (several at once, sometimes)."""
+    files = sorted(p for p in root.iterdir() if p.is_file())
+    for _ in range(rng.randint(1, 3)):
+        op = rng.choice(["add", "add", "change", "change", "delete", "rename", "copy"]) if files else "add"
+        if op == "add":
+            (root / f"n{serial}-{rng.randint(0, 10**6)}.txt").write_text(_text(rng))
+        elif op == "change":
+            rng.choice(files).write_text(_text(rng))
+        elif op == "delete":
+            rng.choice(files).unlink(missing_ok=True)
+        elif op == "rename":
+            victim = rng.choice(files)
+            if victim.exists():
+                victim.rename(root / f"r{serial}-{victim.name}")
+        else:
+            source = rng.choice(files)
+            if source.exists():
+                (root / f"c{serial}-{source.name}").write_bytes(source.read_bytes())
+        files = sorted(p for p in root.iterdir() if p.is_file())
+
+
+def _state(snap: Snapshot) -> dict:
+    """Everything searches read from a snapshot, keyed by document id and chunk id (not by row position)."""
+    docs = snap.docs
+    rows = np.arange(len(docs))
+    ids = docs.rows(rows.tolist(), "ids")
+    chunk_ids, vectors, lengths = snap.chunk_vectors(rows)
+    means, found = snap.mean_vectors(rows)
+    per_doc, at = {}, 0
+    for i, doc in enumerate(ids):
+        n = int(lengths[i])
+        per_doc[doc] = (docs.rows([i], "paths")[0], docs.rows([i], "titles")[0], docs.keys[i].as_py(), float(docs.mtimes[i]),
+                        chunk_ids[at:at + n].tolist(), vectors[at:at + n], bool(found[i]), means[i])
+        at += n
+    owners = snap.owners
+    owner_keys = [owners.keys[c].as_py() for c in owners.codes(owners.ids)]
+    chunk_rows = snap.rows(owners.ids)
+    chunk_docs = [ids[r] if r >= 0 else None for r in chunk_rows.tolist()]
+    index = snap.index.index if isinstance(snap.index, SharedIndex) else snap.index
+    return {"docs": per_doc, "chunks": owners.ids.tolist(), "row_ids": owners.row_ids.tolist(), "owner_keys": owner_keys,
+            "chunk_docs": chunk_docs, "index_ids": sorted(index.ids().tolist()), "versions": snap.versions}
+
+
+def _assert_same(incremental: dict, full: dict) -> None:
+    assert incremental["versions"] == full["versions"]
+    for key in ("chunks", "row_ids", "owner_keys", "chunk_docs", "index_ids"):
+        assert incremental[key] == full[key], key
+    assert incremental["docs"].keys() == full["docs"].keys()
+    for doc, (path, title, version, mtime, chunk_ids, vectors, found, mean) in full["docs"].items():
+        mine = incremental["docs"][doc]
+        assert mine[:5] == (path, title, version, mtime, chunk_ids), (doc, path)
+        assert np.allclose(mine[5], vectors, atol=1e-6) and mine[6] == found and np.allclose(mine[7], mean, atol=1e-6)
+
+
+def _from_scratch(data: Path, dim: int, versions: tuple[int, int]) -> dict:
+    store = Store(data, dim)
+    store.pin(versions)
+    return _state(SnapshotSource(store)._next(None, versions))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, seed: int, monkeypatch) -> None:
+    rng = random.Random(seed)
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(6):
+        (root / f"f{i}.txt").write_text(_text(rng))
+    encoder = FakeEncoder(dim=16)
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    indexer.flush_tokens = 200  # several commits per run: versions with chunks whose documents are not committed yet
+    indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", encoder.dim))
+    full_builds: list[SnapshotSource] = []
+    full = SnapshotSource._full
+    monkeypatch.setattr(SnapshotSource, "_full", lambda self, version: full_builds.append(self) or full(self, version))
+    source.refresh()
+    compared = 0
+
+    def compare(_record: object = None) -> None:
+        nonlocal compared
+        if rng.random() < 0.5:
+            snap = source.refresh()
+            _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions))
+            compared += 1
+
+    for serial in range(12):
+        _step(rng, root, serial)
+        indexer.run(root, on_file=compare)  # some refreshes land between a run's commits
+        if serial % 5 == 4:
+            store.optimize()  # compaction: every row moves to a new row id
+        snap = source.refresh()
+        _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions))
+    assert compared > 0
+    assert sum(built is source for built in full_builds) == 1  # the first snapshot; every later one by what changed
+    snap = source.snapshot()
+    lance_ids = sorted(store.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist())
+    assert _state(snap)["index_ids"] == lance_ids  # dropped vectors left the index once no older snapshot was held
+
+
+def test_a_pinned_snapshot_keeps_the_vectors_of_chunks_a_newer_version_dropped(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("first version of alpha " * 5)
+    (root / "b.txt").write_text("bravo stays the same " * 5)
+    store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", store.dim))
+    with source.pinned() as old:
+        rows = np.arange(len(old.docs))
+        before = old.chunk_vectors(rows)
+        (root / "a.txt").write_text("second version of alpha, rewritten " * 5)
+        indexer.run(root)  # the old chunks of a.txt are collected from Lance
+        new = source.refresh()
+        assert new.version > old.version
+        after = old.chunk_vectors(rows)  # an older snapshot still in use reads its own chunks
+        assert before[0].tolist() == after[0].tolist() and np.allclose(before[1], after[1])
+    source.refresh()
+    lance_ids = sorted(store.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist())
+    assert sorted(new.index.index.ids().tolist()) == lance_ids  # released once nothing held the old one
+
+
+def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha " * 20)
+    encoder = FakeEncoder()
+    _, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", encoder.dim), poll_s=0.01).start()
+    searcher = Searcher(Store(tmp_path / "data", encoder.dim), encoder, source=source)  # a query thread's own handle
+    entered, gate = threading.Event(), threading.Event()
+    prepare = source._next
+
+    def slow(previous, versions):
+        entered.set()
+        assert gate.wait(60), "the test never let the refresh finish"
+        return prepare(previous, versions)
+
+    monkeypatch.setattr(source, "_next", slow)
+    try:
+        (root / "b.txt").write_text("alpha and bravo " * 20)
+        indexer.run(root)
+        assert entered.wait(60), "the source never began preparing the new version"
+        answers: list = []
+        query = threading.Thread(target=lambda: answers.append(searcher.search("alpha", k=5)))
+        query.start()
+        query.join(60)
+        still_preparing = not gate.is_set()
+        gate.set()  # the refresh goes on only now: a search that waited for it would have answered after this
+        assert still_preparing and answers, "the search waited for the refresh"
+        assert [h.path for h in answers[0].results] == ["a.txt"]  # the previous version
+        deadline = threading.Event()
+        while source.snapshot().version != indexer.store.chunks.version and not deadline.wait(0.01):
+            pass
+        assert sorted(h.path for h in searcher.search("alpha", k=5).results) == ["a.txt", "b.txt"]
+    finally:
+        gate.set()
+        source.close()

@@ -40,8 +40,10 @@ class LodexService:
         try:
             self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
             # one set of snapshots for every query thread, each new version prepared in the background from the last
-            # (and by the writer after each of its requests, before the requester hears back)
+            # (and by the writer after each of its requests, before the requester hears back); their vector index is
+            # the process's only one: the writer keeps none and has them save theirs
             self.snapshots = SnapshotSource(open_reader(settings, self.encoder.dim)).start()
+            self.snapshots.keep_index_for(self.side.store)
         except BaseException:
             self.side.close()
             raise

@@ -31,7 +31,8 @@ class SharedIndex:
         return len(self.index)
 
     @contextmanager
-    def _reading(self) -> Iterator[None]:
+    def reading(self) -> Iterator[None]:
+        """Hold the index unchanged for the block (searches, a save)."""
         with self._changing:
             self._readers += 1
         try:
@@ -49,11 +50,11 @@ class SharedIndex:
             yield
 
     def search_batch(self, queries: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        with self._reading():
+        with self.reading():
             return self.index.search_batch(queries, n)
 
     def vectors(self, ids: "list[int] | np.ndarray") -> np.ndarray:
-        with self._reading():
+        with self.reading():
             return self.index.vectors(ids)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
@@ -105,6 +106,32 @@ class SnapshotSource:
         finally:
             with self._pinning:
                 snap.pins -= 1
+
+    # ---- the one index of a serving process ------------------------------------------------
+    def keep_index_for(self, writer: Store) -> None:
+        """Be the only in-memory vector index of the process: `writer` (the same index's write side) keeps none and
+        has this source save its index whenever it would save its own."""
+        writer.lend_index(self.save_index)
+
+    def save_index(self) -> None:
+        """Save the index as the file of the latest committed version: that version prepared first, the vectors only
+        older snapshots held removed (once the searches holding them are done), converted first when the ANN policy
+        wants another kind for its size (the new index serves the next searches)."""
+        self.refresh()
+        with self._preparing:
+            while self._retired:
+                self._release()
+                if self._retired:
+                    self._stop.wait(0.001)
+            snap = self._current
+            assert snap is not None and isinstance(snap.index, SharedIndex)
+            converted = self.store.converted_vector_index(snap.index.index)
+            if converted is not None:
+                snap = Snapshot(snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means)
+                with self._pinning:
+                    self._current = snap
+            with snap.index.reading():
+                self.store.save_vector_index(snap.index.index, snap.version)
 
     # ---- refreshing ---------------------------------------------------------------------
     def start(self) -> "SnapshotSource":

@@ -161,6 +161,19 @@ class Store(ABC):
     def track_index(self) -> None:
         """Keep the in-memory vector index in step with the writes that follow (writer side)."""
 
+    @abstractmethod
+    def lend_index(self, keeper: Callable[[], None]) -> None:
+        """Keep no vector index in memory for this writer: the process's searchers keep the one index, and `keeper`
+        saves it whenever this store would."""
+
+    @abstractmethod
+    def converted_vector_index(self, index: VectorIndex) -> VectorIndex | None:
+        """An index of the kind wanted for this version in place of `index`, or None when it suits its size."""
+
+    @abstractmethod
+    def save_vector_index(self, index: VectorIndex, version: int) -> None:
+        """Save `index` as the file of this chunks version."""
+
     def before_run(self) -> None:
         """Before an indexing run: collect what an interrupted one left, and follow the run's writes in memory."""
         self.collect_garbage()

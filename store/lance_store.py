@@ -317,8 +317,25 @@ class LanceStore(base.Store):
             self._faiss.persist(min_interval_s)
 
     def track_index(self) -> None:
-        """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""
-        self.vector_index()
+        """Keep the in-memory FAISS index in step with the writes that follow (writer side), unless lent."""
+        if self._faiss.keeper is None:
+            self.vector_index()
+
+    def lend_index(self, keeper: Callable[[], None]) -> None:
+        """Keep no FAISS index in memory for this writer: the searchers of the process keep the one index by
+        following the commits, and `keeper` saves it (`save_vector_index`) whenever this store would."""
+        self._faiss.lend(keeper)
+
+    def converted_vector_index(self, index: VectorIndex) -> VectorIndex | None:
+        """An index of the kind the ANN policy wants for this version in place of `index` (built from Lance at this
+        handle's version), or None when `index` suits its size."""
+        return self._faiss.converted(index)
+
+    def save_vector_index(self, index: VectorIndex, version: int) -> None:
+        """Save `index` as the file of this chunks version (it must hold exactly that version's chunks)."""
+        with lance_bridge.mapped_errors("save the vector index"):
+            if not (self.data_dir / f"chunks.v{version}.faiss").exists():
+                index.save(self.data_dir, version)
 
 
 Store = LanceStore  # the name lodex has always opened its store by

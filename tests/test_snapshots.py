@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lodex.search.results import SearchFilters
 from lodex.search.searcher import Searcher
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SharedIndex, SnapshotSource
@@ -180,3 +181,33 @@ def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_pa
     finally:
         gate.set()
         source.close()
+
+
+def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_path: Path) -> None:
+    import gc
+
+    from lodex.api.service import LodexService
+    from lodex.api.settings import Settings
+    from lodex.store.vector_index import VectorIndex
+    from tests.invariants import check_index
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(5):
+        (root / f"{i}.txt").write_text(f"note {i} about wings and lift topic{i} " * 4)
+    settings = Settings(base_dir=tmp_path)
+    settings.index.data_dir = str(tmp_path / "data")
+    settings.api.query_threads = 3
+    service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
+    try:
+        service.writer.reconcile().result(timeout=60)
+        assert [h.path for h in service.search("topic3", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
+        (root / "3.txt").write_text("rewritten: zeppelins and airships " * 4)
+        service.writer.reconcile().result(timeout=60)  # the writer saves the index: the searchers' one
+        assert [h.path for h in service.search("zeppelins", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
+        gc.collect()
+        held = [o for o in gc.get_objects() if isinstance(o, VectorIndex)]
+        assert len(held) == 1 and held[0] is service.snapshots.snapshot().index.index  # type: ignore[attr-defined]
+        check_index(service.side.store, root, persisted=True)  # the saved file holds exactly this version's chunks
+    finally:
+        service.close()

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-import pyarrow as pa
+import pyarrow.compute as pc
 
 from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
 from lodex.store.lance_store import ChunkOwners, Store, vectors_of
@@ -175,7 +175,7 @@ class SnapshotSource:
         if previous is None or previous.version == versions[1]:
             owners, index = (previous.owners, previous.index) if previous is not None else self._full(versions[1])
         else:
-            owners, index = self._advance(previous, versions[1])
+            owners, index = self._advance(previous, versions[1], docs)
         versions_map = previous.versions_map if previous is not None and same_docs and owners is previous.owners else VersionMap(owners, docs)
         if not same_docs:
             self.means.of(docs, np.arange(len(docs)))  # read here, not by the searches: the vectors of changed documents
@@ -185,13 +185,19 @@ class SnapshotSource:
         owners = ChunkOwners(self.store.chunk_rows_after(-1, OWNER_COLUMNS))
         return owners, SharedIndex(self.store.detached_vector_index(version, owners.ids))
 
-    def _advance(self, previous: Snapshot, version: int) -> tuple[ChunkOwners, SharedIndex]:
-        """Owners and index of a later chunks version: rows added after the previous one's last row id, rows gone."""
+    def _advance(self, previous: Snapshot, version: int, docs: DocumentView) -> tuple[ChunkOwners, SharedIndex]:
+        """Owners and index of a later chunks version: rows added after the previous one's last row id, and rows gone
+        (looked for among those of document versions that are not current, which are all the writer deletes, and
+        in every row id when the row count says others went too: a compaction moves every row)."""
         store, before = self.store, previous.owners
         added = store.chunk_rows_after(before.last_row_id, OWNER_COLUMNS)
+        count = store.chunk_count()
         gone = np.zeros(0, np.uint64)
-        if len(before) + added.num_rows != store.chunk_count():
-            gone = np.setdiff1d(before.sorted_row_ids, store.chunk_row_ids(), assume_unique=True)
+        if len(before) + added.num_rows != count:
+            stale = before.rows_of(~pc.is_in(before.keys, value_set=docs.keys).to_numpy(zero_copy_only=False))
+            gone = np.setdiff1d(stale, store.existing_chunk_rows(stale), assume_unique=True)
+            if len(before) - len(gone) + added.num_rows != count:
+                gone = np.setdiff1d(before.sorted_row_ids, store.chunk_row_ids(), assume_unique=True)
         owners = before.updated(gone, added)
         new = ~before.has(added["id"].to_numpy())  # not moved by a compaction: new chunks
         index = previous.index

@@ -110,6 +110,10 @@ class Store(ABC):
         """Every chunk's row id at the refreshed version."""
 
     @abstractmethod
+    def existing_chunk_rows(self, row_ids: np.ndarray) -> np.ndarray:
+        """Which of these row ids the refreshed version still has."""
+
+    @abstractmethod
     def chunk_count(self) -> int:
         """Chunk rows at the refreshed version."""
 

@@ -76,24 +76,54 @@ class ChunkOwners:
 
     def updated(self, gone_row_ids: np.ndarray, added: pa.Table) -> "ChunkOwners":
         """The owners of a later version of the table: these row ids removed and these rows (id, document_id,
-        content_hash, _rowid) added. Keys no chunk uses any more are dropped once they are as many as those in use."""
+        content_hash, _rowid; all after this version's last row id) added. The lookups are merged (no sort of the
+        whole version); keys no chunk uses any more are dropped once they are as many as those in use."""
+        gone = np.sort(np.asarray(gone_row_ids))
+        keys, new_codes = self._codes_of(added)
         ids, row_ids, codes = self._table
-        keep = ~_member(row_ids, np.sort(gone_row_ids)) if len(gone_row_ids) else slice(None)
+        keep = ~_member(row_ids, gone)
+        new_ids, new_rows = added["id"].to_numpy().astype(np.int64), added["_rowid"].to_numpy()
+        table = (np.concatenate([ids[keep], new_ids]), np.concatenate([row_ids[keep], new_rows]), np.concatenate([codes[keep], new_codes]))
+        lengths = np.bincount(table[2], minlength=len(keys))
+        if len(keys) > 2 * int(np.count_nonzero(lengths)) + 64:  # many replaced versions: renumber the keys still in use
+            used = np.flatnonzero(lengths)
+            return ChunkOwners._of(table[0], table[1], np.searchsorted(used, table[2]), keys.take(pa.array(used)))
+        out = ChunkOwners.__new__(ChunkOwners)
+        out._table, out.keys = table, keys
+        gone_ids = self.ids_at_rows(gone)
+        by_row = np.searchsorted(self._row_ids, gone)  # where the gone rows sit in the sorted lookups: deleted there
+        order = np.argsort(new_rows, kind="stable")
+        out._row_ids = np.concatenate([np.delete(self._row_ids, by_row), new_rows[order]])
+        out._ids_by_row = np.concatenate([np.delete(self._ids_by_row, by_row), new_ids[order]])
+        by_id = np.searchsorted(self.ids, gone_ids)
+        order = np.argsort(new_ids, kind="stable")
+        at = np.searchsorted(np.delete(self.ids, by_id), new_ids[order])
+        out.ids, out._codes, out.row_ids = (np.insert(np.delete(a, by_id), at, b[order]) for a, b in
+                                            ((self.ids, new_ids), (self._codes, new_codes), (self.row_ids, new_rows)))
+        member_codes = np.repeat(np.arange(len(self.keys)), np.diff(self._starts))
+        by_code = ~_member(self._members, np.sort(gone_ids)) if len(gone) else np.ones(len(self._members), bool)
+        order = np.argsort(new_codes, kind="stable")  # after the chunks of their version already there: table order
+        at = np.searchsorted(member_codes[by_code], new_codes[order], side="right")
+        out._members = np.insert(self._members[by_code], at, new_ids[order])
+        out._starts = np.concatenate([[0], np.cumsum(lengths)])
+        return out
+
+    def _codes_of(self, added: pa.Table) -> tuple[pa.Array, np.ndarray]:
+        """The keys with those of these rows added (new ones at the end), and each row's code."""
         keys = self.keys
         new_keys = _combined(version_keys(added["document_id"], added["content_hash"])) if added.num_rows else pa.array([], pa.string())
-        new_codes = pc.index_in(new_keys, value_set=keys).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
-        unknown = new_codes < 0
+        codes = pc.index_in(new_keys, value_set=keys).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        unknown = codes < 0
         if unknown.any():
             extra = pc.unique(new_keys.filter(pa.array(unknown)))
             keys = pa.concat_arrays([keys, extra])
-            new_codes[unknown] = len(self.keys) + pc.index_in(new_keys.filter(pa.array(unknown)), value_set=extra).to_numpy(zero_copy_only=False)
-        ids = np.concatenate([ids[keep], added["id"].to_numpy()]) if added.num_rows else ids[keep]
-        row_ids = np.concatenate([row_ids[keep], added["_rowid"].to_numpy()]) if added.num_rows else row_ids[keep]
-        codes = np.concatenate([codes[keep], new_codes])
-        used = np.unique(codes)
-        if len(keys) > 2 * len(used) + 64:  # many replaced versions: renumber the keys still in use
-            keys, codes = keys.take(pa.array(used)), np.searchsorted(used, codes)
-        return ChunkOwners._of(ids, row_ids, codes, keys)
+            codes[unknown] = len(self.keys) + pc.index_in(new_keys.filter(pa.array(unknown)), value_set=extra).to_numpy(zero_copy_only=False)
+        return keys, codes
+
+    def rows_of(self, code_mask: np.ndarray) -> np.ndarray:
+        """The Lance row ids of the chunks whose code the mask (one bool per key) marks."""
+        _, row_ids, codes = self._table
+        return row_ids[code_mask[codes]]
 
     def ids_at_rows(self, row_ids: np.ndarray) -> np.ndarray:
         """The chunk ids at these Lance row ids of this version (each must be one)."""

@@ -203,6 +203,13 @@ class LanceStore(base.Store):
         """Every chunk's Lance row id at the refreshed version (one column read)."""
         return lance_bridge.run(lance_bridge.async_table(self.chunks).query().select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
 
+    def existing_chunk_rows(self, row_ids: np.ndarray) -> np.ndarray:
+        """Which of these Lance row ids the refreshed version still has (a direct read of those rows)."""
+        if not len(row_ids):
+            return np.zeros(0, np.uint64)
+        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist())
+        return lance_bridge.run(take.select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
+
     def chunk_count(self) -> int:
         """Chunk rows at the refreshed version."""
         return int(self.chunks.count_rows())

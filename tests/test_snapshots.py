@@ -211,3 +211,44 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
         check_index(service.side.store, root, persisted=True)  # the saved file holds exactly this version's chunks
     finally:
         service.close()
+
+
+def _owners_state(owners) -> tuple:
+    keys = [owners.keys[c].as_py() for c in owners.codes(owners.ids)]
+    codes = owners.codes(owners.ids)
+    members = [owners.members(np.array([c]))[0].tolist() for c in dict.fromkeys(codes.tolist())]
+    return (owners.ids.tolist(), owners.row_ids.tolist(), keys, owners.sorted_row_ids.tolist(), sorted(map(tuple, members)),
+            owners.ranked(owners.sorted_row_ids, np.zeros(len(owners), np.float32))[0].tolist())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_chunk_owners_updated_by_rows_added_and_gone_equal_owners_built_afresh(seed: int) -> None:
+    import pyarrow as pa
+
+    from lodex.store.chunk_owners import ChunkOwners
+
+    rng = np.random.default_rng(seed)
+    hashes = 3 if seed < 3 else 400  # many keys: those no chunk uses any more are renumbered away
+    next_row, next_id = 0, 1
+    rows: dict[int, tuple[int, str, str]] = {}  # row id → (chunk id, document id, hash)
+
+    def table(items: list[tuple[int, tuple[int, str, str]]]) -> pa.Table:
+        return pa.table({"id": pa.array([v[0] for _, v in items], pa.int64()), "document_id": pa.array([v[1] for _, v in items], pa.string()),
+                         "content_hash": pa.array([v[2] for _, v in items], pa.string()), "_rowid": pa.array([r for r, _ in items], pa.uint64())})
+
+    owners = ChunkOwners(table([]))
+    for _ in range(80):
+        gone = [r for r in rows if rng.random() < 0.2]
+        moved = [r for r in rows if r not in gone and rng.random() < 0.05]  # a compaction moves rows: same chunk, new row id
+        added = []
+        for r in moved:
+            added.append((next_row, rows.pop(r)))
+            next_row += 1
+        for _ in range(int(rng.integers(0, 12))):
+            added.append((next_row, (next_id, f"d{rng.integers(0, 6)}", f"h{rng.integers(0, hashes)}")))  # keys seen before, too
+            next_row, next_id = next_row + 1, next_id + 1
+        for r in gone:
+            del rows[r]
+        owners = owners.updated(np.array(gone + moved, np.uint64), table(added))
+        rows.update(added)
+        assert _owners_state(owners) == _owners_state(ChunkOwners(table(sorted(rows.items()))))

@@ -65,9 +65,9 @@ class Searcher:
         return self.search_many([Query(query, k, filters or SearchFilters(), mode, ranking)])[0]
 
     def start_keyword_search(self, queries: list[Query]) -> "Callable[[], list[KeywordHits | None]]":
-        """Start these queries' BM25 at the latest version (it needs no query vector) and return the function that
-        waits for it: run it while the queries are encoded, and pass its answer to `search_many` (which uses it if
-        its own snapshot is of the same version). Dense-mode queries get None."""
+        """Start these queries' BM25 at the latest prepared snapshot's version (it needs no query vector) and return
+        the function that waits for it: run it while the queries are encoded, and pass its answer to `search_many`
+        (which uses it if its own snapshot is of the same version). Dense-mode queries get None."""
         worded = [i for i, q in enumerate(queries) if (q.mode or self.mode) != "dense"]
         if not worded:
             return lambda: [None] * len(queries)

@@ -114,12 +114,13 @@ class Snapshot:
     def allowed(self, rows: np.ndarray, filters: SearchFilters) -> np.ndarray:
         """Which of these document rows pass the filters."""
         rows_list = rows.tolist()
-        if len(self._allowed) > _ALLOWED_CACHE:  # many distinct filters while no commit comes: start afresh
-            self._allowed.clear()
-        new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in self._allowed]
+        cache = self._allowed  # searches of several threads share it: replaced, never emptied in place
+        if len(cache) > _ALLOWED_CACHE:  # many distinct filters while no commit comes: start afresh
+            self._allowed = cache = {}
+        new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in cache]
         for row, path in zip(new, self.docs.rows(new, "paths")):
-            self._allowed[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))
-        return np.array([self._allowed[(filters, r)] for r in rows_list], bool)
+            cache[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))
+        return np.array([cache[(filters, r)] for r in rows_list], bool)
 
     def chunk_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every chunk of these documents' current versions: ids and vectors, concatenated, and how many each has."""

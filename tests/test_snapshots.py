@@ -183,8 +183,9 @@ def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_pa
         source.close()
 
 
-def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_path: Path) -> None:
+def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_path: Path, monkeypatch) -> None:
     import gc
+    import weakref
 
     from lodex.api.service import LodexService
     from lodex.api.settings import Settings
@@ -198,6 +199,9 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
     settings = Settings(base_dir=tmp_path)
     settings.index.data_dir = str(tmp_path / "data")
     settings.api.query_threads = 3
+    made: list = []  # every vector index made from here on (earlier tests' may still be alive in this process)
+    init = VectorIndex.__init__
+    monkeypatch.setattr(VectorIndex, "__init__", lambda self, *a, **k: made.append(weakref.ref(self)) or init(self, *a, **k))
     service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
     try:
         service.writer.reconcile().result(timeout=60)
@@ -206,7 +210,7 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
         service.writer.reconcile().result(timeout=60)  # the writer saves the index: the searchers' one
         assert [h.path for h in service.search("zeppelins", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
         gc.collect()
-        held = [o for o in gc.get_objects() if isinstance(o, VectorIndex)]
+        held = [o for o in (ref() for ref in made) if o is not None]
         assert len(held) == 1 and held[0] is service.snapshots.snapshot().index.index  # type: ignore[attr-defined]
         check_index(service.side.store, root, persisted=True)  # the saved file holds exactly this version's chunks
     finally:

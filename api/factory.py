@@ -19,6 +19,7 @@ from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.searcher import Fusion, Searcher
+from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.errors import ConfigError, StoreError
 from lodex.store.job_log import JobLog
 from lodex.store.lance_store import AnnPolicy, Store
@@ -206,11 +207,12 @@ class WriteSide:
         self.close()
 
 
-def build_searcher(settings: Settings, encoder: Encoder, store: Store) -> Searcher:
-    """The query side over this store."""
+def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: SnapshotSource | None = None) -> Searcher:
+    """The query side over this store (`source`: the snapshots it shares with other searchers of the index)."""
     cfg = settings.search
     fusion = Fusion(method=cfg.fusion, dense_weight=cfg.dense_weight, rrf_k=cfg.rrf_k, bm25_weight=cfg.bm25_weight,
                     feedback_chunks=cfg.feedback_chunks, feedback_weight=cfg.feedback_weight, doc_dense_weight=cfg.doc_dense_weight,
                     hybrid_blend_alpha=cfg.hybrid_blend_alpha,
                     top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates)
-    return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion)
+    return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion,
+                    source=source)

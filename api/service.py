@@ -19,6 +19,7 @@ from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.batcher import QueryBatcher
 from lodex.search.results import SearchFilters, SearchResponse
 from lodex.search.searcher import Query
+from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import Store
 
@@ -38,6 +39,11 @@ class LodexService:
         self.jobs, self.encoder, self.indexer = self.side.jobs, self.side.encoder, self.side.indexer
         try:
             self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
+            # one set of snapshots for every query thread, each new version prepared in the background from the last
+            # (and by the writer after each of its requests, before the requester hears back); their vector index is
+            # the process's only one: the writer keeps none and has them save theirs
+            self.snapshots = SnapshotSource(open_reader(settings, self.encoder.dim)).start()
+            self.snapshots.keep_index_for(self.side.store)
         except BaseException:
             self.side.close()
             raise
@@ -45,14 +51,14 @@ class LodexService:
         self._rate = 0.0
         self._files_left = 0  # files the current indexing run has not reached yet
         self._on_file = on_file
-        hooks = RunHooks(on_file=self._file_done, progress=self._progress)
+        hooks = RunHooks(on_file=self._file_done, progress=self._progress, applied=self._caught_up)
         self.watch: WatchService | None = self.side.watch(hooks) if watch else None
         self.writer: IndexWriter = self.watch.writer if self.watch else self.side.writer(hooks)
         self._local = threading.local()
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
         self._queued_lock = threading.Lock()
-        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, open_reader(settings, self.encoder.dim)),
+        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, open_reader(settings, self.encoder.dim), self.snapshots),
                                     lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
 
@@ -83,6 +89,7 @@ class LodexService:
         else:
             self.writer.stop()
         self.batcher.close()
+        self.snapshots.close()
         self.queries.shutdown(wait=True)
         self.side.close()
 
@@ -91,6 +98,9 @@ class LodexService:
         self.encoded_tokens += record.tokens
         if self._on_file:
             self._on_file(record)
+
+    def _caught_up(self) -> None:
+        self.snapshots.refresh()
 
     def _progress(self, state: Progress) -> None:
         self._rate = state.tokens_per_s

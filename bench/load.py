@@ -1,12 +1,14 @@
 """Load: 8 concurrent clients against `lodex serve` on loopback for 60 s, over ≥ 100,000 chunks, while indexing.
 
-usage: python bench/load.py [--clients 8] [--seconds 60] [--chunks 100000]
+usage: python bench/load.py [--clients 8] [--seconds 60] [--chunks 100000] [--commits-every S]
 Builds a real index of Cranfield (real model), inflates it past --chunks with copies of its chunks
 (pushed documents, their vectors jittered and re-normalized), starts `lodex serve` on a free loopback
 port, copies the CISI collection into the watched folder (so the server indexes while it answers), and
 runs the clients with keep-alive connections. Prints errors, p50/p99 latency, queries/s, the server's
 RSS at start, every sixth of the run and at the end, and once the indexing is done (waiting up to --settle
 seconds), and the latency of the same queries on an idle server measured first (baseline).
+With --commits-every S, the clients run twice instead, in one server: with no indexing, then while a changed file is
+written into the watched folder every S seconds (each one a small commit), and the ratio of the two p99s is printed.
 """
 
 import argparse
@@ -135,6 +137,39 @@ def run_clients(port: int, queries: list[str], clients: int, seconds: float) -> 
     return latencies, errors, time.monotonic() - started
 
 
+def keep_changing(folder: Path, every: float, stop: threading.Event) -> int:
+    """Rewrite one of the folder's files every `every` seconds (a line appended, a different file each time) until
+    `stop`; how many were written."""
+    files = sorted(folder.glob("*.txt"))
+    written = 0
+    while not stop.wait(every):
+        path = files[written % len(files)]
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"\nrevision {written} of this note.\n")
+        written += 1
+    return written
+
+
+def summary(latencies: list[float], errors: list[str], seconds: float) -> dict:
+    return {"requests": len(latencies) + len(errors), "errors": len(errors), "p50_ms": round(pct(latencies, 0.5), 1),
+            "p99_ms": round(pct(latencies, 0.99), 1), "qps": round(len(latencies) / seconds, 1)}
+
+
+def with_commits(port: int, folder: Path, queries: list[str], args: argparse.Namespace) -> dict:
+    """p99 of the clients with no indexing, then while a changed file is committed every `args.commits_every` s."""
+    quiet = summary(*run_clients(port, queries, args.clients, args.seconds))
+    stop = threading.Event()
+    written: list[int] = []
+    changer = threading.Thread(target=lambda: written.append(keep_changing(folder, args.commits_every, stop)), daemon=True)
+    changer.start()
+    busy = summary(*run_clients(port, queries, args.clients, args.seconds))
+    stop.set()
+    changer.join()
+    wait_until_indexed(port, args.settle)
+    return {"no_indexing": quiet, "commits": busy, "files_changed": written[0] if written else 0,
+            "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None}
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
@@ -147,6 +182,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--no-indexing", action="store_true", help="no indexing during the load (to compare)")
     parser.add_argument("--workdir", type=Path, help="keep the built index here and re-use it on later runs")
+    parser.add_argument("--commits-every", type=float, default=0, metavar="S",
+                        help="compare p99 with no indexing and with a changed file committed every S seconds (no CISI copy)")
     parser.add_argument("--settle", type=float, default=600, help="after the load, wait up to this long for the indexing to finish, then read RSS again")
     args = parser.parse_args()
     cran = load_collection(EVAL / "cranfield")
@@ -176,7 +213,11 @@ def main() -> None:
                     raise SystemExit("server did not start:\n" + Path(log.name).read_text()[-3000:])
                 time.sleep(0.5)
             chunks = get_json(port, "/stats")["chunks"]
-            run_clients(port, queries, 2, 5)  # warm-up: every query thread loads its FAISS copy
+            run_clients(port, queries, 2, 5)  # warm-up
+            if args.commits_every:
+                print(json.dumps({"chunks_at_start": chunks, "clients": args.clients, "seconds": args.seconds,
+                                  "commits_every_s": args.commits_every, **with_commits(port, folder, queries, args)}, indent=1))
+                return
             idle, idle_errors, idle_s = run_clients(port, queries, 1, 15)
             rss_start = rss_mib(server.pid)
             extra = work / "cisi"

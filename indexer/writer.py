@@ -1,5 +1,6 @@
 """The one write path: every change request (watcher, CLI, API) runs in order on one writer thread."""
 
+import logging
 import os
 import queue
 import threading
@@ -13,6 +14,7 @@ from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary
 from lodex.store.job_log import FileRecord
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class RunHooks:
 
     on_file: Callable[[FileRecord], None] | None = None
     progress: Callable[[Progress], None] | None = None
+    applied: Callable[[], None] | None = None  # after each request, before its future resolves (readers catch up)
 
 
 class IndexWriter:
@@ -113,8 +116,20 @@ class IndexWriter:
 
     def _apply(self, job: Callable[[Indexer], Any], future: Future) -> None:
         try:
-            future.set_result(job(self.indexer))
+            result = job(self.indexer)
         except BaseException as exc:  # noqa: BLE001 — handed to the submitter, the writer goes on
+            self._applied()
             future.set_exception(exc)
             if self.on_error:
                 self.on_error(exc)
+            return
+        self._applied()
+        future.set_result(result)
+
+    def _applied(self) -> None:
+        """Let readers catch up with what the request committed before its submitter hears of it."""
+        if self.hooks.applied is not None:
+            try:
+                self.hooks.applied()
+            except Exception:  # noqa: BLE001 — readers catch up on their own a moment later
+                log.exception("readers did not catch up with the last write")

@@ -18,7 +18,8 @@ from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
 from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
-from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
+from lodex.search.snapshot import Snapshot
+from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.lance_store import Store
 from lodex.store.schema import LOCATION_COLUMNS
 
@@ -42,8 +43,9 @@ class Searcher:
     """Ranks documents for queries; see the module docstring for the modes and rankings."""
 
     def __init__(self, store: Store, encoder: Encoder, passages: int = 3, candidates: int = 100,
-                 mode: Mode = "hybrid", ranking: Ranking = "blend", fusion: Fusion = Fusion()) -> None:
-        self.store = store
+                 mode: Mode = "hybrid", ranking: Ranking = "blend", fusion: Fusion = Fusion(),
+                 source: SnapshotSource | None = None) -> None:
+        self.store = store  # this searcher's own handle (BM25, passages), pinned to each search's snapshot
         self.encoder = encoder
         self.passages = passages
         self.candidates = candidates
@@ -51,21 +53,11 @@ class Searcher:
         self.ranking = ranking
         self.fusion = fusion
         self._doc_fusion = replace(fusion, dense_weight=fusion.doc_dense_weight)  # fusing document scores
-        self._docs: tuple[int, DocumentView] | None = None
-        self._versions: tuple[int, int, VersionMap] | None = None
-        self._means = MeanVectors(store)
+        self.source = source or SnapshotSource(store)  # shared by the searchers of a server, prepared in the background
 
     def snapshot(self) -> Snapshot:
-        """The latest committed version, pinned for a batch of searches (documents and their chunk map cached
-        per table version)."""
-        store = self.store
-        docs_version, chunks_version = store.refresh()
-        if self._docs is None or self._docs[0] != docs_version:
-            self._docs = (docs_version, DocumentView(store.document_table(DOCUMENT_FIELDS)))
-        owners = store.chunk_owners(chunks_version)
-        if self._versions is None or self._versions[:2] != (docs_version, chunks_version):
-            self._versions = (docs_version, chunks_version, VersionMap(owners, self._docs[1]))
-        return Snapshot(store, chunks_version, store.vector_index(chunks_version, owners.ids), self._docs[1], self._versions[2], owners, self._means)
+        """The latest prepared committed version (see `SnapshotSource`)."""
+        return self.source.snapshot()
 
     def search(self, query: str, k: int = 10, filters: SearchFilters | None = None,
                mode: Mode | None = None, ranking: Ranking | None = None) -> SearchResponse:
@@ -73,13 +65,15 @@ class Searcher:
         return self.search_many([Query(query, k, filters or SearchFilters(), mode, ranking)])[0]
 
     def start_keyword_search(self, queries: list[Query]) -> "Callable[[], list[KeywordHits | None]]":
-        """Start these queries' BM25 at the latest version (it needs no query vector) and return the function that
-        waits for it: run it while the queries are encoded, and pass its answer to `search_many` (which uses it if
-        its own snapshot is of the same version). Dense-mode queries get None."""
+        """Start these queries' BM25 at the latest prepared snapshot's version (it needs no query vector) and return
+        the function that waits for it: run it while the queries are encoded, and pass its answer to `search_many`
+        (which uses it if its own snapshot is of the same version). Dense-mode queries get None."""
         worded = [i for i, q in enumerate(queries) if (q.mode or self.mode) != "dense"]
         if not worded:
             return lambda: [None] * len(queries)
-        _, version = self.store.refresh()
+        snap = self.snapshot()
+        self.store.pin(snap.versions)
+        version = snap.version
         wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version)
 
         def answer() -> list[KeywordHits | None]:
@@ -98,7 +92,12 @@ class Searcher:
         started = time.perf_counter() if started is None else started
         if vectors is None:
             vectors = self.encoder.embed([q.text for q in queries], kind="query")
-        snap = self.snapshot()
+        with self.source.pinned() as snap:
+            self.store.pin(snap.versions)
+            return self._search_snapshot(snap, queries, vectors, started, keywords)
+
+    def _search_snapshot(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, started: float,
+                         keywords: "list[KeywordHits | None] | None") -> list[SearchResponse]:
         widths = [self._width(q) for q in queries]
         first = self._retrieve_batch(snap, queries, vectors, widths, keywords)
         tops, chunk_order = [], []
@@ -141,7 +140,7 @@ class Searcher:
         given = {i: k[1:] for i in worded if keywords and (k := keywords[i]) is not None and k[0] == snap.version}
         asked = [i for i in worded if i not in given]
         if asked:
-            given |= dict(zip(asked, snap.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version)()))
+            given |= dict(zip(asked, self.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version)()))
         for i, (row_ids, scores) in given.items():
             keyword[i] = self._candidates(snap, queries[i], *snap.owners.ranked(row_ids, scores))
         f = self.fusion
@@ -247,7 +246,7 @@ class Searcher:
                 chosen[(i, row)] = [(float(sims[part][j]), int(ids[part][j])) for j in keys]
         wanted = np.unique(np.array([chunk_id for picks in chosen.values() for _, chunk_id in picks], np.int64))
         rows = snap.owners.row_ids[np.searchsorted(snap.owners.ids, wanted)]  # every chosen chunk is of this version
-        texts = {r["id"]: r for r in snap.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()}
+        texts = {r["id"]: r for r in self.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()}
         stems = [query_stems(q.text) for q in queries]
         return {
             (i, row): [Passage(texts[c]["text"], texts[c]["char_start"], texts[c]["char_end"], round(s, 6),

@@ -1,18 +1,29 @@
 """What one batch of searches reads: a single committed version of the index, with documents addressed by row."""
 
+from typing import Protocol
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lodex.search.results import SearchFilters
 from lodex.store.lance_store import ChunkOwners, Store, vectors_of, version_keys
-from lodex.store.vector_index import VectorIndex
 
 
 DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime"]
 
 
 _ALLOWED_CACHE = 200_000  # (filters, document row) verdicts a snapshot keeps
+
+class SearchIndex(Protocol):
+    """What a snapshot's searches ask of its vector index (`snapshot_source.SharedIndex`, or a store's own index)."""
+
+    def __len__(self) -> int: ...
+
+    def search_batch(self, queries: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def vectors(self, ids: "list[int] | np.ndarray") -> np.ndarray: ...
+
 
 class DocumentView:
     """The documents table of one version, by row, kept as Arrow columns (values are taken out only for the rows
@@ -46,23 +57,26 @@ class MeanVectors:
     def of(self, docs: DocumentView, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(vectors, found) for these document rows; rows without a stored vector get zeros and found False."""
         keys = docs.keys.take(pa.array(rows, pa.int64())).to_pylist()
-        missing = [k for k in dict.fromkeys(keys) if k not in self._vectors]
-        if len(missing) > self.FEW or len(self._vectors) + len(missing) > 2 * len(docs) + 1024:
-            self._vectors = {}  # the first search, many changed documents, or too many replaced versions kept
-            self._add(self.store.document_table(["id", "content_hash", "vector"]))
+        vectors = self._vectors  # read once: a refreshing thread may put a new dict in its place meanwhile
+        missing = [k for k in dict.fromkeys(keys) if k not in vectors]
+        if len(missing) > self.FEW or len(vectors) + len(missing) > 2 * len(docs) + 1024:
+            vectors = {}  # the first search, many changed documents, or too many replaced versions kept
+            self._add(vectors, self.store.document_table(["id", "content_hash", "vector"]))
+            self._vectors = vectors
         elif missing:
-            self._add(self.store.document_rows([k.split(":", 1)[0] for k in missing], ["id", "content_hash", "vector"]))
+            self._add(vectors, self.store.document_rows([k.split(":", 1)[0] for k in missing], ["id", "content_hash", "vector"]))
         dim = self.store.dim
-        found = np.array([k in self._vectors for k in keys], bool)
+        found = np.array([k in vectors for k in keys], bool)
         out = np.zeros((len(keys), dim), np.float32)
         if found.any():
-            out[found] = np.stack([self._vectors[k] for k, f in zip(keys, found) if f])
+            out[found] = np.stack([vectors[k] for k, f in zip(keys, found) if f])
         return out, found
 
-    def _add(self, table: pa.Table) -> None:
+    @staticmethod
+    def _add(vectors: dict[str, np.ndarray], table: pa.Table) -> None:
         """Keep these documents' vectors (rows of id, content_hash, vector)."""
         keys = version_keys(table["id"], table["content_hash"]).to_pylist()
-        self._vectors.update(zip(keys, vectors_of(table)))
+        vectors.update(zip(keys, vectors_of(table)))
 
 
 class VersionMap:
@@ -77,37 +91,40 @@ class VersionMap:
 
 
 class Snapshot:
-    """One committed version: the FAISS index, chunk owners and documents, and lookups between them."""
+    """One committed version: the vector index, chunk owners and documents, and lookups between them. Read-only once
+    made; `pins` counts the searches using it (its source frees what it alone needed once they are done)."""
 
-    def __init__(self, store: Store, version: int, index: VectorIndex, docs: DocumentView, versions: VersionMap, owners: ChunkOwners,
-                 means: MeanVectors) -> None:
-        self.store = store
-        self.version = version  # of the chunks table
+    def __init__(self, versions: tuple[int, int], index: "SearchIndex", docs: DocumentView, versions_map: VersionMap,
+                 owners: ChunkOwners, means: MeanVectors) -> None:
+        self.versions = versions  # (documents, chunks) table versions
+        self.version = versions[1]  # of the chunks table
         self.index = index
         self.owners = owners
         self.docs = docs
-        self.versions = versions
+        self.versions_map = versions_map
         self.means = means
+        self.pins = 0
         self._allowed: dict[tuple[SearchFilters, int], bool] = {}
 
     def rows(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The document row of each chunk when it belongs to that document's current version, else -1."""
         codes = self.owners.codes(chunk_ids)
-        return np.where(codes >= 0, self.versions.row_of_code[np.maximum(codes, 0)], -1)
+        return np.where(codes >= 0, self.versions_map.row_of_code[np.maximum(codes, 0)], -1)
 
     def allowed(self, rows: np.ndarray, filters: SearchFilters) -> np.ndarray:
         """Which of these document rows pass the filters."""
         rows_list = rows.tolist()
-        if len(self._allowed) > _ALLOWED_CACHE:  # many distinct filters while no commit comes: start afresh
-            self._allowed.clear()
-        new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in self._allowed]
+        cache = self._allowed  # searches of several threads share it: replaced, never emptied in place
+        if len(cache) > _ALLOWED_CACHE:  # many distinct filters while no commit comes: start afresh
+            self._allowed = cache = {}
+        new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in cache]
         for row, path in zip(new, self.docs.rows(new, "paths")):
-            self._allowed[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))
-        return np.array([self._allowed[(filters, r)] for r in rows_list], bool)
+            cache[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))
+        return np.array([cache[(filters, r)] for r in rows_list], bool)
 
     def chunk_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every chunk of these documents' current versions: ids and vectors, concatenated, and how many each has."""
-        ids, lengths = self.owners.members(self.versions.code_of_row[rows])
+        ids, lengths = self.owners.members(self.versions_map.code_of_row[rows])
         return ids, self.index.vectors(ids), lengths
 
     def mean_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -101,6 +101,31 @@ class Store(ABC):
         """Which document version each chunk of this chunks version (default: the current one) belongs to."""
 
     @abstractmethod
+    def chunk_rows_after(self, row_id: int, columns: list[str]) -> pa.Table:
+        """These columns and `_rowid` of the chunk rows after this row id (all for -1), at the refreshed version;
+        the rows a later version adds all come after those of an earlier one."""
+
+    @abstractmethod
+    def chunk_row_ids(self) -> np.ndarray:
+        """Every chunk's row id at the refreshed version."""
+
+    @abstractmethod
+    def existing_chunk_rows(self, row_ids: np.ndarray) -> np.ndarray:
+        """Which of these row ids the refreshed version still has."""
+
+    @abstractmethod
+    def chunk_count(self) -> int:
+        """Chunk rows at the refreshed version."""
+
+    @abstractmethod
+    def pin(self, versions: tuple[int, int]) -> None:
+        """Read these (documents, chunks) versions until the next pin or refresh."""
+
+    @abstractmethod
+    def detached_vector_index(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:
+        """A vector index of this chunks version (`chunk_ids`: its ids) that the store does not keep in step."""
+
+    @abstractmethod
     def vector_index(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
         """The vector index of this chunks version (default: the current one; `chunk_ids`: its chunk ids, when the
         caller has them)."""
@@ -139,6 +164,19 @@ class Store(ABC):
     @abstractmethod
     def track_index(self) -> None:
         """Keep the in-memory vector index in step with the writes that follow (writer side)."""
+
+    @abstractmethod
+    def lend_index(self, keeper: Callable[[], None]) -> None:
+        """Keep no vector index in memory for this writer: the process's searchers keep the one index, and `keeper`
+        saves it whenever this store would."""
+
+    @abstractmethod
+    def converted_vector_index(self, index: VectorIndex) -> VectorIndex | None:
+        """An index of the kind wanted for this version in place of `index`, or None when it suits its size."""
+
+    @abstractmethod
+    def save_vector_index(self, index: VectorIndex, version: int) -> None:
+        """Save `index` as the file of this chunks version."""
 
     def before_run(self) -> None:
         """Before an indexing run: collect what an interrupted one left, and follow the run's writes in memory."""

@@ -3,7 +3,7 @@ per chunks version, and for a version with no file of its own loaded, caught up 
 built from the vectors in Lance."""
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,17 @@ class FaissLifecycle:
         self._index_version = -1
         self._unsaved = 0  # vectors added to the in-memory index since it was loaded, built or saved
         self._persisted_at = float("-inf")
+        self.keeper: Callable[[], None] | None = None  # who keeps the one index of the process instead, and saves it
+
+    def lend(self, keeper: Callable[[], None]) -> None:
+        """From now on keep no index in memory: the process's searchers keep the one index (their snapshots follow
+        the commits) and `keeper` saves it when this lifecycle would."""
+        self.keeper, self._index, self._index_version = keeper, None, -1
+
+    def converted(self, index: VectorIndex) -> VectorIndex | None:
+        """An index of the kind the policy wants in place of `index` (built from Lance), or None when it suits."""
+        kind = self.ann.rebuild(index)
+        return None if kind is None else self._build(kind)
 
     # ---- following the writer's commits ----------------------------------------------------
     def added(self, chunks: pa.Table) -> None:
@@ -76,11 +87,26 @@ class FaissLifecycle:
         self._index, self._index_version, self._unsaved = index, version, 0
         return index
 
+    def detached(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:
+        """An index of this version that this lifecycle does not keep: the file saved for it, else the newest file
+        caught up by chunk id, else one built from Lance."""
+        index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
+        if index is None:
+            index = VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe)
+            if index is None or not self._catch_up(index, chunk_ids):
+                index = None
+                index = self._build()
+        return index
+
     def persist(self, min_interval_s: float = 0.0) -> None:
         """Save the index as the reflection of the current chunks version (converted first when the policy wants
         another kind); with `min_interval_s`, skip it when the last save is more recent (readers catch a stale
         file up from Lance by chunk id)."""
         if min_interval_s and time.monotonic() - self._persisted_at < min_interval_s:
+            return
+        if self.keeper is not None:
+            self.keeper()
+            self._persisted_at = time.monotonic()
             return
         index = self.current()
         kind = self.ann.rebuild(index)

@@ -191,6 +191,49 @@ class LanceStore(base.Store):
             self._owners, self._owners_version = ChunkOwners(table), version
         return self._owners
 
+    def chunk_rows_after(self, row_id: int, columns: list[str]) -> pa.Table:
+        """These columns and `_rowid` of the chunk rows after this Lance row id, at the refreshed version: a later
+        version's new rows all come after the rows of an earlier one (fragments and stable row ids only grow)."""
+        query = lance_bridge.async_table(self.chunks).query()
+        if row_id >= 0:
+            query = query.where(f"_rowid > {int(row_id)}")
+        return lance_bridge.run(query.select(columns).with_row_id().to_arrow())
+
+    def chunk_row_ids(self) -> np.ndarray:
+        """Every chunk's Lance row id at the refreshed version (one column read)."""
+        return lance_bridge.run(lance_bridge.async_table(self.chunks).query().select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
+
+    def existing_chunk_rows(self, row_ids: np.ndarray) -> np.ndarray:
+        """Which of these Lance row ids the refreshed version still has (a direct read of those rows)."""
+        if not len(row_ids):
+            return np.zeros(0, np.uint64)
+        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist())
+        return lance_bridge.run(take.select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
+
+    def chunk_count(self) -> int:
+        """Chunk rows at the refreshed version."""
+        return int(self.chunks.count_rows())
+
+    def pin(self, versions: tuple[int, int]) -> None:
+        """Read these (documents, chunks) versions (a snapshot prepared by another handle) until the next pin or
+        refresh."""
+        if self._versions == versions:
+            return
+        documents, chunks = lance_bridge.async_table(self.documents), lance_bridge.async_table(self.chunks)
+
+        async def checkout() -> None:
+            await asyncio.gather(documents.checkout(versions[0]), chunks.checkout(versions[1]))
+
+        with self._refreshing:
+            lance_bridge.run(checkout())
+            self._versions = versions
+            self._marks.answered(None)  # the next refresh asks Lance again
+
+    def detached_vector_index(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:
+        """A vector index of this chunks version (`chunk_ids`: its ids) that the store does not keep: its owner
+        (a searchers' snapshot source) keeps it in step itself."""
+        return self._faiss.detached(version, chunk_ids)
+
     def vector_index(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
         """The FAISS index for the current chunks version (`version`, when the caller has just read it): loaded
         if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk
@@ -281,8 +324,25 @@ class LanceStore(base.Store):
             self._faiss.persist(min_interval_s)
 
     def track_index(self) -> None:
-        """Keep the in-memory FAISS index in step with the writes that follow (writer side)."""
-        self.vector_index()
+        """Keep the in-memory FAISS index in step with the writes that follow (writer side), unless lent."""
+        if self._faiss.keeper is None:
+            self.vector_index()
+
+    def lend_index(self, keeper: Callable[[], None]) -> None:
+        """Keep no FAISS index in memory for this writer: the searchers of the process keep the one index by
+        following the commits, and `keeper` saves it (`save_vector_index`) whenever this store would."""
+        self._faiss.lend(keeper)
+
+    def converted_vector_index(self, index: VectorIndex) -> VectorIndex | None:
+        """An index of the kind the ANN policy wants for this version in place of `index` (built from Lance at this
+        handle's version), or None when `index` suits its size."""
+        return self._faiss.converted(index)
+
+    def save_vector_index(self, index: VectorIndex, version: int) -> None:
+        """Save `index` as the file of this chunks version (it must hold exactly that version's chunks)."""
+        with lance_bridge.mapped_errors("save the vector index"):
+            if not (self.data_dir / f"chunks.v{version}.faiss").exists():
+                index.save(self.data_dir, version)
 
 
 Store = LanceStore  # the name lodex has always opened its store by

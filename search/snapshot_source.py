@@ -1,0 +1,223 @@
+"""The searchers' snapshots of one index: each committed version prepared from the one before by what changed, off
+the query path, and swapped in whole; searches take the latest prepared one and never wait for the next."""
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import pyarrow.compute as pc
+
+from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
+from lodex.store.lance_store import ChunkOwners, Store, vectors_of
+from lodex.store.vector_index import VectorIndex
+
+log = logging.getLogger(__name__)
+
+OWNER_COLUMNS = ["id", "document_id", "content_hash"]
+
+
+class SharedIndex:
+    """One vector index read by every search of a source's snapshots and changed only by its refresh: searches
+    share it, a change (a commit's vectors added, replaced ones removed) has it alone for as long as FAISS takes."""
+
+    def __init__(self, index: VectorIndex) -> None:
+        self.index = index
+        self._readers = 0
+        self._changing = threading.Condition()
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the index unchanged for the block (searches, a save)."""
+        with self._changing:
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._changing:
+                self._readers -= 1
+                if not self._readers:
+                    self._changing.notify_all()
+
+    @contextmanager
+    def _alone(self) -> Iterator[None]:
+        with self._changing:
+            self._changing.wait_for(lambda: not self._readers)
+            yield
+
+    def search_batch(self, queries: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        with self.reading():
+            return self.index.search_batch(queries, n)
+
+    def vectors(self, ids: "list[int] | np.ndarray") -> np.ndarray:
+        with self.reading():
+            return self.index.vectors(ids)
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        if len(ids):
+            with self._alone():
+                self.index.add(ids, vectors)
+
+    def remove(self, ids: np.ndarray) -> None:
+        if len(ids):
+            with self._alone():
+                self.index.remove(ids)
+
+
+class SnapshotSource:
+    """Snapshots of the index in `store` (a handle of the source's own once searchers of other threads use it).
+    A new version is prepared from the previous snapshot: the chunk rows Lance added after its last row id (their
+    vectors added to the one shared index), the rows it no longer has (looked for only when the row count says some
+    went), and the documents table (one row per file). Vectors of chunks a version dropped leave the index once no
+    search holds an older snapshot. `start` prepares them on a background thread; without it, `snapshot` does."""
+
+    def __init__(self, store: Store, poll_s: float = 0.05) -> None:
+        self.store = store
+        self.poll_s = poll_s
+        self.means = MeanVectors(store)
+        self._current: Snapshot | None = None
+        self._preparing = threading.Lock()  # one refresh at a time
+        self._pinning = threading.Lock()  # taking a pin and swapping the current snapshot
+        self._retired: list[tuple[Snapshot, np.ndarray]] = []  # older snapshots, and the chunk ids only they hold
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- for searches -------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The latest prepared snapshot (in the foreground, after preparing the latest committed version)."""
+        current = self._current
+        if self._thread is not None and current is not None:
+            return current
+        return self.refresh()
+
+    @contextmanager
+    def pinned(self) -> Iterator[Snapshot]:
+        """The latest prepared snapshot, held for the searches of the block."""
+        snap = self.snapshot()
+        with self._pinning:
+            snap = self._current or snap
+            snap.pins += 1
+        try:
+            yield snap
+        finally:
+            with self._pinning:
+                snap.pins -= 1
+
+    # ---- the one index of a serving process ------------------------------------------------
+    def keep_index_for(self, writer: Store) -> None:
+        """Be the only in-memory vector index of the process: `writer` (the same index's write side) keeps none and
+        has this source save its index whenever it would save its own."""
+        writer.lend_index(self.save_index)
+
+    def save_index(self) -> None:
+        """Save the index as the file of the latest committed version: that version prepared first, the vectors only
+        older snapshots held removed (once the searches holding them are done), converted first when the ANN policy
+        wants another kind for its size (the new index serves the next searches)."""
+        self.refresh()
+        with self._preparing:
+            while self._retired:
+                self._release()
+                if self._retired:
+                    self._stop.wait(0.001)
+            snap = self._current
+            assert snap is not None and isinstance(snap.index, SharedIndex)
+            converted = self.store.converted_vector_index(snap.index.index)
+            if converted is not None:
+                snap = Snapshot(snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means)
+                with self._pinning:
+                    self._current = snap
+            with snap.index.reading():
+                self.store.save_vector_index(snap.index.index, snap.version)
+
+    # ---- refreshing ---------------------------------------------------------------------
+    def start(self) -> "SnapshotSource":
+        """Prepare each new committed version on a background thread (the first one before returning)."""
+        self.refresh()
+        self._thread = threading.Thread(target=self._follow, name="lodex-snapshots", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the background thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _follow(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            try:
+                self.refresh()
+            except Exception:  # noqa: BLE001 — searches keep the snapshot they have; the next tick tries again
+                log.exception("preparing the next snapshot failed; searches keep the previous version")
+
+    def refresh(self) -> Snapshot:
+        """Prepare the latest committed version when it is new, swap it in, and free what older snapshots alone held."""
+        with self._preparing:
+            versions = self.store.refresh()
+            previous = self._current
+            if previous is None or previous.versions != versions:
+                snap = self._next(previous, versions)
+                with self._pinning:
+                    self._current = snap
+            self._release()
+            assert self._current is not None
+            return self._current
+
+    def _next(self, previous: Snapshot | None, versions: tuple[int, int]) -> Snapshot:
+        """The snapshot of `versions`, from `previous` by what changed when there is one."""
+        store = self.store
+        same_docs = previous is not None and previous.versions[0] == versions[0]
+        docs = previous.docs if previous is not None and same_docs else DocumentView(store.document_table(DOCUMENT_FIELDS))
+        if previous is None or previous.version == versions[1]:
+            owners, index = (previous.owners, previous.index) if previous is not None else self._full(versions[1])
+        else:
+            owners, index = self._advance(previous, versions[1], docs)
+        versions_map = previous.versions_map if previous is not None and same_docs and owners is previous.owners else VersionMap(owners, docs)
+        if not same_docs:
+            self.means.of(docs, np.arange(len(docs)))  # read here, not by the searches: the vectors of changed documents
+        return Snapshot(versions, index, docs, versions_map, owners, self.means)
+
+    def _full(self, version: int) -> tuple[ChunkOwners, SharedIndex]:
+        owners = ChunkOwners(self.store.chunk_rows_after(-1, OWNER_COLUMNS))
+        return owners, SharedIndex(self.store.detached_vector_index(version, owners.ids))
+
+    def _advance(self, previous: Snapshot, version: int, docs: DocumentView) -> tuple[ChunkOwners, SharedIndex]:
+        """Owners and index of a later chunks version: rows added after the previous one's last row id, and rows gone
+        (looked for among those of document versions that are not current, which are all the writer deletes, and
+        in every row id when the row count says others went too: a compaction moves every row)."""
+        store, before = self.store, previous.owners
+        added = store.chunk_rows_after(before.last_row_id, OWNER_COLUMNS)
+        count = store.chunk_count()
+        gone = np.zeros(0, np.uint64)
+        if len(before) + added.num_rows != count:
+            stale = before.rows_of(~pc.is_in(before.keys, value_set=docs.keys).to_numpy(zero_copy_only=False))
+            gone = np.setdiff1d(stale, store.existing_chunk_rows(stale), assume_unique=True)
+            if len(before) - len(gone) + added.num_rows != count:
+                gone = np.setdiff1d(before.sorted_row_ids, store.chunk_row_ids(), assume_unique=True)
+        owners = before.updated(gone, added)
+        new = ~before.has(added["id"].to_numpy())  # not moved by a compaction: new chunks
+        index = previous.index
+        if not isinstance(index, SharedIndex) or new.sum() > len(owners) // 2:  # most of it new: loaded or built afresh
+            return owners, SharedIndex(store.detached_vector_index(version, owners.ids))
+        if new.any():
+            rows = store.chunks_at_rows(added["_rowid"].to_numpy()[new], ["id", "vector"])
+            index.add(rows["id"].to_numpy(), vectors_of(rows))
+        dropped = before.ids_at_rows(gone)
+        self._retired.append((previous, dropped[~owners.has(dropped)]))  # not moved by a compaction: gone
+        return owners, index
+
+    def _release(self) -> None:
+        """Remove from the index the chunks that only unpinned older snapshots held, oldest first."""
+        current = self._current
+        while self._retired:
+            snap, dropped = self._retired[0]
+            with self._pinning:
+                if snap.pins:
+                    return
+            self._retired.pop(0)
+            if current is not None and snap.index is current.index and isinstance(current.index, SharedIndex):
+                current.index.remove(dropped)

@@ -1,0 +1,258 @@
+"""Searchers' snapshots: a refresh by what changed equals a build from scratch, and no search waits for one."""
+
+import random
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lodex.search.results import SearchFilters
+from lodex.search.searcher import Searcher
+from lodex.search.snapshot import Snapshot
+from lodex.search.snapshot_source import SharedIndex, SnapshotSource
+from lodex.store.lance_store import Store
+from tests.conftest import make_pipeline
+from tests.fakes import FakeEncoder
+
+WORDS = [f"w{i}" for i in range(300)]
+
+
+def _text(rng: random.Random) -> str:
+    return "\n\n".join(" ".join(rng.choices(WORDS, k=rng.randint(5, 60))) for _ in range(rng.randint(1, 6)))
+
+
+def _step(rng: random.Random, root: Path, serial: int) -> None:
+    """One random change to the folder: files added, changed, renamed, deleted (several at once, sometimes)."""
+    files = sorted(p for p in root.iterdir() if p.is_file())
+    for _ in range(rng.randint(1, 3)):
+        op = rng.choice(["add", "add", "change", "change", "delete", "rename", "copy"]) if files else "add"
+        if op == "add":
+            (root / f"n{serial}-{rng.randint(0, 10**6)}.txt").write_text(_text(rng))
+        elif op == "change":
+            rng.choice(files).write_text(_text(rng))
+        elif op == "delete":
+            rng.choice(files).unlink(missing_ok=True)
+        elif op == "rename":
+            victim = rng.choice(files)
+            if victim.exists():
+                victim.rename(root / f"r{serial}-{victim.name}")
+        else:
+            source = rng.choice(files)
+            if source.exists():
+                (root / f"c{serial}-{source.name}").write_bytes(source.read_bytes())
+        files = sorted(p for p in root.iterdir() if p.is_file())
+
+
+def _state(snap: Snapshot) -> dict:
+    """Everything searches read from a snapshot, keyed by document id and chunk id (not by row position)."""
+    docs = snap.docs
+    rows = np.arange(len(docs))
+    ids = docs.rows(rows.tolist(), "ids")
+    chunk_ids, vectors, lengths = snap.chunk_vectors(rows)
+    means, found = snap.mean_vectors(rows)
+    per_doc, at = {}, 0
+    for i, doc in enumerate(ids):
+        n = int(lengths[i])
+        per_doc[doc] = (docs.rows([i], "paths")[0], docs.rows([i], "titles")[0], docs.keys[i].as_py(), float(docs.mtimes[i]),
+                        chunk_ids[at:at + n].tolist(), vectors[at:at + n], bool(found[i]), means[i])
+        at += n
+    owners = snap.owners
+    owner_keys = [owners.keys[c].as_py() for c in owners.codes(owners.ids)]
+    chunk_rows = snap.rows(owners.ids)
+    chunk_docs = [ids[r] if r >= 0 else None for r in chunk_rows.tolist()]
+    index = snap.index.index if isinstance(snap.index, SharedIndex) else snap.index
+    return {"docs": per_doc, "chunks": owners.ids.tolist(), "row_ids": owners.row_ids.tolist(), "owner_keys": owner_keys,
+            "chunk_docs": chunk_docs, "index_ids": sorted(index.ids().tolist()), "versions": snap.versions}
+
+
+def _assert_same(incremental: dict, full: dict) -> None:
+    assert incremental["versions"] == full["versions"]
+    for key in ("chunks", "row_ids", "owner_keys", "chunk_docs", "index_ids"):
+        assert incremental[key] == full[key], key
+    assert incremental["docs"].keys() == full["docs"].keys()
+    for doc, (path, title, version, mtime, chunk_ids, vectors, found, mean) in full["docs"].items():
+        mine = incremental["docs"][doc]
+        assert mine[:5] == (path, title, version, mtime, chunk_ids), (doc, path)
+        assert np.allclose(mine[5], vectors, atol=1e-6) and mine[6] == found and np.allclose(mine[7], mean, atol=1e-6)
+
+
+def _from_scratch(data: Path, dim: int, versions: tuple[int, int]) -> dict:
+    store = Store(data, dim)
+    store.pin(versions)
+    return _state(SnapshotSource(store)._next(None, versions))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, seed: int, monkeypatch) -> None:
+    rng = random.Random(seed)
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(6):
+        (root / f"f{i}.txt").write_text(_text(rng))
+    encoder = FakeEncoder(dim=16)
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    indexer.flush_tokens = 200  # several commits per run: versions with chunks whose documents are not committed yet
+    indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", encoder.dim))
+    full_builds: list[SnapshotSource] = []
+    full = SnapshotSource._full
+    monkeypatch.setattr(SnapshotSource, "_full", lambda self, version: full_builds.append(self) or full(self, version))
+    source.refresh()
+    compared = 0
+
+    def compare(_record: object = None) -> None:
+        nonlocal compared
+        if rng.random() < 0.5:
+            snap = source.refresh()
+            _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions))
+            compared += 1
+
+    for serial in range(12):
+        _step(rng, root, serial)
+        indexer.run(root, on_file=compare)  # some refreshes land between a run's commits
+        if serial % 5 == 4:
+            store.optimize()  # compaction: every row moves to a new row id
+        snap = source.refresh()
+        _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions))
+    assert compared > 0
+    assert sum(built is source for built in full_builds) == 1  # the first snapshot; every later one by what changed
+    snap = source.snapshot()
+    lance_ids = sorted(store.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist())
+    assert _state(snap)["index_ids"] == lance_ids  # dropped vectors left the index once no older snapshot was held
+
+
+def test_a_pinned_snapshot_keeps_the_vectors_of_chunks_a_newer_version_dropped(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("first version of alpha " * 5)
+    (root / "b.txt").write_text("bravo stays the same " * 5)
+    store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", store.dim))
+    with source.pinned() as old:
+        rows = np.arange(len(old.docs))
+        before = old.chunk_vectors(rows)
+        (root / "a.txt").write_text("second version of alpha, rewritten " * 5)
+        indexer.run(root)  # the old chunks of a.txt are collected from Lance
+        new = source.refresh()
+        assert new.version > old.version
+        after = old.chunk_vectors(rows)  # an older snapshot still in use reads its own chunks
+        assert before[0].tolist() == after[0].tolist() and np.allclose(before[1], after[1])
+    source.refresh()
+    lance_ids = sorted(store.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist())
+    assert sorted(new.index.index.ids().tolist()) == lance_ids  # released once nothing held the old one
+
+
+def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha " * 20)
+    encoder = FakeEncoder()
+    _, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", encoder.dim), poll_s=0.01).start()
+    searcher = Searcher(Store(tmp_path / "data", encoder.dim), encoder, source=source)  # a query thread's own handle
+    entered, gate = threading.Event(), threading.Event()
+    prepare = source._next
+
+    def slow(previous, versions):
+        entered.set()
+        assert gate.wait(60), "the test never let the refresh finish"
+        return prepare(previous, versions)
+
+    monkeypatch.setattr(source, "_next", slow)
+    try:
+        (root / "b.txt").write_text("alpha and bravo " * 20)
+        indexer.run(root)
+        assert entered.wait(60), "the source never began preparing the new version"
+        answers: list = []
+        query = threading.Thread(target=lambda: answers.append(searcher.search("alpha", k=5)))
+        query.start()
+        query.join(60)
+        still_preparing = not gate.is_set()
+        gate.set()  # the refresh goes on only now: a search that waited for it would have answered after this
+        assert still_preparing and answers, "the search waited for the refresh"
+        assert [h.path for h in answers[0].results] == ["a.txt"]  # the previous version
+        deadline = threading.Event()
+        while source.snapshot().version != indexer.store.chunks.version and not deadline.wait(0.01):
+            pass
+        assert sorted(h.path for h in searcher.search("alpha", k=5).results) == ["a.txt", "b.txt"]
+    finally:
+        gate.set()
+        source.close()
+
+
+def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_path: Path, monkeypatch) -> None:
+    import gc
+    import weakref
+
+    from lodex.api.service import LodexService
+    from lodex.api.settings import Settings
+    from lodex.store.vector_index import VectorIndex
+    from tests.invariants import check_index
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(5):
+        (root / f"{i}.txt").write_text(f"note {i} about wings and lift topic{i} " * 4)
+    settings = Settings(base_dir=tmp_path)
+    settings.index.data_dir = str(tmp_path / "data")
+    settings.api.query_threads = 3
+    made: list = []  # every vector index made from here on (earlier tests' may still be alive in this process)
+    init = VectorIndex.__init__
+    monkeypatch.setattr(VectorIndex, "__init__", lambda self, *a, **k: made.append(weakref.ref(self)) or init(self, *a, **k))
+    service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
+    try:
+        service.writer.reconcile().result(timeout=60)
+        assert [h.path for h in service.search("topic3", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
+        (root / "3.txt").write_text("rewritten: zeppelins and airships " * 4)
+        service.writer.reconcile().result(timeout=60)  # the writer saves the index: the searchers' one
+        assert [h.path for h in service.search("zeppelins", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
+        gc.collect()
+        held = [o for o in (ref() for ref in made) if o is not None]
+        assert len(held) == 1 and held[0] is service.snapshots.snapshot().index.index  # type: ignore[attr-defined]
+        check_index(service.side.store, root, persisted=True)  # the saved file holds exactly this version's chunks
+    finally:
+        service.close()
+
+
+def _owners_state(owners) -> tuple:
+    keys = [owners.keys[c].as_py() for c in owners.codes(owners.ids)]
+    codes = owners.codes(owners.ids)
+    members = [owners.members(np.array([c]))[0].tolist() for c in dict.fromkeys(codes.tolist())]
+    return (owners.ids.tolist(), owners.row_ids.tolist(), keys, owners.sorted_row_ids.tolist(), sorted(map(tuple, members)),
+            owners.ranked(owners.sorted_row_ids, np.zeros(len(owners), np.float32))[0].tolist())
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_chunk_owners_updated_by_rows_added_and_gone_equal_owners_built_afresh(seed: int) -> None:
+    import pyarrow as pa
+
+    from lodex.store.chunk_owners import ChunkOwners
+
+    rng = np.random.default_rng(seed)
+    hashes = 3 if seed < 3 else 400  # many keys: those no chunk uses any more are renumbered away
+    next_row, next_id = 0, 1
+    rows: dict[int, tuple[int, str, str]] = {}  # row id → (chunk id, document id, hash)
+
+    def table(items: list[tuple[int, tuple[int, str, str]]]) -> pa.Table:
+        return pa.table({"id": pa.array([v[0] for _, v in items], pa.int64()), "document_id": pa.array([v[1] for _, v in items], pa.string()),
+                         "content_hash": pa.array([v[2] for _, v in items], pa.string()), "_rowid": pa.array([r for r, _ in items], pa.uint64())})
+
+    owners = ChunkOwners(table([]))
+    for _ in range(80):
+        gone = [r for r in rows if rng.random() < 0.2]
+        moved = [r for r in rows if r not in gone and rng.random() < 0.05]  # a compaction moves rows: same chunk, new row id
+        added = []
+        for r in moved:
+            added.append((next_row, rows.pop(r)))
+            next_row += 1
+        for _ in range(int(rng.integers(0, 12))):
+            added.append((next_row, (next_id, f"d{rng.integers(0, 6)}", f"h{rng.integers(0, hashes)}")))  # keys seen before, too
+            next_row, next_id = next_row + 1, next_id + 1
+        for r in gone:
+            del rows[r]
+        owners = owners.updated(np.array(gone + moved, np.uint64), table(added))
+        rows.update(added)
+        assert _owners_state(owners) == _owners_state(ChunkOwners(table(sorted(rows.items()))))

@@ -108,7 +108,7 @@ class Settings(BaseSettings):
             return self.path(self.storage.cache_dir)
         scheme, _, rest = uri.partition("://")
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lodex" / "indexes"
-        return (base / scheme.replace("+", "_") / rest.strip("/")).resolve()
+        return (base / scheme.replace("+", "_") / rest.partition("?")[0].strip("/")).resolve()
 
     @property
     def location(self) -> str | Path:

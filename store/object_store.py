@@ -37,6 +37,7 @@ class ObjectStore:
         self.uri = uri.rstrip("/")
         self.scheme = parts.scheme
         self.base = f"{parts.netloc}/{parts.path.strip('/')}".rstrip("/")  # bucket/prefix, as pyarrow names it
+        self._query = f"?{parts.query}" if parts.query else ""  # s3+ddb://bucket/prefix?ddbTableName=…
         self.options = dict(options or {})
         self.refresh_s = refresh_s
         self._fs: Any = None
@@ -45,7 +46,7 @@ class ObjectStore:
     @property
     def lance_uri(self) -> str:
         """Where the Lance tables live (as under a local data dir: a `lance` folder)."""
-        return f"{self.uri}/lance"
+        return f"{self.scheme}://{self.base}/lance{self._query}"
 
     def __str__(self) -> str:
         return self.uri

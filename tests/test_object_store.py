@@ -190,3 +190,59 @@ def test_read_only_replica_follows_new_versions_and_refuses_writes(s3: str, tmp_
         replica.terminate()
         replica.wait(timeout=60)
         log.close()
+
+
+def test_concurrent_commits_on_s3_lose_nothing(s3: str) -> None:
+    """What the writer lease leans on: Lance commits on S3 with conditional puts (If-None-Match), so commits racing
+    from two connections are both kept (the later one retries on the next version), never overwritten."""
+    import threading
+
+    import lancedb
+    import pyarrow as pa
+
+    options = {"aws_endpoint": os.environ["LODEX_STORAGE__ENDPOINT"], "allow_http": "true"}
+    lancedb.connect(f"{s3}/lance", storage_options=options).create_table("t", schema=pa.schema([("n", pa.int64())]))
+
+    def append(first: int) -> None:
+        table = lancedb.connect(f"{s3}/lance", storage_options=options).open_table("t")
+        for n in range(first, first + 8):
+            table.add(pa.table({"n": [n]}))
+
+    threads = [threading.Thread(target=append, args=(first,)) for first in (0, 100)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    table = lancedb.connect(f"{s3}/lance", storage_options=options).open_table("t")
+    assert sorted(table.to_arrow()["n"].to_pylist()) == [*range(8), *range(100, 108)]
+
+
+def test_the_local_path_imports_nothing_of_the_cluster_extras(tmp_path: Path) -> None:
+    """Indexing a folder locally imports none of boto3, moto, Ray or Flask (pyarrow's S3 module comes with lancedb itself)."""
+    folder = _folder(tmp_path / "docs")
+    code = ("import sys; from typer.testing import CliRunner; from lodex.api.cli import app; "
+            f"r = CliRunner().invoke(app, ['index', {str(folder)!r}, '--data-dir', {str(tmp_path / 'data')!r}]); assert r.exit_code == 0, r.output; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore', 'moto', 'ray', 'flask')))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "LODEX_"))} | {"LODEX_ENCODER__BACKEND": BACKEND}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_commit_store_uri_keeps_its_query_after_the_tables_folder(tmp_path: Path) -> None:
+    store = ObjectStore("s3+ddb://bucket/team/index?ddbTableName=lodex-commits")
+    assert store.lance_uri == "s3+ddb://bucket/team/index/lance?ddbTableName=lodex-commits" and store.base == "bucket/team/index"
+
+
+def test_settings_of_an_index_on_object_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lodex.api.settings import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    settings = load_settings(None, {"index.data_dir": "s3://bucket/team/index/", "storage.region": "eu-west-1", "storage.allow_http": True})
+    assert settings.remote_uri == "s3://bucket/team/index" and str(settings.location) == "s3://bucket/team/index"
+    assert settings.data_dir == (tmp_path / "xdg" / "lodex" / "indexes" / "s3" / "bucket" / "team" / "index").resolve()
+    assert settings.storage_options() == {"aws_region": "eu-west-1", "allow_http": "true"}
+    local = load_settings(None, {"index.data_dir": "idx"})
+    assert local.remote_uri is None and local.data_dir == (tmp_path / "idx").resolve()

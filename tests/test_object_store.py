@@ -246,3 +246,25 @@ def test_settings_of_an_index_on_object_storage(tmp_path: Path, monkeypatch: pyt
     assert settings.storage_options() == {"aws_region": "eu-west-1", "allow_http": "true"}
     local = load_settings(None, {"index.data_dir": "idx"})
     assert local.remote_uri is None and local.data_dir == (tmp_path / "idx").resolve()
+
+
+def test_a_writing_server_on_s3_sees_its_own_pushes_at_once(s3: str, tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from lodex.api.app import create_app
+    from lodex.api.service import LodexService
+    from lodex.api.settings import load_settings
+
+    folder = _folder(tmp_path / "docs")
+    settings = load_settings(None, {"index.data_dir": s3, "serve.refresh_s": 600.0})  # another host's commits: 10 min late
+    service = LodexService(settings, folder, watch=False).start()
+    try:
+        assert service.writer is not None
+        service.writer.reconcile().result(timeout=60)
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
+            assert client.get("/search", params={"q": "kites coastal winds", "k": 1}).json()["results"][0]["path"] != "@api/kites.txt"
+            assert client.post("/documents?wait=true", json={"name": "kites.txt", "text": "Kites ride coastal winds."}).status_code == 201
+            hits = client.get("/search", params={"q": "kites coastal winds", "k": 1}).json()["results"]
+            assert hits[0]["path"] == "@api/kites.txt"  # this process's own commit: no wait for serve.refresh_s
+    finally:
+        service.close()

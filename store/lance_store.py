@@ -22,7 +22,7 @@ from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
-from lodex.store.object_store import ObjectStore
+from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, with_readers, write_json_atomic
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
 from lodex.store.vector_index import VectorIndex
@@ -58,8 +58,7 @@ class LanceStore(base.Store):
             if remote is None:
                 raise
             detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            raise StoreError(f"cannot open the index in {remote}: {detail}",
-                             "check storage.endpoint, storage.region, the bucket and the credentials (AWS_ACCESS_KEY_ID, …)") from exc
+            raise StoreError(f"cannot open the index in {remote}: {detail}", ACCESS_FIX) from exc
         self._faiss = FaissLifecycle(data_dir, dim, self.chunks, ann or AnnPolicy(), remote)
         self._owners: ChunkOwners | None = None
         self._owners_version = -1

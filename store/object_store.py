@@ -15,6 +15,7 @@ from lodex.store.errors import StoreError
 # Lance's schemes for object stores; "s3+ddb" is S3 with Lance's DynamoDB commit store, for S3-compatible stores
 # without conditional writes (If-None-Match), where two commits could otherwise overwrite each other.
 SCHEMES = ("s3", "s3+ddb", "gs", "az")
+ACCESS_FIX = "check storage.endpoint, storage.region, the bucket and the credentials (AWS_ACCESS_KEY_ID, …)"
 
 
 def is_remote(location: str) -> bool:
@@ -162,5 +163,4 @@ def _mapped(action: str) -> Iterator[None]:
         yield
     except (OSError, ValueError) as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise StoreError(f"cannot {action}: {detail}",
-                         "check storage.endpoint, storage.region, the bucket and the credentials (AWS_ACCESS_KEY_ID, …)") from exc
+        raise StoreError(f"cannot {action}: {detail}", ACCESS_FIX) from exc

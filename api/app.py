@@ -86,7 +86,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
 
     app = FastAPI(title="lodex", version=_version(), docs_url=None, redoc_url=None, lifespan=lifespan,
                   description="Local semantic search for folders of long documents. Errors: {\"error\": {\"code\", \"message\"}}.")
-    metrics = Metrics(lambda: {**service.counts(), "failed_files": len(service.jobs.failed()), "queue_depth": service.writer.depth,
+    metrics = Metrics(lambda: {**service.counts(), "failed_files": len(service.jobs.failed()), "queue_depth": service.queue_depth,
                                "encode_tokens_per_second": service.encode_tokens_per_s, "encoded_tokens": service.encoded_tokens})
     install_error_handlers(app)
     if limits.cors_origins:
@@ -220,6 +220,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     async def delete_document(doc_id: str) -> DeletedOut:
         """Delete a pushed document (files of the folder are removed by deleting the file); one still queued is
         deleted once its push is applied."""
+        service.require_writer()  # a read-only replica refuses before looking the document up
         if service.queued_push(doc_id) is None:
             found = await on_query_thread(one_document, doc_id)
             if not found["row"]["path"].startswith(PUSHED_PREFIX):
@@ -235,7 +236,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         """Queue a reconciliation of the index with the folder now."""
         done = service.reindex()
         if not wait:
-            return JSONResponse(QueuedOut(queued=True, queue_depth=service.writer.depth).model_dump(), 202)
+            return JSONResponse(QueuedOut(queued=True, queue_depth=service.queue_depth).model_dump(), 202)
         summary = await writer_result(done)
         return JSONResponse(RunOut(**{k: v for k, v in summary.to_dict().items() if k in RunOut.model_fields}).model_dump())
 
@@ -257,7 +258,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         """Counts, queue depth, last run, model and version."""
         counts = await on_query_thread(service.counts)
         return StatsOut(version=_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
-                        root=str(service.root), failed=len(service.jobs.failed()), queue_depth=service.writer.depth,
+                        root=str(service.root), failed=len(service.jobs.failed()), queue_depth=service.queue_depth,
                         encode_tokens_per_s=round(service.encode_tokens_per_s, 1), uptime_s=round(time.time() - service.started_at, 1),
                         last_run=service.jobs.last_run(), **counts)
 

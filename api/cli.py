@@ -16,7 +16,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local
 err = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="LODEX_CONFIG", help="config.toml to read (default ./config.toml).")]
-DataDirOpt = Annotated[Path | None, typer.Option("--data-dir", envvar="LODEX_DATA_DIR", help="Index directory (default: index.data_dir).")]
+DataDirOpt = Annotated[str | None, typer.Option("--data-dir", envvar="LODEX_DATA_DIR",
+                                                help="Index directory, or s3://bucket/prefix (gs://, az://) on object storage (default: index.data_dir).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 DirArg = Annotated[Path | None, typer.Argument(help="The folder (default: index.root in config.toml).", show_default=False)]
 
@@ -45,14 +46,15 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _settings(ctx: typer.Context, config: Path | None, data_dir: Path | None, **flags: Any) -> Any:
+def _settings(ctx: typer.Context, config: Path | None, data_dir: str | None, **flags: Any) -> Any:
     """Settings from the config file and environment, then the flags given (`flags`: "section.key" → value, as keyword
     arguments with "__" for "."; None: not given)."""
     from lodex.api.settings import load_settings
+    from lodex.store.object_store import is_remote
 
     globals_ = ctx.obj or {}
     chosen = data_dir or globals_.get("data_dir")
-    overrides = {"index.data_dir": str(chosen.resolve()) if chosen is not None else None}
+    overrides = {"index.data_dir": (chosen if is_remote(chosen) else str(Path(chosen).resolve())) if chosen else None}
     overrides |= {name.replace("__", "."): value for name, value in flags.items()}
     return load_settings(config or globals_.get("config"), overrides)
 
@@ -81,7 +83,7 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
 
     from lodex.api.render import runtime_line
 
-    err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
+    err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     side = WriteSide(settings, root, rebuild=rebuild, long_lived=long_lived)
     err.print(runtime_line(side.encoder.runtime()), highlight=False, markup=False)
     return side
@@ -126,12 +128,10 @@ def retry(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Try the files that failed again (after fixing them), and index those that now work."""
-    settings = _settings(ctx, config, data_dir)
-    if not (settings.data_dir / "origin.json").exists():
-        raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
-    from lodex.store.job_log import JobLog
+    from lodex.api.factory import read_job_log
 
-    jobs = JobLog(settings.data_dir)
+    settings = _settings(ctx, config, data_dir)
+    jobs = read_job_log(settings)
     root, failed = jobs.root, list(jobs.failed())
     jobs.close()
     if not failed:
@@ -183,10 +183,12 @@ def serve(
     port: Annotated[int | None, typer.Option("--port", help="TCP port (default: api.port, 8765).")] = None,
     no_watch: Annotated[bool, typer.Option("--no-watch", help="Serve the API only; do not watch the folder.")] = False,
     insecure: Annotated[bool, typer.Option("--insecure", help="Allow a non-loopback address without an API key.")] = False,
+    read_only: Annotated[bool | None, typer.Option("--read-only", help="A replica: answer searches from the latest committed version (refreshed every serve.refresh_s), write nothing (no DIR, no watcher; writes answer 409).")] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
-    """Watch DIR and serve the JSON API and search page over HTTP, in one process."""
+    """Watch DIR and serve the JSON API and search page over HTTP, in one process (or, with --read-only, serve an index
+    another process writes)."""
     import uvicorn
 
     from lodex.api.app import create_app
@@ -196,7 +198,7 @@ def serve(
     from lodex.api.render import runtime_line
     from lodex.api.service import LodexService
 
-    settings = _settings(ctx, config, data_dir)
+    settings = _settings(ctx, config, data_dir, serve__read_only=read_only)
     host = host or settings.api.host
     port = port or settings.api.port
     if not is_loopback(host) and not settings.api.api_key:
@@ -205,12 +207,13 @@ def serve(
                               "set api.api_key (or LODEX_API__API_KEY), bind 127.0.0.1, or pass --insecure")
         err.print(f"[yellow]warning:[/yellow] serving on {host} without an API key (--insecure): anyone who can reach this "
                   "address can read, add and delete documents", highlight=False)
-    root = _root(settings, directory)
-    err.print(f"loading encoder…  data in {settings.data_dir}", highlight=False)
+    read_only = settings.serve.read_only
+    root = _root(settings, directory) if not read_only else None
+    err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     service = LodexService(settings, root, watch=not no_watch, on_file=file_logger(err))
     try:
-        err.print(f"model {service.encoder.model_id} ({service.encoder.dim} dims); index {settings.data_dir}; "
-                  f"{'watching' if not no_watch else 'not watching'} {root}", highlight=False)
+        following = f"read-only, refreshed every {settings.serve.refresh_s:g} s" if read_only else f"{'watching' if not no_watch else 'not watching'} {root}"
+        err.print(f"model {service.encoder.model_id} ({service.encoder.dim} dims); index {settings.location}; {following}", highlight=False)
         err.print(runtime_line(service.encoder.runtime()), highlight=False, markup=False)
         service.start()
         err.print(f"lodex is serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", highlight=False)
@@ -246,6 +249,7 @@ def search(
 ) -> None:
     """Rank indexed documents by meaning and keywords and show their best passages, query words marked (asked of the
     `lodex serve` of the same data dir when one runs: no model to load)."""
+    from lodex.api.factory import require_index
     from lodex.api.forward import ask_server
     from lodex.api.render import print_search
     from lodex.search.names import MODES
@@ -257,8 +261,7 @@ def search(
     query = query.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes the shell gave that are not UTF-8
     if mode is not None and mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
-    if not (settings.data_dir / "origin.json").exists():
-        raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
+    require_index(settings)
     k = k or settings.search.k
     body = {"q": query, "k": k, "path": path, "ext": ext, "mode": mode or settings.search.mode}
     answer = ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", body) if not local else None
@@ -329,16 +332,15 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
+    from lodex.api.factory import read_job_log
     from lodex.api.forward import ask_server
     from lodex.api.render import print_failures, print_status
     from lodex.indexer.cpu import cpu_info
-    from lodex.store.job_log import JobLog
     from lodex.store.origin import read_origin
 
     settings = _settings(ctx, config, data_dir)
-    origin = read_origin(settings.data_dir)
-    if origin is None:
-        raise StoreError(f"no index in {settings.data_dir}", "build one first with `lodex index DIR`")
+    jobs = read_job_log(settings)  # the origin record copied into the cache first, for one on object storage
+    origin = read_origin(settings.data_dir) or {}
     served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
     if served is not None:
         counts = {"documents": served["documents"], "chunks": served["chunks"]}
@@ -346,11 +348,10 @@ def status(
         from lodex.api.factory import open_reader
 
         counts = open_reader(settings, int(origin["dim"])).counts()
-    jobs = JobLog(settings.data_dir)
     failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
     jobs.close()
     info = {
-        **counts, "failed": len(failures), "data_dir": str(settings.data_dir), "root": root,
+        **counts, "failed": len(failures), "data_dir": str(settings.location), "root": root,
         "model": origin.get("model_id"), "dim": origin.get("dim"), "last_run": last_run,
         "failures": failures, "origin": origin, "cpu": cpu_info().to_dict(),
     }

@@ -5,6 +5,7 @@ use it). Builders never change what they are given."""
 import importlib
 import shutil
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 from types import TracebackType
 
@@ -23,6 +24,8 @@ from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.errors import ConfigError, StoreError
 from lodex.store.job_log import JobLog
 from lodex.store.lance_store import AnnPolicy, Store
+from lodex.store.lease import LEASE_FILE
+from lodex.store.object_store import ObjectStore
 from lodex.store.origin import ORIGIN_FILE, make_origin, read_origin
 from lodex.store.write_lock import LOCK_FILE, WriteLock
 
@@ -99,14 +102,48 @@ def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunk
                          encoder.window_limit, encoder.pooling)
 
 
+def remote_store(settings: Settings, data_dir: Path | None = None) -> ObjectStore | None:
+    """The object store holding the index when index.data_dir is a URI (s3://bucket/prefix, …), else None; None too
+    for another `data_dir` than the configured one's (an evaluation's temporary index)."""
+    uri = settings.remote_uri
+    if uri is None or (data_dir is not None and data_dir != settings.data_dir):
+        return None
+    return ObjectStore(uri, settings.storage_options(), settings.serve.refresh_s)
+
+
+def index_origin(settings: Settings) -> dict[str, Any] | None:
+    """The origin record of the configured index (None: no index there yet); for one on object storage, first copied
+    into the local cache, where the encoder and late chunking's plan read it."""
+    remote = remote_store(settings)
+    if remote is not None:
+        remote.pull(ORIGIN_FILE, settings.data_dir)
+    return read_origin(settings.data_dir)
+
+
+def require_index(settings: Settings) -> None:
+    """StoreError unless the configured data dir holds an index (see index_origin)."""
+    if index_origin(settings) is None:
+        raise StoreError(f"no index in {settings.location}", "build one first with `lodex index DIR`")
+
+
+def read_job_log(settings: Settings) -> JobLog:
+    """The job log of the configured index, for reading (a replica's copy for one on object storage)."""
+    require_index(settings)
+    remote = remote_store(settings)
+    return JobLog.replica(settings.data_dir, remote) if remote is not None else JobLog(settings.data_dir)
+
+
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
-    """The store in data_dir, checked against this encoder and chunking (created when allowed). The format readers'
-    versions are checked only by the writer (create=True): a search reads stored passages, it extracts nothing, and
-    so needs not import the readers."""
+    """The store in data_dir (or on object storage, data_dir its cache), checked against this encoder and chunking
+    (created when allowed). The format readers' versions are checked only by the writer (create=True): a search
+    reads stored passages, it extracts nothing, and so needs not import the readers."""
+    remote = remote_store(settings, data_dir)
+    if remote is not None:
+        index_origin(settings)  # late chunking's plan reads it
     late = late_plan(settings, encoder, data_dir)
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
                          reader_versions() if create else None, late.origin() if late else None)
-    return Store.open(data_dir, origin, create=create, ann=ann_policy(settings))
+    return Store.open(data_dir, origin, create=create, ann=ann_policy(settings), remote=remote)
 
 
 def ann_policy(settings: Settings) -> AnnPolicy:
@@ -144,11 +181,16 @@ def build_watch(settings: Settings, indexer: Indexer, root: Path, hooks: RunHook
 
 def open_reader(settings: Settings, dim: int) -> Store:
     """A read-only handle on the index in settings.data_dir (searches, listings, status), at its latest version."""
-    return Store(settings.data_dir, dim, ann_policy(settings))
+    return Store(settings.data_dir, dim, ann_policy(settings), remote_store(settings))
 
 
-def wipe_index(data_dir: Path) -> None:
-    """Remove an index (only a folder that holds one, or an empty one); the write lock file stays."""
+def wipe_index(data_dir: Path, remote: ObjectStore | None = None) -> None:
+    """Remove an index (only a folder that holds one, or an empty one); the write lock file stays. On object storage
+    (data_dir its cache): the index under the prefix, its lease kept, and the cache."""
+    if remote is not None:
+        if remote.get(ORIGIN_FILE) is None and any(name != LEASE_FILE for name in remote.entries()):
+            raise StoreError(f"{remote} does not look like a lodex index; not deleting it", "pass the right --data-dir")
+        remote.wipe(keep=(LEASE_FILE,))
     if not data_dir.exists():
         return
     if not (data_dir / ORIGIN_FILE).exists() and any(p.name != LOCK_FILE for p in data_dir.iterdir()):
@@ -167,14 +209,17 @@ class WriteSide:
                  long_lived: bool = False) -> None:
         self.settings = settings
         self.root = root
-        self.lock = WriteLock(settings.data_dir).acquire()
+        remote = remote_store(settings)
+        self.lock = WriteLock(settings.data_dir, remote).acquire()
         try:
             if rebuild:
-                wipe_index(settings.data_dir)
-            self.jobs = JobLog(settings.data_dir)
+                wipe_index(settings.data_dir, remote)
+            if remote is not None:
+                index_origin(settings)  # before the encoder, which reads its fast path from it
+            self.jobs = JobLog(settings.data_dir, remote)
             try:
                 if self.jobs.root and Path(self.jobs.root) != root:
-                    raise ConfigError(f"the index in {settings.data_dir} mirrors {self.jobs.root}, not {root}",
+                    raise ConfigError(f"the index in {settings.location} mirrors {self.jobs.root}, not {root}",
                                       "give that folder, use another --data-dir for this one, or `lodex index --rebuild` to replace the index")
                 self.encoder = encoder or build_encoder(settings)
                 self.store = open_store(settings, self.encoder, settings.data_dir, create=True)

@@ -1,4 +1,5 @@
-"""The running service behind `lodex serve`: one encoder, the one writer (with the watcher), query threads."""
+"""The running service behind `lodex serve`: one encoder, the one writer (with the watcher), query threads; or, for a
+read-only replica (serve.read_only), the encoder and query threads over an index another process writes."""
 
 import json
 import threading
@@ -8,7 +9,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from lodex.api.factory import WriteSide, build_searcher, open_reader
+from lodex.api.factory import WriteSide, build_encoder, build_searcher, open_reader, open_store, read_job_log
 from lodex.api.push_spool import PushSpool
 from lodex.api.settings import Settings
 from lodex.indexer.encoder import Encoder
@@ -20,40 +21,51 @@ from lodex.search.batcher import QueryBatcher
 from lodex.search.results import SearchFilters, SearchResponse
 from lodex.search.searcher import Query
 from lodex.search.snapshot_source import SnapshotSource
+from lodex.store.errors import ReadOnlyError
 from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import Store
 
 
 class LodexService:
     """Owns the index's write side (lock, job log, encoder, writer thread fed by the watcher and the API) and the
-    query threads."""
+    query threads; a read-only replica (settings.serve.read_only; `root` unused) owns no write side: no lock, no
+    watcher, no writer, and its writes raise ReadOnlyError (409)."""
 
-    def __init__(self, settings: Settings, root: Path, watch: bool = True, encoder: Encoder | None = None,
+    def __init__(self, settings: Settings, root: Path | None, watch: bool = True, encoder: Encoder | None = None,
                  on_file: Callable[[FileRecord], None] | None = None) -> None:
         self.settings = settings
-        self.root = root
+        self.read_only = settings.serve.read_only
         self.data_dir = settings.data_dir
         self.started_at = time.time()
-        self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
-        self.spool = PushSpool(self.data_dir)
-        self.jobs, self.encoder, self.indexer = self.side.jobs, self.side.encoder, self.side.indexer
+        self.side: WriteSide | None = None
+        if self.read_only:
+            self.encoder = encoder or build_encoder(settings)
+            open_store(settings, self.encoder, settings.data_dir, create=False)  # an index there, for this encoder
+            self.jobs = read_job_log(settings)
+            self.root = Path(self.jobs.root or "")
+        else:
+            assert root is not None, "a writing service mirrors a folder"
+            self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
+            self.spool = PushSpool(self.data_dir)
+            self.jobs, self.encoder, self.indexer, self.root = self.side.jobs, self.side.encoder, self.side.indexer, root
         try:
             self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
             # one set of snapshots for every query thread, each new version prepared in the background from the last
             # (and by the writer after each of its requests, before the requester hears back); their vector index is
             # the process's only one: the writer keeps none and has them save theirs
             self.snapshots = SnapshotSource(open_reader(settings, self.encoder.dim)).start()
-            self.snapshots.keep_index_for(self.side.store)
+            if self.side is not None:  # a replica writes no index file: its snapshots keep theirs to themselves
+                self.snapshots.keep_index_for(self.side.store)
         except BaseException:
-            self.side.close()
+            self._release()
             raise
         self.encoded_tokens = 0
         self._rate = 0.0
         self._files_left = 0  # files the current indexing run has not reached yet
         self._on_file = on_file
         hooks = RunHooks(on_file=self._file_done, progress=self._progress, applied=self._caught_up)
-        self.watch: WatchService | None = self.side.watch(hooks) if watch else None
-        self.writer: IndexWriter = self.watch.writer if self.watch else self.side.writer(hooks)
+        self.watch: WatchService | None = self.side.watch(hooks) if self.side and watch else None
+        self.writer: IndexWriter | None = self.watch.writer if self.watch else self.side.writer(hooks) if self.side else None
         self._local = threading.local()
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
@@ -65,6 +77,8 @@ class LodexService:
     # ---- lifecycle -----------------------------------------------------------------------
     def start(self) -> "LodexService":
         """Start the writer (and the watcher, which queues the startup reconciliation)."""
+        if self.writer is None:
+            return self
         if self.watch:
             self.watch.start()  # its startup reconciliation first collects what an interrupted run left
         else:
@@ -77,7 +91,8 @@ class LodexService:
     def halt(self) -> None:
         """Begin stopping (at SIGTERM, before the server drains its requests): the writer stops at its next check and
         queued changes are cancelled, so requests waiting on them answer at once (pushes stay on disk)."""
-        self.writer.halt()
+        if self.writer is not None:
+            self.writer.halt()
 
     def close(self) -> None:
         """Stop watching, apply what is queued, release the index (once; later calls do nothing)."""
@@ -86,12 +101,19 @@ class LodexService:
         self._closed = True
         if self.watch:
             self.watch.stop()
-        else:
+        elif self.writer is not None:
             self.writer.stop()
         self.batcher.close()
         self.snapshots.close()
         self.queries.shutdown(wait=True)
-        self.side.close()
+        self._release()
+
+    def _release(self) -> None:
+        """Release the write side (lock, job log), or a replica's job log."""
+        if self.side is not None:
+            self.side.close()
+        else:
+            self.jobs.close()
 
     # ---- writer-side callbacks -----------------------------------------------------------
     def _file_done(self, record: FileRecord) -> None:
@@ -110,8 +132,15 @@ class LodexService:
         """Whether changes are being applied or wait (searches may not see them yet): the writer's requests, and
         changes the watcher saw that are still settling (`watch.quiet_s`); and how many files the current run has
         left (0 when idle, or while a run is still listing the folder)."""
+        if self.writer is None:
+            return False, 0
         running = self.writer.busy
         return running or bool(self.watch and len(self.watch.collector)), self._files_left if running else 0
+
+    @property
+    def queue_depth(self) -> int:
+        """Changes waiting for the writer (none on a replica)."""
+        return self.writer.depth if self.writer is not None else 0
 
     @property
     def encode_tokens_per_s(self) -> float:
@@ -136,9 +165,17 @@ class LodexService:
         return self.reader().counts()
 
     # ---- writing through the one writer --------------------------------------------------
+    def require_writer(self) -> IndexWriter:
+        """The one writer, or ReadOnlyError on a read-only replica."""
+        if self.writer is None:
+            raise ReadOnlyError(f"this server is a read-only replica of {self.settings.location}: it writes nothing",
+                                "send pushes, deletes and reindexing to the server that writes the index (the one started without --read-only)")
+        return self.writer
+
     def push(self, name: str, text: str, title: str, metadata: dict[str, Any]) -> "tuple[str, Future[FileRecord]]":
         """Keep a pushed text document on disk, then queue it on the writer; returns its id and the future of its
         record (while it waits, `queued_push` knows it; if lodex stops first, the next start indexes it)."""
+        self.require_writer()
         request = {"name": name, "text": text, "title": title, "metadata": json.dumps(metadata, sort_keys=True)}
         return self._queue_push(request, self.spool.add(request))
 
@@ -158,7 +195,7 @@ class LodexService:
             self.spool.done(kept)
             return record
 
-        done = self.writer.submit(apply)
+        done = self.require_writer().submit(apply)
         done.add_done_callback(lambda future: self._pushed(doc_id, path, future))
         return doc_id, done
 
@@ -181,8 +218,8 @@ class LodexService:
     def delete(self, doc_id: str) -> "Future[int]":
         """Delete a pushed document through the writer queue (after any push of it queued before); the future gives
         how many documents existed."""
-        return self.writer.submit(lambda ix: ix.delete_documents([doc_id]))
+        return self.require_writer().submit(lambda ix: ix.delete_documents([doc_id]))
 
     def reindex(self) -> "Future[RunSummary]":
         """Queue a reconciliation with the folder; its future gives the run's summary."""
-        return self.writer.reconcile(kind="reindex")
+        return self.require_writer().reconcile(kind="reindex")

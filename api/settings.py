@@ -1,5 +1,6 @@
 """Settings: config.toml → one typed object, overridden by LODEX_SECTION__KEY variables and CLI flags."""
 
+import os
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,10 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from lodex.indexer.settings import ChunkingSettings, EncoderSettings, IndexSettings, Section, WatchSettings
 from lodex.search.settings import SearchSettings
 from lodex.store.errors import ConfigError
+from lodex.store.object_store import is_remote
 
-__all__ = ["ApiSettings", "ChunkingSettings", "EncoderSettings", "IndexSettings", "SearchSettings", "Settings", "WatchSettings", "load_settings"]
+__all__ = ["ApiSettings", "ChunkingSettings", "EncoderSettings", "IndexSettings", "SearchSettings", "ServeSettings", "Settings",
+           "StorageSettings", "WatchSettings", "load_settings"]
 
 _TOML_PATH: ContextVar[Path | None] = ContextVar("lodex_toml_path", default=None)
 
@@ -37,6 +40,23 @@ class ApiSettings(Section):
         return value.strip()
 
 
+class StorageSettings(Section):
+    """[storage]: an index on object storage (index.data_dir = s3://bucket/prefix, gs://…, az://…)."""
+
+    endpoint: str = ""
+    region: str = ""
+    allow_http: bool = False
+    cache_dir: str = ""
+    options: dict[str, str] = {}
+
+
+class ServeSettings(Section):
+    """[serve]: how `lodex serve` follows the index."""
+
+    read_only: bool = False
+    refresh_s: float = Field(1.0, ge=0)
+
+
 class Settings(BaseSettings):
     """Every lodex setting; `base_dir` anchors relative paths (the config file's folder)."""
 
@@ -48,6 +68,8 @@ class Settings(BaseSettings):
     api: ApiSettings = ApiSettings()
     encoder: EncoderSettings = EncoderSettings()
     search: SearchSettings = SearchSettings()
+    storage: StorageSettings = StorageSettings()
+    serve: ServeSettings = ServeSettings()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     config_file: Path | None = Field(default=None, exclude=True)
 
@@ -71,9 +93,41 @@ class Settings(BaseSettings):
         return (self.base_dir / Path(value).expanduser()).resolve()
 
     @property
+    def remote_uri(self) -> str | None:
+        """index.data_dir when it names an object store (s3://bucket/prefix, …), else None."""
+        return self.index.data_dir.rstrip("/") if is_remote(self.index.data_dir) else None
+
+    @property
     def data_dir(self) -> Path:
-        """The data directory, absolute."""
-        return self.path(self.index.data_dir)
+        """The data directory, absolute; for an index on object storage, its local cache (storage.cache_dir, else
+        $XDG_CACHE_HOME/lodex/indexes/<scheme>/<bucket>/<prefix>): what must stay on this machine."""
+        uri = self.remote_uri
+        if uri is None:
+            return self.path(self.index.data_dir)
+        if self.storage.cache_dir:
+            return self.path(self.storage.cache_dir)
+        scheme, _, rest = uri.partition("://")
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lodex" / "indexes"
+        return (base / scheme.replace("+", "_") / rest.partition("?")[0].strip("/")).resolve()
+
+    @property
+    def location(self) -> str | Path:
+        """Where the index is, for messages: its URI on object storage, else the data directory."""
+        return self.remote_uri or self.data_dir
+
+    def storage_options(self) -> dict[str, str]:
+        """Lance's storage options for index.data_dir on object storage: storage.options, then endpoint, region
+        and allow_http (storage.endpoint empty: $AWS_ENDPOINT_URL, if set). Credentials stay in the environment."""
+        cfg = self.storage
+        options = dict(cfg.options)
+        endpoint = cfg.endpoint or os.environ.get("AWS_ENDPOINT_URL", "")
+        if endpoint:
+            options.setdefault("aws_endpoint", endpoint)
+        if cfg.region:
+            options.setdefault("aws_region", cfg.region)
+        if cfg.allow_http:
+            options.setdefault("allow_http", "true")
+        return options
 
 
 def find_config(explicit: Path | None) -> Path | None:

@@ -38,3 +38,10 @@ class StoreError(LodexError):
 
     code = "store_error"
     status = 503
+
+
+class ReadOnlyError(LodexError):
+    """A write (push, delete, reindex) asked of a read-only replica (`lodex serve --read-only`)."""
+
+    code = "read_only"
+    status = 409

@@ -1,6 +1,7 @@
 """The FAISS index over chunk vectors through its life: kept in step with the writer's commits in memory, saved
 per chunks version, and for a version with no file of its own loaded, caught up from an older one by chunk id, or
-built from the vectors in Lance."""
+built from the vectors in Lance. For an index on object storage the saved files live there too, copied into the local
+cache to be loaded."""
 
 import time
 from collections.abc import Callable, Iterator
@@ -14,8 +15,9 @@ from lodex.store import lance_bridge
 from lodex.store.ann_policy import AnnPolicy
 from lodex.store.heap import release_freed
 from lodex.store.lance_sql import IN_BATCH
+from lodex.store.object_store import ObjectStore
 from lodex.store.schema import vectors_of
-from lodex.store.vector_index import VectorIndex, ivf_lists, train_stride
+from lodex.store.vector_index import VectorIndex, index_file, ivf_lists, train_stride
 
 _SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
 # Vectors the writer adds to its in-memory FAISS index between saves. A run that adds more lets the index go
@@ -25,10 +27,12 @@ HOLD_ROWS = 65_536
 
 
 class FaissLifecycle:
-    """The FAISS index of one Lance chunks table (a lancedb table handle), under the store's data directory."""
+    """The FAISS index of one Lance chunks table (a lancedb table handle), under the store's data directory (and with
+    `remote`, on the object store beside the tables)."""
 
-    def __init__(self, data_dir: Path, dim: int, chunks: Any, ann: AnnPolicy) -> None:
+    def __init__(self, data_dir: Path, dim: int, chunks: Any, ann: AnnPolicy, remote: ObjectStore | None = None) -> None:
         self.data_dir = data_dir
+        self.remote = remote
         self.dim = dim
         self.chunks = chunks
         self.ann = ann
@@ -78,8 +82,11 @@ class FaissLifecycle:
         version = self.chunks.version if version is None else version
         if self._index is not None and self._index_version == version:
             return self._index
+        self._fetch(version)
         index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
         if index is None:
+            if self._index is None:
+                self._fetch()
             index, self._index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe), None
             if index is None or not self._catch_up(index, chunk_ids):
                 index = None  # freed before the new one is built
@@ -113,11 +120,37 @@ class FaissLifecycle:
         if kind is not None:
             self._index = index = None  # freed before the new one is built
             self._index = index = self._build(kind)
-            (self.data_dir / f"chunks.v{self.chunks.version}.faiss").unlink(missing_ok=True)
-        if not (self.data_dir / f"chunks.v{self.chunks.version}.faiss").exists():
+            (self.data_dir / index_file(self.chunks.version)).unlink(missing_ok=True)
+        if not (self.data_dir / index_file(self.chunks.version)).exists():
             index.save(self.data_dir, self.chunks.version)
+            self._upload(self.chunks.version)
         self._index_version, self._unsaved = self.chunks.version, 0
         self._persisted_at = time.monotonic()
+
+    # ---- on object storage -------------------------------------------------------------------
+    def _fetch(self, version: int | None = None) -> None:
+        """Copy the file saved for `version` (None: the newest saved) from the object store into the local cache,
+        unless it is there already."""
+        if self.remote is None:
+            return
+        if version is None:
+            saved = sorted(self.remote.names("chunks.v*.faiss"), key=lambda name: int(name.split(".")[1][1:]))
+            name = saved[-1] if saved else None
+        else:
+            name = index_file(version)
+        if name is not None and not (self.data_dir / name).exists() and self.remote.pull(name, self.data_dir):
+            for older in self.data_dir.glob("chunks.v*.faiss"):
+                if older.name != name:
+                    older.unlink(missing_ok=True)  # copies of versions gone by
+
+    def _upload(self, version: int) -> None:
+        """Put the file just saved for `version` on the object store, then drop the older ones there."""
+        if self.remote is None:
+            return
+        self.remote.push(self.data_dir / index_file(version))
+        for name in self.remote.names("chunks.v*.faiss"):
+            if name != index_file(version):
+                self.remote.delete(name)
 
     # ---- from Lance ------------------------------------------------------------------------------
     def _vector_batches(self, every: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -1,6 +1,9 @@
-"""Job records in SQLite beside the index: runs, one record per file processed, the latest status per path."""
+"""Job records in SQLite beside the index: runs, one record per file processed, the latest status per path. For an
+index on object storage the database lives in the local cache and the writer puts a copy beside the tables after
+every run."""
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -9,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from lodex.store.object_store import ObjectStore
 
 JOBS_FILE = "jobs.sqlite"
 _SCHEMA = """
@@ -54,20 +59,52 @@ class FileRecord:
 
 
 class JobLog:
-    """Run and per-file records; safe to share between threads, and between processes through SQLite."""
+    """Run and per-file records; safe to share between threads, and between processes through SQLite. With `remote`
+    (the writer of an index on object storage, data_dir its cache): started from the copy on the store (the last
+    writer's, from whatever host), and copied back there whenever a run ends and at close."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, remote: ObjectStore | None = None, name: str = JOBS_FILE) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(data_dir / JOBS_FILE, timeout=30, isolation_level=None, check_same_thread=False)
+        self.remote = remote
+        self.path = data_dir / name
+        if remote is not None:
+            for stale in (self.path.with_name(name + "-wal"), self.path.with_name(name + "-shm")):
+                stale.unlink(missing_ok=True)
+            remote.pull(JOBS_FILE, data_dir, name)
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
         self._lock = threading.Lock()
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
 
+    @classmethod
+    def replica(cls, data_dir: Path, remote: ObjectStore) -> "JobLog":
+        """A reader's copy of the job log on the store (status, stats of a read-only replica), apart from a writer's."""
+        return cls(data_dir, remote, "jobs.replica.sqlite")
+
     def close(self) -> None:
-        """Close the database."""
+        """Close the database (its last state copied to the object store first, for a writer of one)."""
+        try:
+            self.upload()
+        finally:
+            with self._lock:
+                self._db.close()
+
+    def upload(self) -> None:
+        """Put a consistent copy of the database beside the tables on the object store (a writer's; no-op otherwise)."""
+        if self.remote is None or self.path.name != JOBS_FILE:
+            return
+        copy = self.path.with_name(f".{JOBS_FILE}.{os.getpid()}.upload")
         with self._lock:
-            self._db.close()
+            target = sqlite3.connect(copy)
+            try:
+                self._db.backup(target)
+            finally:
+                target.close()
+        try:
+            self.remote.push(copy, JOBS_FILE)
+        finally:
+            copy.unlink(missing_ok=True)
 
     # ---- the folder this index mirrors ---------------------------------------------------
     @property
@@ -120,6 +157,7 @@ class JobLog:
         """Close a run record with its summary."""
         with self._transaction() as db:
             db.execute("UPDATE runs SET finished = ?, summary = ? WHERE id = ?", (time.time(), json.dumps(summary), run_id))
+        self.upload()
 
     # ---- reading -------------------------------------------------------------------------
     def failed(self) -> dict[str, dict[str, Any]]:

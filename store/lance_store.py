@@ -1,10 +1,12 @@
 """The Lance implementation of the store: tables `documents` and `chunks` (with a BM25 index on chunk text) under
-one data directory, the FAISS index kept in step (`faiss_lifecycle`), and when compaction is due."""
+one data directory (or on object storage, with a local cache dir), the FAISS index kept in step (`faiss_lifecycle`),
+and when compaction is due."""
 
 import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,10 +22,11 @@ from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
+from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, with_readers, write_json_atomic
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
 from lodex.store.vector_index import VectorIndex
-from lodex.store.version_marks import VersionMarks
+from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_here
 
 __all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "Store", "vectors_of", "version_keys"]
 
@@ -33,29 +36,38 @@ OPTIMIZE_ROWS = 500
 
 
 class LanceStore(base.Store):
-    """Lance tables plus the FAISS index over chunk vectors, under one data directory."""
+    """Lance tables plus the FAISS index over chunk vectors, under one data directory; with `remote`, the tables, the
+    origin record and the persisted FAISS index live on object storage and data_dir is their local cache."""
 
-    def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None) -> None:
+    def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None) -> None:
         import lancedb
 
         self.data_dir = data_dir
         self.dim = dim
+        self.remote = remote
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
-            self.db = lancedb.connect(str(data_dir / "lance"))
+            self.db = (lancedb.connect(remote.lance_uri, storage_options=remote.options) if remote is not None
+                       else lancedb.connect(str(data_dir / "lance")))
             self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
             lance_bridge.ensure_text_index(self.chunks)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
-        self._faiss = FaissLifecycle(data_dir, dim, self.chunks, ann or AnnPolicy())
+        except (RuntimeError, ValueError) as exc:
+            if remote is None:
+                raise
+            detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise StoreError(f"cannot open the index in {remote}: {detail}", ACCESS_FIX) from exc
+        self._faiss = FaissLifecycle(data_dir, dim, self.chunks, ann or AnnPolicy(), remote)
         self._owners: ChunkOwners | None = None
         self._owners_version = -1
         self._optimized_at = self.chunks.version
         self._optimized_time = time.monotonic()
         self._unoptimized_rows = 0  # chunk rows added since the last optimize (not yet in the full-text index)
         self._text_covered = (-1, False)  # (chunks version, whether the full-text index holds all its rows)
-        self._marks = VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")])
+        self._marks = (IntervalMarks(remote.uri, remote.refresh_s) if remote is not None
+                       else VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")]))
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
         self._refreshing = threading.Lock()
 
@@ -69,19 +81,30 @@ class LanceStore(base.Store):
         self._faiss.ann = policy
 
     @classmethod
-    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: AnnPolicy | None = None) -> "LanceStore":
-        """Open the index in data_dir for an encoder with `origin`; create it when allowed and absent."""
+    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: AnnPolicy | None = None,
+             remote: ObjectStore | None = None) -> "LanceStore":
+        """Open the index in data_dir (or in `remote`, data_dir its cache) for an encoder with `origin`; create it
+        when allowed and absent."""
+        where = remote.uri if remote is not None else data_dir
+        if remote is not None:
+            remote.pull(ORIGIN_FILE, data_dir)  # the record on the store is the one that counts
         stored = read_origin(data_dir)
         if stored is None:
             if not create:
-                raise StoreError(f"no index in {data_dir}", "build one first with `lodex index DIR`")
+                raise StoreError(f"no index in {where}", "build one first with `lodex index DIR`")
             data_dir.mkdir(parents=True, exist_ok=True)
-            write_json_atomic(data_dir / ORIGIN_FILE, origin)
+            cls._record_origin(data_dir, origin, remote)
         else:
-            check_origin(stored, origin, data_dir)
+            check_origin(stored, origin, where)
             if create and (updated := with_readers(stored, origin)) is not None:
-                write_json_atomic(data_dir / ORIGIN_FILE, updated)  # the writer records readers met for the first time
-        return cls(data_dir, int(origin["dim"]), ann)
+                cls._record_origin(data_dir, updated, remote)  # the writer records readers met for the first time
+        return cls(data_dir, int(origin["dim"]), ann, remote)
+
+    @staticmethod
+    def _record_origin(data_dir: Path, origin: dict[str, Any], remote: ObjectStore | None) -> None:
+        write_json_atomic(data_dir / ORIGIN_FILE, origin)
+        if remote is not None:
+            remote.push(data_dir / ORIGIN_FILE)
 
     # ---- reading -------------------------------------------------------------------------
     def refresh(self) -> tuple[int, int]:
@@ -241,9 +264,20 @@ class LanceStore(base.Store):
         return self._faiss.current(version, chunk_ids)
 
     # ---- writing (one writer at a time) --------------------------------------------------
+    @contextmanager
+    def _writing(self, action: str) -> Iterator[None]:
+        """Vendor errors mapped (`action`: what lodex was doing); on object storage, this process's readers of the
+        tables see the commit at their next refresh (another host's within `serve.refresh_s`)."""
+        try:
+            with lance_bridge.mapped_errors(action):
+                yield
+        finally:
+            if self.remote is not None:
+                committed_here(self.remote.uri)
+
     def commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
         """Add chunk rows, then upsert document rows (the commit point), then drop deleted documents."""
-        with lance_bridge.mapped_errors("commit to the index"):
+        with self._writing("commit to the index"):
             self._commit(chunks, documents, deleted_ids)
 
     def _commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
@@ -261,7 +295,7 @@ class LanceStore(base.Store):
         """Change a document's title and metadata (those given) and nothing else: its chunks stay."""
         values = {name: value for name, value in (("metadata", metadata), ("title", title)) if value is not None}
         if values:
-            with lance_bridge.mapped_errors("update a document"):
+            with self._writing("update a document"):
                 self.documents.update(where=equals("id", doc_id), values=values)
 
     def touch_documents(self, stats: Mapping[str, tuple[int, float]]) -> None:
@@ -273,13 +307,13 @@ class LanceStore(base.Store):
         rows = pa.table({"id": pa.array(list(stats), schema.field("id").type),
                          "size": pa.array([size for size, _ in stats.values()], schema.field("size").type),
                          "mtime": pa.array([mtime for _, mtime in stats.values()], schema.field("mtime").type)})
-        with lance_bridge.mapped_errors("record touched files"):
+        with self._writing("record touched files"):
             self.documents.merge_insert("id").when_matched_update_all().execute(rows)
 
     # ---- upkeep --------------------------------------------------------------------------
     def collect_garbage(self) -> int:
         """Delete chunks that belong to no current document version (replaced, deleted, or left by a crash)."""
-        with lance_bridge.mapped_errors("remove replaced chunks"):
+        with self._writing("remove replaced chunks"):
             return self._collect_garbage()
 
     def _collect_garbage(self) -> int:
@@ -301,7 +335,7 @@ class LanceStore(base.Store):
 
     def optimize(self) -> None:
         """Compact both tables, keep scalar indexes on the lookup columns, and drop old versions."""
-        with lance_bridge.mapped_errors("optimize the index"):
+        with self._writing("optimize the index"):
             self._optimize()
 
     def _optimize(self) -> None:

@@ -57,7 +57,7 @@ def write_json_atomic(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
-def check_origin(stored: dict[str, Any], current: dict[str, Any], data_dir: Path) -> None:
+def check_origin(stored: dict[str, Any], current: dict[str, Any], data_dir: Path | str) -> None:
     """Raise OriginMismatchError when `current` cannot search or extend an index built with `stored`."""
     diffs = [f"{key}: index has {stored.get(key)!r}, configured {current.get(key)!r}"
              for key in _MUST_MATCH if stored.get(key) != current.get(key)]

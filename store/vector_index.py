@@ -13,6 +13,11 @@ _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
 NPROBE = 64  # IVF clusters searched per query: recall@10 0.9996 at 105,000 real chunks and at 1,000,000 synthetic ones
 
 
+def index_file(version: int) -> str:
+    """The name of the file the index of a Lance version is saved as."""
+    return f"chunks.v{version}.faiss"
+
+
 def ivf_lists(n: int) -> int:
     """Clusters for an IVF index of n vectors: about 4 sqrt(n), and few enough to train each on 40 vectors."""
     return int(max(min(4 * np.sqrt(max(n, 1)), 65_536, n // 40), 1))
@@ -124,7 +129,7 @@ class VectorIndex:
 
     def save(self, directory: Path, version: int) -> None:
         """Persist as chunks.v{version}.faiss (atomically) and drop files of older versions."""
-        target = directory / f"chunks.v{version}.faiss"
+        target = directory / index_file(version)
         tmp = directory / f".chunks.v{version}.faiss.tmp"
         self._faiss.write_index(self.index, str(tmp))
         os.replace(tmp, target)
@@ -135,7 +140,7 @@ class VectorIndex:
     @classmethod
     def load(cls, directory: Path, version: int, dim: int, nprobe: int = NPROBE) -> "VectorIndex | None":
         """The index persisted for exactly this Lance version, or None when missing or stale."""
-        path = directory / f"chunks.v{version}.faiss"
+        path = directory / index_file(version)
         if not path.exists():
             return None
         loaded = cls(dim, nprobe)

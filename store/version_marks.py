@@ -1,4 +1,5 @@
-"""Whether Lance tables may have a new version, told by a stat of their version directories (no round trip to Lance)."""
+"""Whether Lance tables may have a new version: told by a stat of their version directories (no round trip to Lance), or
+for tables on object storage by how long ago Lance was asked."""
 
 import os
 import time
@@ -17,8 +18,9 @@ class VersionMarks:
     within one timestamp tick of now cannot vouch for that (a second commit in the same tick leaves the same time),
     and neither can a missing one: `read` gives None for those, and the caller asks Lance."""
 
-    def __init__(self, directories: list[Path]) -> None:
+    def __init__(self, directories: list[Path], trust_s: float = MAX_TRUST_S) -> None:
         self.directories = directories
+        self.trust_s = trust_s
         self._trusted: tuple[Marks, float] | None = None  # marks read before the last answer from Lance, and when
 
     def read(self) -> Marks | None:
@@ -39,8 +41,30 @@ class VersionMarks:
     def unchanged(self, marks: Marks | None) -> bool:
         """Whether `marks` (just read) equal those read before the last answer from Lance, recently enough."""
         trusted = self._trusted
-        return marks is not None and trusted is not None and trusted[0] == marks and time.monotonic() - trusted[1] < MAX_TRUST_S
+        return marks is not None and trusted is not None and trusted[0] == marks and time.monotonic() - trusted[1] < self.trust_s
 
     def answered(self, marks: Marks | None) -> None:
         """Lance was just asked, after `marks` were read: they stand for what it answered."""
         self._trusted = None if marks is None else (marks, time.monotonic())
+
+
+_LOCAL_COMMITS: dict[str, int] = {}  # commits this process made, per object-store URI (its readers see them at once)
+
+
+def committed_here(uri: str) -> None:
+    """This process just committed to the tables at `uri`: its readers of them ask Lance at their next refresh."""
+    _LOCAL_COMMITS[uri] = _LOCAL_COMMITS.get(uri, 0) + 1
+
+
+class IntervalMarks(VersionMarks):
+    """The marks of tables on object storage, which have no directory to stat: "no new commit" is trusted for
+    `interval_s` after Lance last answered (`serve.refresh_s`: how soon a replica sees another host's commits),
+    and never past a commit made by this process."""
+
+    def __init__(self, uri: str, interval_s: float) -> None:
+        super().__init__([], interval_s)
+        self.uri = uri
+
+    def read(self) -> Marks | None:
+        """This process's commit count to the tables, as a mark."""
+        return ((_LOCAL_COMMITS.get(self.uri, 0), 0, 0),)

@@ -9,7 +9,7 @@ from lodex.api.settings import Settings, load_settings
 from lodex.store.errors import ConfigError
 
 CONFIG = Path(__file__).resolve().parents[1] / "config.toml"
-SECTIONS = ("index", "chunking", "encoder", "search", "watch", "api")
+SECTIONS = ("index", "chunking", "encoder", "search", "watch", "api", "storage", "serve")
 
 
 def test_every_key_is_documented_with_its_default() -> None:

@@ -6,6 +6,7 @@ import math
 import pickle
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -116,7 +117,9 @@ class RayIndexer(Indexer):
         started_here = not ray.is_initialized()
         if started_here:
             try:
-                ray.init(address=self.address or None, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+                with warnings.catch_warnings():  # lancedb warns at every fork, even of a subprocess that execs at once
+                    warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
+                    ray.init(address=self.address or None, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ClusterError(f"cannot start or reach the Ray cluster {self.address or '(local)'}: {exc}".splitlines()[0],
                                    "check --ray-address (index.ray_address), or leave it empty for a local cluster") from exc
@@ -150,7 +153,7 @@ class RayIndexer(Indexer):
         kept = (context.execution_options.preserve_order, context.enable_progress_bars, context.print_on_execution_start)
         context.execution_options.preserve_order = True  # a file's parts in turn; and runs go as the local path's do
         context.enable_progress_bars = context.print_on_execution_start = False  # the caller's progress callback says it
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        logging.getLogger("ray.data").setLevel(logging.ERROR)  # its notes (progress bars off, deprecations) are not the user's
         started = time.monotonic()
         seen: set[tuple[int, int]] = set()
         streams: dict[str, Stream] = {}  # a large file's parts come unpickled one by one: their running totals are joined here

@@ -2,7 +2,10 @@
 local path's (documents, chunks by (document, ordinal), texts, offsets, vectors), an actor killed mid-run included."""
 
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,10 +13,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from lodex.api.factory import WriteSide
+from lodex.api.factory import WriteSide, open_reader
 from lodex.api.settings import Settings
 from lodex.indexer.pipeline import RunSummary
-from lodex.store.errors import ConfigError
+from lodex.store.errors import ConfigError, LodexError
+from tests.fakes import FakeEncoder
 from tests.invariants import check_index
 
 ray = pytest.importorskip("ray", reason="Ray Data is in the cluster extra")
@@ -25,8 +29,10 @@ CHUNK_COLUMNS = ["document_id", "ordinal", "text", "char_start", "char_end", "to
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A local Ray cluster with 2 CPUs whose workers import tests.fakes; yields the die-once marker of DyingEncoder."""
     marker = tmp_path_factory.mktemp("ray") / "died"
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "LODEX_TEST_DIE_ONCE": str(marker), "HF_HUB_OFFLINE": "1"}})
+    with pytest.MonkeyPatch.context() as patch:  # Ray keeps its cluster's auth token in ~/.ray: not the user's home
+        patch.setenv("HOME", str(marker.parent))
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "LODEX_TEST_DIE_ONCE": str(marker), "HF_HUB_OFFLINE": "1"}})
     yield marker
     ray.shutdown()
 
@@ -122,6 +128,51 @@ def test_cli_index_ray_on_a_running_cluster(cluster: Path, tmp_path: Path, cli_h
     result = CliRunner().invoke(app, ["index", str(root), "--ray", "--ray-actors", "1", "--json"])
     assert result.exit_code == 0, result.output
     assert '"added": 11' in result.stdout and '"failed": 1' in result.stdout
+
+
+_DRIVER = """
+import sys, ray
+from pathlib import Path
+from lodex.api.factory import WriteSide, open_reader
+from lodex.api.settings import load_settings
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False,
+         runtime_env={"env_vars": {"PYTHONPATH": sys.argv[4], "LODEX_TEST_EMBED_DELAY_S": "0.4"}})
+settings = load_settings(None, {"index.data_dir": sys.argv[2], "index.engine": "ray", "index.ray_actors": 1,
+                                "index.flush_tokens": 256, "index.stream_above_mb": 0.02, "encoder.backend": "tests.fakes:fake_encoder"})
+with WriteSide(settings, Path(sys.argv[3])) as side:
+    side.indexer.run(Path(sys.argv[3]))
+"""
+
+
+def test_a_driver_killed_mid_run_resumes_like_a_local_run(cluster: Path, tmp_path: Path) -> None:
+    root = _folder(tmp_path / "docs")
+    on_ray = _settings(tmp_path, "ray", "ray")
+    on_ray.index.flush_tokens = 256  # as the driver below: a commit every file or so
+    address = ray.get_runtime_context().gcs_address
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, address, on_ray.index.data_dir, str(root), str(REPO)],
+                              env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while _committed(on_ray) < 3 and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert driver.poll() is None, f"the driver ended before it was killed: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}"
+        driver.send_signal(signal.SIGKILL)
+    finally:
+        driver.wait(30)
+    before = _committed(on_ray)
+    assert 3 <= before < 11, "killed too late to test a resume"
+    summary, ray_index = _index(on_ray, root)
+    assert summary.unchanged == before and summary.added + summary.reused == 11 - before and summary.failed == 1
+    _, local_index = _index(_settings(tmp_path, "local", "local"), root)
+    _assert_same(ray_index, local_index)
+
+
+def _committed(settings: Settings) -> int:
+    """Documents committed so far in the settings' index (0 before there is one)."""
+    try:
+        return open_reader(settings, FakeEncoder.dim).counts()["documents"]
+    except (LodexError, OSError, ValueError):
+        return 0
 
 
 @pytest.mark.slow

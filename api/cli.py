@@ -1,49 +1,23 @@
 """The `lodex` command line: index, search and status; errors become one line with the fix."""
 
 import json
-import os
-from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from lodex.store.errors import ConfigError, LodexError, StoreError
+from lodex.api.cli_errors import err, friendly as _friendly
+from lodex.store.errors import ConfigError, StoreError
 from lodex.store.heap import limit_arenas
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
-err = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="LODEX_CONFIG", help="config.toml to read (default ./config.toml).")]
 DataDirOpt = Annotated[str | None, typer.Option("--data-dir", envvar="LODEX_DATA_DIR",
                                                 help="Index directory, or s3://bucket/prefix (gs://, az://) on object storage (default: index.data_dir).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 DirArg = Annotated[Path | None, typer.Argument(help="The folder (default: index.root in config.toml).", show_default=False)]
-
-
-def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn lodex errors (and anything unexpected) into one line on stderr and exit code 2."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except LodexError as exc:
-            err.print(f"[red]error:[/red] {exc.one_line()}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
-        except KeyboardInterrupt:
-            err.print("interrupted; committed work is kept, run the command again to finish")
-            raise typer.Exit(130) from None
-        except typer.Exit:
-            raise
-        except Exception as exc:  # the last line of defence: no stack trace reaches a user
-            if os.environ.get("LODEX_DEBUG"):
-                raise
-            err.print(f"[red]error:[/red] unexpected {type(exc).__name__}: {exc} — rerun with LODEX_DEBUG=1 for details and report it", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-
-    return wrapper
 
 
 def _settings(ctx: typer.Context, config: Path | None, data_dir: str | None, **flags: Any) -> Any:
@@ -105,6 +79,10 @@ def index(
     ctx: typer.Context,
     directory: DirArg = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Delete the index and build it anew.")] = False,
+    ray: Annotated[bool, typer.Option("--ray", help="Read, chunk and encode on Ray (index.engine = \"ray\"; pip install lodex[cluster]).")] = False,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to use with --ray (default: start a local one).")] = None,
+    ray_actors: Annotated[int | None, typer.Option("--ray-actors", help="Encoder actors with --ray (default: as the CPUs allow).")] = None,
+    ray_cpus: Annotated[float | None, typer.Option("--ray-cpus-per-actor", help="CPUs (model threads) of each encoder actor.")] = None,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
@@ -112,7 +90,8 @@ def index(
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
     from lodex.api.progress import progress_bar
 
-    settings = _settings(ctx, config, data_dir)
+    settings = _settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
+                         index__ray_actors=ray_actors, index__ray_cpus_per_actor=ray_cpus)
     root = _root(settings, directory)
     with _writing(settings, root, rebuild) as side, progress_bar(err) as update:
         summary = side.indexer.run(root, progress=update)

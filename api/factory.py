@@ -5,6 +5,7 @@ use it). Builders never change what they are given."""
 import importlib
 import shutil
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from pathlib import Path
 from types import TracebackType
@@ -158,12 +159,27 @@ def scan_rules(settings: Settings) -> ScanRules:
 
 def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False) -> Indexer:
     """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
-    keep the full-text index caught up as they go (watch.optimize_every_s)."""
-    indexer = Indexer(store, encoder, build_chunker(settings, encoder), scan_rules(settings), settings.index, jobs=jobs,
-                      title_prefix=settings.chunking.title_prefix, late=late_plan(settings, encoder, store.data_dir))
+    keep the full-text index caught up as they go (watch.optimize_every_s), and it indexes locally whatever index.engine."""
+    chunker, late = build_chunker(settings, encoder), late_plan(settings, encoder, store.data_dir)
+    if settings.index.engine == "ray" and not long_lived:
+        return _ray_indexer(settings, encoder, store, chunker, late, jobs)
+    indexer = Indexer(store, encoder, chunker, scan_rules(settings), settings.index, jobs=jobs,
+                      title_prefix=settings.chunking.title_prefix, late=late)
     if long_lived:
         indexer.optimize_every_s = settings.watch.optimize_every_s
     return indexer
+
+
+def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Chunker, late: LateChunking | None,
+                 jobs: JobLog | None) -> Indexer:
+    """`lodex index --ray`: the indexer whose files are read, chunked and encoded on Ray; each actor builds this encoder
+    from these settings, its model on index.ray_cpus_per_actor threads (unless encoder.threads says)."""
+    from lodex.indexer.ray_engine import RayIndexer
+
+    threads = settings.encoder.threads or max(1, round(settings.index.ray_cpus_per_actor))
+    on_actor = settings.model_copy(update={"encoder": settings.encoder.model_copy(update={"threads": threads})})
+    return RayIndexer(store, encoder, chunker, scan_rules(settings), settings.index, partial(build_encoder, on_actor), jobs=jobs,
+                      title_prefix=settings.chunking.title_prefix, late=late)
 
 
 def build_writer(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> IndexWriter:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -56,14 +58,9 @@ def measure(data_dir: str, folder: Path, encoder: Encoder | None, args: argparse
     return {"index_s": index_s, "chunks": summary.chunks, "search_p50_ms": 1000 * statistics.median(times), "commits_per_s": commits_per_s}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("folder", nargs="?", type=Path, default=ROOT / "samples")
-    parser.add_argument("--queries", type=int, default=20)
-    parser.add_argument("--commits", type=int, default=30)
-    parser.add_argument("--backend", default="transformers", help="encoder.backend (tests.fakes:fake_encoder: the store alone)")
-    args = parser.parse_args()
-
+@contextmanager
+def moto_s3() -> Iterator[str]:
+    """A moto S3 server on loopback with a bucket "bench", the environment pointed at it (LODEX_STORAGE__*, AWS_*)."""
     import pyarrow.fs as pafs
     from moto.server import ThreadedMotoServer
 
@@ -75,11 +72,22 @@ def main() -> None:
                        "LODEX_STORAGE__ENDPOINT": f"http://{host}:{port}", "LODEX_STORAGE__ALLOW_HTTP": "true"})
     pafs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", region="us-east-1", allow_bucket_creation=True).create_dir("bench")
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            local = measure(str(Path(tmp) / "local"), args.folder.resolve(), None, args, Path(tmp) / "unused")
-            remote = measure("s3://bench/index", args.folder.resolve(), None, args, Path(tmp) / "cache")
+        yield "s3://bench"
     finally:
         server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder", nargs="?", type=Path, default=ROOT / "samples")
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--commits", type=int, default=30)
+    parser.add_argument("--backend", default="transformers", help="encoder.backend (tests.fakes:fake_encoder: the store alone)")
+    args = parser.parse_args()
+
+    with moto_s3(), tempfile.TemporaryDirectory() as tmp:
+        local = measure(str(Path(tmp) / "local"), args.folder.resolve(), None, args, Path(tmp) / "unused")
+        remote = measure("s3://bench/index", args.folder.resolve(), None, args, Path(tmp) / "cache")
     print(f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores; encoder.backend {args.backend}; folder {args.folder} ({local['chunks']:.0f} chunks)")
     print(f"{'':24}{'local folder':>14}{'moto S3':>14}{'ratio':>8}")
     for key, label in (("index_s", "index --rebuild (s)"), ("search_p50_ms", "search p50 (ms)"), ("commits_per_s", "commits/s (pushes)")):

@@ -155,6 +155,11 @@ class Encoder(ABC):
     def release_memory(self) -> None:
         """Give back working memory kept from large batches (after a big run); the next batch grows it again."""
 
+    def tokenizer_only(self) -> "Encoder":
+        """A light, picklable stand-in with this encoder's token_spans and constants (no model), for reading and chunking
+        files as this encoder's indexer would, elsewhere (a Ray task); this encoder itself when it is light already."""
+        return self
+
     def embed_query(self, query: str) -> np.ndarray:
         """One query's vector, shape (dim,)."""
         return self.embed([query], kind="query")[0]

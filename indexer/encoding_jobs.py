@@ -4,11 +4,41 @@ such a chunk, whose chunks all take their vectors from it."""
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lodex.indexer.chunker import Chunk
 from lodex.indexer.encoder import Encoder
-from lodex.indexer.late_chunking import Window
+from lodex.indexer.late_chunking import LateChunking, Window, plan_windows
 from lodex.indexer.preparation import Prepared
 
 Lead = Callable[[str], str]  # a document's title → the text put before its chunks when encoded
+
+
+@dataclass(frozen=True)
+class TitleLead:
+    """What goes before a document's chunk text when encoded (besides the encoder's document prefix): its title
+    (chunking.title_prefix) or nothing; picklable, so that a Ray actor leads its chunks as the writer does."""
+
+    title_prefix: bool
+
+    def __call__(self, title: str) -> str:
+        return f"{title}\n\n" if self.title_prefix else ""
+
+
+@dataclass(frozen=True)
+class WindowPlanner:
+    """Late chunking: the windows a document's chunks (offsets in its clean text) are encoded in; `encoder` may be the
+    tokenizer-only stand-in a Ray task holds (Encoder.tokenizer_only)."""
+
+    encoder: Encoder
+    late: LateChunking
+    chunk_tokens: int  # the chunker's max_tokens
+    lead: Lead
+
+    def __call__(self, text: str, chunks: list[Chunk], title: str) -> list[Window]:
+        encoder, late = self.encoder, self.late
+        lead = encoder.document_prefix + self.lead(title)
+        budget = late.window_tokens - encoder.special_tokens - (len(encoder.token_spans([lead])[0]) if lead else 0)
+        pack = late.window_tokens > self.chunk_tokens + encoder.special_tokens  # else a window per chunk
+        return plan_windows(text, chunks, encoder.token_spans, budget, late.margin if pack else 0, pack)
 
 
 @dataclass

@@ -4,9 +4,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -15,10 +13,11 @@ from lodex.indexer.chunker import Chunk, Chunker
 from lodex.indexer.decoding import OffsetMap, clean_mapped
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
-from lodex.indexer.encoding_jobs import Job, encoder_jobs, run_jobs
-from lodex.indexer.late_chunking import LateChunking, Window, plan_windows
+from lodex.indexer.encoding_jobs import Job, TitleLead, WindowPlanner, encoder_jobs, run_jobs
+from lodex.indexer.late_chunking import LateChunking, Window
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.preparation import CHANGED, VANISHED, Outcome, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.run_state import Progress, RunSummary
+from lodex.indexer.preparation import CHANGED, VANISHED, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.store.base import DocRecord, Store
 from lodex.indexer.settings import IndexSettings
@@ -41,54 +40,6 @@ class Interrupted(LodexError):
     def __init__(self, message: str = "lodex is stopping: this change was not finished",
                  fix: str = "it is applied when lodex starts again") -> None:
         super().__init__(message, fix)
-
-
-@dataclass
-class Progress:
-    """Where a run stands; handed to the progress callback as files are processed."""
-
-    files_total: int
-    files_done: int = 0
-    chunks: int = 0
-    tokens: int = 0
-    started: float = field(default_factory=time.monotonic)
-    path: str = ""
-
-    @property
-    def tokens_per_s(self) -> float:
-        """Encoded tokens per second since the run started."""
-        return self.tokens / max(time.monotonic() - self.started, 1e-9)
-
-
-@dataclass
-class RunSummary:
-    """What one run did, files counted by outcome."""
-
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    reused: int = 0
-    deleted: int = 0
-    failed: int = 0
-    chunks: int = 0
-    tokens: int = 0
-    seconds: float = 0.0
-    interrupted: bool = False  # stopped early (the process was stopping): the next run picks up the rest
-    skipped: dict[str, int] = field(default_factory=dict)  # files no reader takes, by extension (".pages": 12)
-    failures: dict[str, str] = field(default_factory=dict)
-
-    def count(self, outcome: Outcome) -> None:
-        """One more file of this outcome."""
-        if outcome == "added":
-            self.added += 1
-        elif outcome == "updated":
-            self.updated += 1
-        else:
-            self.reused += 1
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON output and run records."""
-        return asdict(self)
 
 
 def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
@@ -118,6 +69,7 @@ class Indexer:
         cfg = cfg or IndexSettings()
         self.store = store
         self.title_prefix = title_prefix
+        self._lead = TitleLead(title_prefix)
         self.late = late
         self.encoder = encoder
         self.chunker = chunker
@@ -138,17 +90,10 @@ class Indexer:
         return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
                         self.plan_windows if self.late else None)
 
-    def _lead(self, title: str) -> str:
-        """What goes before a document's chunk text when encoded (besides the encoder's document prefix)."""
-        return f"{title}\n\n" if self.title_prefix else ""
-
     def plan_windows(self, text: str, chunks: list[Chunk], title: str) -> list[Window]:
         """Late chunking: the windows a document's chunks (offsets in its clean `text`) are encoded in."""
         assert self.late is not None
-        lead = self.encoder.document_prefix + self._lead(title)
-        budget = self.late.window_tokens - self.encoder.special_tokens - (len(self.encoder.token_spans([lead])[0]) if lead else 0)
-        pack = self.late.window_tokens > self.chunker.max_tokens + self.encoder.special_tokens  # else a window per chunk
-        return plan_windows(text, chunks, self.encoder.token_spans, budget, self.late.margin if pack else 0, pack)
+        return WindowPlanner(self.encoder, self.late, self.chunker.max_tokens, self._lead)(text, chunks, title)
 
     def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
@@ -263,7 +208,7 @@ class Indexer:
             summary.failures[entry.path] = error
             note(FileRecord(entry.path, "failed", error=error, attempts=attempts))
 
-        for item in self.preparer().prepared(todo, known, by_content):
+        for item in self._items(todo, known, by_content):
             if self.cancel.is_set():
                 raise Interrupted()
             if item.entry.path in dropped:
@@ -293,6 +238,11 @@ class Indexer:
         if progress:
             progress(state)
         self.store.touch_documents({document_id(entry.path): (entry.size, entry.mtime) for entry in touched})
+
+    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+        """The files to do, prepared (read and chunked, or matched to stored vectors) on a reader thread; the Ray engine
+        gives them encoded too (lodex index --ray)."""
+        return self.preparer().prepared(todo, known, by_content)
 
     def _encode(self, pending: list[Prepared], fail: Callable[[FileEntry, str], None] | None, state: Progress) -> list[Prepared]:
         """Encode the chunks the pending files need (their vectors filled in place), a group of encoder batches at a
@@ -344,7 +294,7 @@ class Indexer:
     def _flush(self, pending: list[Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
                fail: Callable[[FileEntry, str], None] | None = None) -> None:
         """Encode the pending files' chunks, then commit chunks and documents, then record them."""
-        fresh_ids = {id(p) for p in pending if p.vectors is None}
+        fresh_ids = {id(p) for p in pending if p.vectors is None or p.encoded is not None}
         wanted_before = {id(p): p.to_encode() for p in pending}
         pending = self._encode(pending, fail, state)
         if not pending:

@@ -64,9 +64,13 @@ class Prepared:
     stream: "Stream | None" = None  # set when the document comes in several parts (a large file)
     final: bool = True  # the last (or only) part: its commit writes the document row
     windows: list[Window] | None = None  # late chunking: the windows its chunks are pooled from (None: each chunk alone)
+    encoded: list[int] | None = None  # encoded off the writer (a Ray actor): the chunks that needed the encoder, in `vectors`
+    copy_of: DocRecord | None = None  # prepared off the writer: a placeholder for a copy of this stored document's chunks
 
     def to_encode(self) -> list[int]:
-        """Indexes of the chunks that need the encoder."""
+        """Indexes of the chunks that need the encoder (or needed it, when encoded off the writer)."""
+        if self.encoded is not None:
+            return self.encoded
         return [] if self.vectors is not None else [i for i in range(len(self.texts)) if i not in self.known]
 
 
@@ -131,7 +135,7 @@ def _batched(chunks: Iterable[Chunk], tokens: int) -> Iterator[list[Chunk]]:
         yield batch
 
 
-def _parts(item: Item, entry: FileEntry) -> Iterator[Prepared | Skipped]:
+def parts_of(item: Item, entry: FileEntry) -> Iterator[Prepared | Skipped]:
     """A prepared file as the parts it is committed in; a failure midway ends it as a Skipped."""
     if isinstance(item, (Prepared, Skipped)):
         yield item
@@ -166,7 +170,7 @@ def unchanged_chunks(store: Store, record: DocRecord, texts: list[str]) -> dict[
 class Preparer:
     """Prepares the files of one run with the indexer's settings of that moment; `cancel` is the indexer's stop signal."""
 
-    store: Store
+    store: Store | None  # None: off the writer's process (a Ray task), where copies and kept vectors are left to the writer
     chunker: Chunker
     rules: ScanRules
     cancel: threading.Event
@@ -185,7 +189,7 @@ class Preparer:
                 if stop.is_set():
                     return
                 item = self.prepare_with_retries(entry, known.get(entry.path), by_content)
-                for part in _parts(item, entry):
+                for part in parts_of(item, entry):
                     if stop.is_set():
                         return
                     out.put(part)
@@ -248,7 +252,7 @@ class Preparer:
         outcome: Outcome = "updated" if record is not None else "added"
         source = by_content.get((digest, fmt))
         if source is not None:
-            return self._reuse(entry, digest, source, outcome, started)
+            return self.reuse(entry, digest, source, outcome, started)
         if data is None:
             return self._streamed(entry, digest, outcome, started)
         doc = extract(entry.path, data, ReadLimits(self.rules.max_parsed_bytes, self.rules.max_parsed_bytes))
@@ -256,12 +260,17 @@ class Preparer:
         rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections)
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
                             windows=self.plan(doc.text, clean, doc.title) if self.plan else None)
-        if record is not None:
+        if record is not None and self.store is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         return prepared
 
-    def _reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: Outcome, started: float) -> Iterator[Prepared]:
-        """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time."""
+    def reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: Outcome, started: float) -> Iterator[Prepared]:
+        """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time; off the
+        writer (no store), a placeholder naming the copy to make."""
+        if self.store is None:
+            yield Prepared(entry, document_id(entry.path), digest, source.format, source.title, [], {}, None, outcome, started,
+                           copy_of=source)
+            return
         batches = self.store.chunk_batches_of(source.id, source.content_hash, _CHUNK_COPY_COLUMNS, _COPY_BATCH)
         schema = chunks_schema(self.store.dim)
         empty = pa.RecordBatch.from_pylist([], schema=pa.schema([schema.field(c) for c in _CHUNK_COPY_COLUMNS]))

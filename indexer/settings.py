@@ -29,6 +29,10 @@ class IndexSettings(Section):
     flush_tokens: int = Field(131072, ge=256)
     retries: int = Field(3, ge=0, le=20)
     retry_backoff_s: float = Field(0.5, ge=0)
+    engine: Literal["local", "ray"] = "local"
+    ray_address: str = ""
+    ray_actors: int = Field(0, ge=0)
+    ray_cpus_per_actor: float = Field(1.0, gt=0)
 
 
 class WatchSettings(Section):

@@ -164,8 +164,10 @@ class TransformersEncoder(Encoder):
         return tokenizer
 
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
-        encoded = self._tokenizer()(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
-        return [np.asarray(m, dtype=np.int64).reshape(-1, 2) for m in encoded["offset_mapping"]]
+        return _spans(self._tokenizer(), texts)
+
+    def tokenizer_only(self) -> Encoder:
+        return TokenizerOnly(self)
 
     def release_memory(self) -> None:
         if self._fast is not None:
@@ -333,6 +335,30 @@ class TransformersEncoder(Encoder):
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
         return _pool(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)
+
+
+def _spans(tokenizer, texts: list[str]) -> list[np.ndarray]:  # noqa: ANN001 - a transformers fast tokenizer
+    """Per text, the char spans of its tokens, no special tokens."""
+    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
+    return [np.asarray(m, dtype=np.int64).reshape(-1, 2) for m in encoded["offset_mapping"]]
+
+
+class TokenizerOnly(Encoder):
+    """A TransformersEncoder's tokenizer and constants without its model: what a Ray task reads and chunks files with
+    (pickled to it: a few MB, where the model is hundreds)."""
+
+    def __init__(self, encoder: TransformersEncoder) -> None:
+        super().__init__(batch_tokens=encoder.batch_tokens)
+        self.tokenizer = copy.deepcopy(encoder.tokenizer)
+        for name in ("model_id", "fingerprint", "dim", "max_length", "window_limit", "special_tokens", "pooling", "normalize",
+                     "precision", "query_prefix", "document_prefix", "layer_weights", "group_tokens"):
+            setattr(self, name, getattr(encoder, name))
+
+    def token_spans(self, texts: list[str]) -> list[np.ndarray]:
+        return _spans(self.tokenizer, texts)  # one task reads its files one at a time: no other thread shares it
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        raise ModelError("a tokenizer-only encoder cannot embed", "encode with the TransformersEncoder it was made from")
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:

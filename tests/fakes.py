@@ -104,3 +104,25 @@ class SlowEncoder(FakeEncoder):
 def fake_encoder(cfg: object) -> SlowEncoder:
     """encoder.backend = "tests.fakes:fake_encoder" (for CLI runs in a subprocess)."""
     return SlowEncoder()
+
+
+class DyingEncoder(FakeEncoder):
+    """For a Ray actor killed mid-run: the first embed call of a run in any process kills that process (SIGKILL)
+    unless the file $LODEX_TEST_DIE_ONCE exists; it is created first, so only one actor dies and its restart lives."""
+
+    def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
+        marker = os.environ.get("LODEX_TEST_DIE_ONCE", "")
+        if kind == "document" and marker:
+            try:
+                with open(marker, "x", encoding="utf-8") as out:
+                    out.write(str(os.getpid()))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return super().embed(texts, kind, lengths)
+
+
+def dying_encoder(cfg: object) -> DyingEncoder:
+    """encoder.backend = "tests.fakes:dying_encoder" (a Ray actor that dies once)."""
+    return DyingEncoder()

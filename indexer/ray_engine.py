@@ -1,0 +1,191 @@
+"""`lodex index --ray`: a run's files read and chunked in Ray Data tasks and encoded by a pool of Ray actors (one model
+each, loaded once), gathered back to this process, which stays the one writer (scan, skips by content hash, commits)."""
+
+import logging
+import math
+import pickle
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lodex.indexer.chunker import Chunker
+from lodex.indexer.encoder import Encoder
+from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner, encoder_jobs, run_jobs
+from lodex.indexer.late_chunking import LateChunking
+from lodex.indexer.pipeline import Indexer
+from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, parts_of, unchanged_chunks
+from lodex.indexer.scanner import FileEntry, ScanRules
+from lodex.indexer.settings import IndexSettings
+from lodex.store.base import DocRecord, Store
+from lodex.store.errors import ConfigError, LodexError
+from lodex.store.job_log import JobLog
+
+READ_CPUS = 0.5  # what each reading-and-chunking task reserves; the default actor count leaves this much to them
+FILES_PER_TASK = 2  # files one reading task takes (a Ray Data block of the run's file list)
+PARTS_PER_CALL = 4  # prepared files (or parts of a large one) an actor encodes per call: its model batches them by tokens
+RERUN = "what was committed is kept: run `lodex index --ray` again to finish"
+
+
+class ClusterError(LodexError):
+    """The Ray cluster could not be reached, or the job failed beyond Ray's retries."""
+
+    code = "cluster_error"
+    status = 503
+
+
+def import_ray() -> Any:
+    """The ray module, or a ConfigError saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401 - Ray Data is the part used
+    except ImportError as exc:
+        raise ConfigError("`lodex index --ray` needs Ray Data, which is not installed", "pip install lodex[cluster]") from exc
+    return ray
+
+
+@dataclass(frozen=True)
+class ReadSide:
+    """What a Ray task reads and chunks files with, as the writer's own preparer would; picklable: the encoder's
+    tokenizer (Encoder.tokenizer_only), no model and no store (copies and kept vectors are left to the writer)."""
+
+    tokens: Encoder
+    chunk_tokens: int
+    overlap: int
+    rules: ScanRules
+    flush_tokens: int
+    retries: int
+    retry_backoff_s: float
+    late: LateChunking | None
+    title_prefix: bool
+
+    def preparer(self) -> Preparer:
+        """A store-less preparer with the writer's settings."""
+        chunker = Chunker(self.tokens.token_spans, self.chunk_tokens, self.overlap)
+        plan = WindowPlanner(self.tokens, self.late, self.chunk_tokens, TitleLead(self.title_prefix)) if self.late else None
+        return Preparer(None, chunker, self.rules, threading.Event(), self.flush_tokens, self.retries, self.retry_backoff_s, plan)
+
+
+def read_files(row: dict[str, Any], side: ReadSide, by_content: dict) -> Iterator[dict[str, Any]]:
+    """A Ray task's work: one file read and chunked, as one row per part it is committed in (one, unless large)."""
+    entry, record = pickle.loads(row["file"])
+    item = side.preparer().prepare_with_retries(entry, record, by_content)
+    for number, part in enumerate(parts_of(item, entry)):
+        yield {"seq": row["seq"], "part": number, "item": pickle.dumps(part)}
+
+
+class EncodeActor:
+    """A Ray actor's work: its own encoder, built once, gives the prepared files of each call the vectors they need."""
+
+    def __init__(self, make_encoder: Callable[[], Encoder], title_prefix: bool) -> None:
+        self.encoder = make_encoder()
+        self.lead = TitleLead(title_prefix)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        items = [pickle.loads(blob) for blob in batch["item"]]
+        fresh = [p for p in items if isinstance(p, Prepared) and p.vectors is None and p.copy_of is None]
+        for p in fresh:
+            p.encoded = p.to_encode()
+            p.vectors = np.zeros((len(p.texts), self.encoder.dim), dtype=np.float32)
+        jobs = encoder_jobs(fresh, self.encoder, self.lead)
+        run_jobs(self.encoder, self.lead, sorted(jobs, key=lambda job: -job.length))  # embed() batches them by token budget
+        out = np.empty(len(items), dtype=object)
+        out[:] = [pickle.dumps(p) for p in items]
+        return {"seq": batch["seq"], "part": batch["part"], "item": out}
+
+
+class RayIndexer(Indexer):
+    """The Indexer with its files prepared and encoded on a Ray cluster; its commits, skips and records are the local
+    path's, here. `make_encoder` builds, in each actor, the encoder this process was built with."""
+
+    def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings,
+                 make_encoder: Callable[[], Encoder], jobs: JobLog | None = None, title_prefix: bool = False,
+                 late: LateChunking | None = None) -> None:
+        super().__init__(store, encoder, chunker, rules, cfg, jobs=jobs, title_prefix=title_prefix, late=late)
+        self.ray = import_ray()
+        self.address, self.actors, self.cpus_per_actor = cfg.ray_address, cfg.ray_actors, cfg.ray_cpus_per_actor
+        self.make_encoder = make_encoder
+
+    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+        if not todo:
+            return
+        ray = self.ray
+        started_here = not ray.is_initialized()
+        if started_here:
+            try:
+                with warnings.catch_warnings():  # lancedb warns at every fork, even of a subprocess that execs at once
+                    warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
+                    ray.init(address=self.address or None, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ClusterError(f"cannot start or reach the Ray cluster {self.address or '(local)'}: {exc}".splitlines()[0],
+                                   "check --ray-address (index.ray_address), or leave it empty for a local cluster") from exc
+        try:
+            yield from self._gathered(todo, known, by_content)
+        except ray.exceptions.RayError as exc:
+            raise ClusterError(f"the Ray job failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}", RERUN) from exc
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def _dataset(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Any:
+        """The run as a Ray dataset: files → reading tasks → encoder actors, in the order of `todo`."""
+        ray = self.ray
+        side = ReadSide(self.encoder.tokenizer_only(), self.chunker.max_tokens, self.chunker.overlap, self.rules, self.flush_tokens,
+                        self.retries, self.retry_backoff_s, self.late, self.title_prefix)
+        cpus = float(ray.cluster_resources().get("CPU", 1))
+        actors = self.actors or max(1, int((cpus - READ_CPUS) // self.cpus_per_actor))
+        rows = [{"seq": i, "file": pickle.dumps((entry, known.get(entry.path)))} for i, entry in enumerate(todo)]
+        files = ray.data.from_items(rows, override_num_blocks=max(1, math.ceil(len(rows) / FILES_PER_TASK)))
+        parts = files.flat_map(read_files, fn_kwargs={"side": side, "by_content": by_content}, num_cpus=READ_CPUS)
+        # an actor that dies is restarted and its calls run again: Ray Data's defaults for actors (max_restarts and
+        # max_task_retries -1); a reading task that dies is run again too (max_retries -1)
+        return parts.map_batches(EncodeActor, fn_constructor_kwargs={"make_encoder": self.make_encoder, "title_prefix": self.title_prefix},
+                                 batch_size=PARTS_PER_CALL, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors),
+                                 num_cpus=self.cpus_per_actor)
+
+    def _gathered(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+        """The encoded parts as they come back, in order (a file's parts are committed in turn, its row with the last)."""
+        context = self.ray.data.DataContext.get_current()
+        kept = (context.execution_options.preserve_order, context.enable_progress_bars, context.print_on_execution_start)
+        context.execution_options.preserve_order = True  # a file's parts in turn; and runs go as the local path's do
+        context.enable_progress_bars = context.print_on_execution_start = False  # the caller's progress callback says it
+        logging.getLogger("ray.data").setLevel(logging.ERROR)  # its notes (progress bars off, deprecations) are not the user's
+        started = time.monotonic()
+        seen: set[tuple[int, int]] = set()
+        streams: dict[str, Stream] = {}  # a large file's parts come unpickled one by one: their running totals are joined here
+        try:
+            for row in self._dataset(todo, known, by_content).iter_rows():
+                key = (int(row["seq"]), int(row["part"]))
+                if key in seen:  # never expected (Ray Data hands each output once); never committed twice either way
+                    continue
+                seen.add(key)
+                item = pickle.loads(row["item"])
+                if isinstance(item, Skipped):
+                    yield item
+                    continue
+                item.started = started  # the worker's clock is not this one: a file's seconds count from the run's start
+                if item.copy_of is not None:
+                    yield from self.preparer().reuse(item.entry, item.content_hash, item.copy_of, item.outcome, started)
+                    continue
+                if item.stream is not None:
+                    item.stream = streams.setdefault(item.entry.path, item.stream)
+                    if item.final:
+                        del streams[item.entry.path]
+                self._keep_unchanged(item, known.get(item.entry.path))
+                yield item
+        finally:
+            context.execution_options.preserve_order, context.enable_progress_bars, context.print_on_execution_start = kept
+
+    def _keep_unchanged(self, item: Prepared, record: DocRecord | None) -> None:
+        """An edited file keeps the stored vectors of the chunks it still holds, as on the local path (the actor encoded
+        them again: it has no store to look them up in)."""
+        if record is None or item.stream is not None or item.vectors is None or item.encoded is None:
+            return
+        kept = unchanged_chunks(self.store, record, item.texts)
+        for i, vector in kept.items():
+            item.vectors[i] = vector
+        item.encoded = [i for i in item.encoded if i not in kept]

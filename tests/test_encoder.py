@@ -120,6 +120,11 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
     encoder = TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False))
     as_queries = encoder.embed(queries, kind="query")
     assert encoder._queries is not None and len(list((tmp_path / "cache").glob("*-fp32.onnx"))) == 1
+    import onnx
+
+    ops = {node.op_type for node in onnx.load(str(encoder._queries.path)).graph.node}
+    assert "IsNaN" not in ops and "Softmax" in ops  # eager attention: no NaN guard around every softmax (SDPA's export)
+    assert encoder.model.config._attn_implementation == "sdpa"  # the export changed a copy: PyTorch's model keeps its own
     assert np.abs(as_queries - real_encoder.embed(queries, kind="document")).max() < 1e-5
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")

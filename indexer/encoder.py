@@ -26,6 +26,7 @@ class Encoder(ABC):
     document_prefix: str = ""
     layer_weights: str = "fp32"  # a layer-streamed model's compressed layers ("int8", "int4"): recorded in the origin
     group_tokens: int = 0  # tokens the indexer should hand embed() at once; 0 = its default (a layer-streamed model wants many)
+    parallel_calls: int = 1  # embed() calls worth running side by side (one per session in fast mode's "sessions" layout)
 
     def __init__(self, batch_tokens: int = 4_096, max_batch: int = 128) -> None:
         self.batch_tokens = batch_tokens

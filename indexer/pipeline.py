@@ -2,6 +2,7 @@
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +30,9 @@ from lodex.store.schema import chunks_schema
 # asked to stop and that the files being encoded did not change or vanish (those are dropped, not finished).
 GROUP_BATCHES = 2
 CHECK_EVERY_S = 0.5
+# A run's first flush is this share of flush_tokens, so that the encoder starts once a few files are read instead of
+# after a whole flush's worth of reading (0.5-1.5 s here at the default 131,072 tokens, with both cores otherwise idle).
+FIRST_FLUSH_SHARE = 8
 
 
 class Interrupted(LodexError):
@@ -90,10 +94,11 @@ class Indexer:
         return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
                         self.plan_windows if self.late else None)
 
-    def plan_windows(self, text: str, chunks: list[Chunk], title: str) -> list[Window]:
-        """Late chunking: the windows a document's chunks (offsets in its clean `text`) are encoded in."""
+    def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window]:
+        """Late chunking: the windows a document's chunks (offsets in its clean `text`, whose token spans are `spans`
+        when known) are encoded in."""
         assert self.late is not None
-        return WindowPlanner(self.encoder, self.late, self.chunker.max_tokens, self._lead)(text, chunks, title)
+        return WindowPlanner(self.encoder, self.late, self.chunker.max_tokens, self._lead)(text, chunks, title, spans)
 
     def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
@@ -200,6 +205,7 @@ class Indexer:
                            run_id: int) -> None:
         pending: list[Prepared] = []
         pending_tokens = 0
+        limit = min(self.flush_tokens, max(self.flush_tokens // FIRST_FLUSH_SHARE, self.encoder.group_tokens))
         touched: list[FileEntry] = []
         dropped: set[str] = set()  # files that failed midway: their later parts are ignored
 
@@ -225,9 +231,9 @@ class Indexer:
             else:
                 pending.append(item)
                 pending_tokens += sum(item.rows["token_count"][i] for i in item.to_encode())
-            if pending and pending_tokens >= self.flush_tokens:
+            if pending and pending_tokens >= limit:
                 self._flush(pending, summary, state, note, run_id, fail)
-                pending, pending_tokens = [], 0
+                pending, pending_tokens, limit = [], 0, self.flush_tokens
             if progress:
                 progress(state)
         if pending:
@@ -265,8 +271,7 @@ class Indexer:
                     state.files_done += 1
 
         checked = time.monotonic()
-        for group in self._groups(jobs):
-            run_jobs(self.encoder, self._lead, [job for job in group if job.prepared.entry.path not in gone])
+        for _ in self._run_groups(jobs, gone):
             if self.cancel.is_set():
                 raise Interrupted()
             if fail is not None and time.monotonic() - checked >= CHECK_EVERY_S:
@@ -275,6 +280,33 @@ class Indexer:
         if fail is not None:
             drop_moved()  # once more before the commit
         return [p for p in pending if p.entry.path not in gone]
+
+    def _run_groups(self, jobs: list[Job], gone: set[str]) -> Iterator[None]:
+        """Encode the jobs a group at a time (leaving out the files in `gone` when a group starts), yielding after each
+        group. An encoder whose calls run side by side (parallel_calls > 1: one session per core) is kept that many
+        groups ahead, so that a core done with a group's last batches starts the next group's instead of waiting."""
+        def run(group: list[Job]) -> None:
+            run_jobs(self.encoder, self._lead, [job for job in group if job.prepared.entry.path not in gone])
+
+        if self.encoder.parallel_calls <= 1:
+            for group in self._groups(jobs):
+                run(group)
+                yield
+            return
+        ahead: deque[Future] = deque()
+        with ThreadPoolExecutor(self.encoder.parallel_calls, thread_name_prefix="lodex-group") as groups:
+            try:
+                for group in self._groups(jobs):
+                    ahead.append(groups.submit(run, group))
+                    if len(ahead) >= self.encoder.parallel_calls:
+                        ahead.popleft().result()
+                        yield
+                while ahead:
+                    ahead.popleft().result()
+                    yield
+            finally:  # stopped or failed: the groups not yet started are not run
+                for future in ahead:
+                    future.cancel()
 
     def _groups(self, jobs: list[Job]) -> Iterator[list[Job]]:
         """A flush's jobs in groups of whole encoder batches, cut from the encoder's own batching of them all (longest

@@ -268,8 +268,9 @@ class SlowFake(FakeEncoder):
         return super().embed(texts, kind, lengths)
 
 
+@pytest.mark.parametrize("parallel", [1, 2])  # 2: groups run side by side, as on fast mode's sessions
 @pytest.mark.parametrize("what", ["deleted", "changed"])
-def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path, what: str) -> None:
+def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path, what: str, parallel: int) -> None:
     root = tmp_path / "docs"
     root.mkdir()
     big = root / "big.txt"
@@ -282,6 +283,7 @@ def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path
             big.write_text("new content " * 50)
 
     encoder = SlowFake(0.3, touch)
+    encoder.parallel_calls = parallel
     _, indexer, _ = make_pipeline(tmp_path / "data", encoder, max_tokens=60)
     indexer.flush_tokens = 1 << 20  # the whole file in one flush: only the group checks can stop it
     summary = _run_with_deadline(lambda: indexer.run(root), 60)

@@ -134,6 +134,9 @@ class TransformersEncoder(Encoder):
         if precision == "fast":
             try:
                 self._fast = self._fast_model(cfg.fast_path, read_origin(spill_dir) if spill_dir else None)
+                if self.fast_path is not None and self.fast_path.layout == "sessions":
+                    self.parallel_calls = self._threads  # the indexer keeps each session busy with a group of its own
+                    self._sessions()  # loaded with the model, not in the first run's time
                 self._save_recipe(self._fast)
             except ModelError:
                 raise
@@ -242,7 +245,10 @@ class TransformersEncoder(Encoder):
         """The "sessions" layout's pool (made at the first document batch), or None in the "threads" layout."""
         if self._pool is None and self._fast is not None and self.fast_path is not None and self.fast_path.layout == "sessions":
             with self._copy_lock:
+                made = self._pool is None
                 self._pool = self._pool or SessionPool(self._fast.path, self._threads)
+            if made:  # warmed (outside the lock: its threads take it to copy the tokenizer)
+                list(self._pool.map(self._onnx_batch, [_CHECK_TEXTS[:2]] * self._threads))
         return self._pool
 
     def _checked_onnx_model(self, int8: bool, spin: bool, reduce_range: bool = False) -> "OnnxModel":

@@ -101,9 +101,9 @@ class Chunker:
         self.max_tokens = max_tokens
         self.overlap = overlap
 
-    def chunk(self, text: str) -> list[Chunk]:
-        """All chunks of `text`, in order, with exact character offsets."""
-        spans = token_spans_of(text, self.tokenize)
+    def chunk(self, text: str, spans: np.ndarray | None = None) -> list[Chunk]:
+        """All chunks of `text`, in order, with exact character offsets; `spans`: its token spans, when already known."""
+        spans = token_spans_of(text, self.tokenize) if spans is None else spans
         n = len(spans)
         if n == 0:
             return []
@@ -123,11 +123,11 @@ class Chunker:
                 return chunks
             s = self._next_start(s, cut, word)
 
-    def chunk_parts(self, text: str, starts: list[int] | None = None) -> list[Chunk]:
+    def chunk_parts(self, text: str, starts: list[int] | None = None, spans: np.ndarray | None = None) -> list[Chunk]:
         """Chunks of `text` that never cross the given part boundaries (offsets where each page or slide starts):
-        each part is chunked on its own, so a passage's page is exact. Without parts, chunk(text)."""
+        each part is chunked on its own, so a passage's page is exact. Without parts, chunk(text, spans)."""
         if not starts:
-            return self.chunk(text)
+            return self.chunk(text, spans)
         bounds = sorted({0, *starts, len(text)})
         chunks: list[Chunk] = []
         for a, b in zip(bounds, bounds[1:]):

@@ -4,6 +4,8 @@ such a chunk, whose chunks all take their vectors from it."""
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from lodex.indexer.chunker import Chunk
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import LateChunking, Window, plan_windows
@@ -33,12 +35,12 @@ class WindowPlanner:
     chunk_tokens: int  # the chunker's max_tokens
     lead: Lead
 
-    def __call__(self, text: str, chunks: list[Chunk], title: str) -> list[Window]:
+    def __call__(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window]:
         encoder, late = self.encoder, self.late
         lead = encoder.document_prefix + self.lead(title)
         budget = late.window_tokens - encoder.special_tokens - (len(encoder.token_spans([lead])[0]) if lead else 0)
         pack = late.window_tokens > self.chunk_tokens + encoder.special_tokens  # else a window per chunk
-        return plan_windows(text, chunks, encoder.token_spans, budget, late.margin if pack else 0, pack)
+        return plan_windows(text, chunks, encoder.token_spans, budget, late.margin if pack else 0, pack, spans)
 
 
 @dataclass

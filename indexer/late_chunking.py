@@ -51,13 +51,15 @@ def late_chunking(enabled: bool, window_tokens: int, margin: int, chunk_tokens: 
     return LateChunking(window, margin)
 
 
-def plan_windows(text: str, chunks: list[Chunk], tokenize: TokenSpans, budget: int, margin: int, pack: bool = True) -> list[Window]:
+def plan_windows(text: str, chunks: list[Chunk], tokenize: TokenSpans, budget: int, margin: int, pack: bool = True,
+                 spans: np.ndarray | None = None) -> list[Window]:
     """Consecutive chunks of `text` grouped into windows of at most `budget` content tokens: each window holds as
     many whole chunks as fit with up to `margin` tokens of context on each side (less where the budget is short),
-    or (`pack` false: windows no longer than a chunk) one chunk each. Chunks' offsets are in `text`."""
+    or (`pack` false: windows no longer than a chunk) one chunk each. Chunks' offsets are in `text`; `spans`: its
+    token spans by `tokenize`, when the chunker has them already."""
     if not chunks:
         return []
-    spans = token_spans_of(text, tokenize)
+    spans = token_spans_of(text, tokenize) if spans is None else spans
     starts, ends = spans[:, 0], spans[:, 1]
     first = np.searchsorted(starts, [c.char_start for c in chunks], side="left")
     last = np.maximum(np.searchsorted(ends, [c.char_end for c in chunks], side="left"), first)  # inclusive

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
-from lodex.indexer.chunker import Chunk, Chunker
+from lodex.indexer.chunker import Chunk, Chunker, token_spans_of
 from lodex.indexer.decoding import OffsetMap
 from lodex.indexer.document import ReadLimits, page_of, section_of
 from lodex.indexer.sniffing import sniff_path
@@ -94,8 +94,8 @@ class Skipped:
 
 
 Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one file gives
-# Late chunking's planner: (clean text, its chunks, title) → the windows to encode them in.
-Planner = Callable[[str, list[Chunk], str], list[Window]]
+# Late chunking's planner: (clean text, its chunks, title, its token spans or None) → the windows to encode them in.
+Planner = Callable[[str, list[Chunk], str, np.ndarray | None], list[Window]]
 
 
 def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None) -> dict[str, list]:
@@ -256,10 +256,13 @@ class Preparer:
         if data is None:
             return self._streamed(entry, digest, outcome, started)
         doc = extract(entry.path, data, ReadLimits(self.rules.max_parsed_bytes, self.rules.max_parsed_bytes))
-        clean = self.chunker.chunk_parts(doc.text, doc.pages)
+        # tokenized once for chunking and late chunking's windows (the chunker tokenizes as the encoder does); a paged
+        # document is chunked a page at a time, so its windows tokenize the whole text again
+        spans = token_spans_of(doc.text, self.chunker.tokenize) if self.plan and not doc.pages else None
+        clean = self.chunker.chunk_parts(doc.text, doc.pages, spans)
         rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections)
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
-                            windows=self.plan(doc.text, clean, doc.title) if self.plan else None)
+                            windows=self.plan(doc.text, clean, doc.title, spans) if self.plan else None)
         if record is not None and self.store is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         return prepared

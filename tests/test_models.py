@@ -148,7 +148,9 @@ def test_pooling_precedence(models: dict[str, Path], tmp_path: Path) -> None:
 def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str, Path], tmp_path: Path) -> None:
     """LFM2 (short convolutions and attention), ModernBERT and Qwen3 export to int8 ONNX and pass the same gate as BERT."""
     exact, fast = _encoder(models[kind]), _encoder(models[kind], precision="fast")
-    assert fast._fast is not None and fast.origin()["quantization"] == "int8-sq75"
+    assert fast._fast is not None and fast.fast_path is not None
+    # the path measured fastest on this CPU: 7-bit weights can win where int8 may saturate (AVX2 without VNNI)
+    assert fast.origin()["quantization"] == fast.fast_path.scheme in ("int8-sq75", "int8-sq75-r7")
     cosines = (exact.embed(TEXTS) * fast.embed(TEXTS)).sum(axis=1)
     assert cosines.min() >= 0.95, cosines
 

@@ -16,11 +16,15 @@ if TYPE_CHECKING:  # types only: the CLI's renderers load without the indexing p
 
 @contextmanager
 def progress_bar(console: Console) -> Iterator[Callable[["RunProgress"], None]]:
-    """A callback that draws files done/total, chunks and tokens/s while a run goes on."""
+    """A callback that draws files done/total, chunks and tokens/s while a run goes on (a terminal only: the bar is
+    transient, so elsewhere it would never show, and its redraws would take CPU from the encoder)."""
+    if not console.is_terminal:
+        yield lambda state: None
+        return
     bar = Progress(
         TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
         TextColumn("{task.fields[chunks]:,} chunks"), TextColumn("{task.fields[rate]:,.0f} tokens/s"),
-        TimeElapsedColumn(), console=console, transient=True,
+        TimeElapsedColumn(), console=console, transient=True, refresh_per_second=4,
     )
     task = bar.add_task("index", total=None, chunks=0, rate=0.0)
 

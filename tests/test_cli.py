@@ -121,3 +121,24 @@ def test_real_cli_process_with_the_bundled_model(tmp_path: Path) -> None:
     assert body["results"][0]["path"] == "terns.md"
     assert body["results"][0]["passages"][0]["char_start"] == 0
     assert cwd.exists()
+
+
+def test_progress_bar_draws_on_a_terminal_and_runs_no_redraw_thread_elsewhere() -> None:
+    import io
+    import threading
+
+    from rich.console import Console
+
+    from lodex.api.progress import progress_bar
+    from lodex.indexer.run_state import Progress
+
+    piped = io.StringIO()
+    before = threading.active_count()
+    with progress_bar(Console(file=piped)) as update:  # stderr redirected to a file or a pipe
+        assert threading.active_count() == before  # no redraw thread taking CPU from the encoder
+        update(Progress(files_total=3, files_done=1, chunks=7))
+    assert piped.getvalue() == ""
+    terminal = io.StringIO()
+    with progress_bar(Console(file=terminal, force_terminal=True, width=100)) as update:
+        update(Progress(files_total=3, files_done=1, chunks=7))
+    assert "1/3" in terminal.getvalue() and "7 chunks" in terminal.getvalue()

@@ -1,6 +1,6 @@
 """Encoding speed report: sentence-transformers vs lodex exact and fast modes vs end-to-end `lodex index`.
 
-usage: python bench/encode.py [DATASET_DIR] [--docs N] [--bundle N] [--rounds R]
+usage: python bench/encode.py [DATASET_DIR] [--docs N] [--bundle N] [--rounds R] [--pairs P]
 Writes N abstracts of a BEIR collection as long documents, runs `lodex index` on them in a fresh
 process (its tokens/s covers scan, read, chunk, encode and commit) in exact and fast mode, each with late chunking (the
 default) and with plain chunking (LODEX_CHUNKING__LATE=false); then encodes exactly the chunks it stored with
@@ -35,14 +35,14 @@ def _chunk_texts(data_dir: Path) -> tuple[list[str], int]:
     return rows["text"].to_pylist(), int(sum(rows["token_count"].to_pylist()))
 
 
-def worker(kind: str, data_dir: Path, folder: Path | None = None) -> None:
+def worker(kind: str, data_dir: Path, folder: Path | None = None, pairs: int = 3) -> None:
     """Encode in this process and print {seconds, tokens} as JSON: the chunks stored in `data_dir` ("st", "exact", "fast"),
     or ("exact-windows", "fast-windows") the late-chunking windows lodex plans for the files of `folder`."""
     if kind.endswith("windows"):
         return _windows_worker(kind.split("-")[0], data_dir, folder)
     if kind.startswith("pair-"):
         assert folder is not None
-        return pair_worker(kind.removeprefix("pair-"), data_dir, folder)
+        return pair_worker(kind.removeprefix("pair-"), data_dir, folder, pairs)
     texts, tokens = _chunk_texts(data_dir)
     if kind == "st":
         from sentence_transformers import SentenceTransformer
@@ -214,12 +214,13 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=600, help="abstracts to use")
     parser.add_argument("--bundle", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--pairs", type=int, default=3, help="back-to-back pairs per mode (median printed)")
     parser.add_argument("--worker", choices=[*LABELS, *(f"pair-{m}" for m in MODES)])
     parser.add_argument("--data", type=Path)
     parser.add_argument("--folder", type=Path)
     args = parser.parse_args()
     if args.worker:
-        return worker(args.worker, args.data, args.folder)
+        return worker(args.worker, args.data, args.folder, args.pairs)
 
     from lodex.indexer.cpu import cpu_info
     from lodex.search.collections import load_collection, write_files
@@ -238,7 +239,7 @@ def main() -> None:
         pairs = {}
         for mode in MODES:
             out, _ = _timed_child([sys.executable, __file__, "--worker", f"pair-{mode}", "--data", str(Path(tmp) / f"pair-{mode}"),
-                                   "--folder", str(folder)], env)
+                                   "--folder", str(folder), "--pairs", str(args.pairs)], env)
             pairs[mode] = json.loads(out)["ratios"]
             print(f"{mode}: end to end / encoder alone, back to back: " + ", ".join(f"{r:.3f}" for r in pairs[mode]), file=sys.stderr)
         lengths = _chunk_lengths(Path(tmp) / "index-exact-plain-0")
@@ -263,7 +264,7 @@ def main() -> None:
     print("end to end / its encoder on the same work (chunk tokens/s over chunk tokens/s): " + ", ".join(
         f"{LABELS[run].removeprefix('lodex index, ')} {best[run][0] / best[enc][0]:.2f}x" for run, enc in PAIRS))
     print("(late chunking's windows add context tokens around each chunk: the window rows' tokens/s count chunk tokens only)")
-    print("the same, measured back to back in one process (median of 3 pairs; the rows above are separate processes minutes "
+    print(f"the same, measured back to back in one process (median of {args.pairs} pairs; the rows above are separate processes minutes "
           "apart): " + ", ".join(f"{mode} {statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})" for mode, r in pairs.items()))
 
 

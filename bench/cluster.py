@@ -3,7 +3,9 @@ local Ray cluster (started once, its start timed apart) with 1 and with 2 encode
 per commit (a flush of index.flush_tokens), in a local folder and on a moto S3 store, from which README "Scaling out"
 works out where the single commit becomes the limit.
 
-usage: python bench/cluster.py [FOLDER] [--rounds 3] [--backend transformers] [--no-moto]
+usage: python bench/cluster.py [FOLDER] [--docs N] [--rounds 3] [--backend transformers] [--no-moto]
+Without FOLDER: the first N abstracts of ../shared/evaldata/cranfield (default all 1,400) written as long documents of 25
+(as bench/encode.py does): a folder big enough that Ray's start (its workers, each actor's model) is not most of the run.
 Needs the cluster extra (Ray Data) and, for the S3 figure, the test extra (moto[server]). Prints the CPU flags too.
 """
 
@@ -53,14 +55,26 @@ def run(folder: Path, data_dir: str, backend: str, engine: str = "local", actors
             "commits": len(commits), "commit_s": sum(commits) / max(len(commits), 1)}
 
 
+def cranfield_folder(folder: Path, docs: int) -> Path:
+    """The first `docs` abstracts of Cranfield written into `folder` as long documents of 25 abstracts each."""
+    from lodex.search.collections import load_collection, write_files
+
+    collection = load_collection(ROOT.parent / "shared" / "evaldata" / "cranfield")
+    collection.docs = dict(list(collection.docs.items())[:docs])
+    write_files(collection, folder, bundle=25)
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("folder", nargs="?", type=Path, default=ROOT / "samples")
+    parser.add_argument("folder", nargs="?", type=Path, help="the folder to index (default: Cranfield as long documents)")
+    parser.add_argument("--docs", type=int, default=1_400, help="Cranfield abstracts in the default folder")
     parser.add_argument("--backend", default="transformers", help="encoder.backend (tests.fakes:fake_encoder: the plumbing alone)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each mode; the fastest of each is shown")
     parser.add_argument("--no-moto", action="store_true", help="skip the commit timing on a moto S3 store")
     args = parser.parse_args()
-    folder = args.folder.resolve()
+    scratch = tempfile.TemporaryDirectory(prefix="lodex-cluster-")
+    folder = args.folder.resolve() if args.folder else cranfield_folder(Path(scratch.name) / "docs", args.docs)
     os.environ["PYTHONPATH"] = str(ROOT)  # Ray's workers import tests.fakes for a fake backend
     import ray
 
@@ -85,7 +99,7 @@ def main() -> None:
                 results["local, moto S3"] = run(folder, f"{bucket}/local", "tests.fakes:fake_encoder", cache=Path(tmp) / "cache",
                                                 flush_tokens=2048)
     local = results["local"]
-    print(f"CPU flags: {cpu_flags()}; {cores} cores; encoder.backend {args.backend}; folder {args.folder} "
+    print(f"CPU flags: {cpu_flags()}; {cores} cores; encoder.backend {args.backend}; folder {args.folder or f'Cranfield, {args.docs} abstracts in files of 25'} "
           f"({local['chunks']} chunks, {local['tokens']} tokens encoded); Ray local cluster start {ray_start:.1f} s (not counted)")
     print(f"{'':22}{'seconds':>9}{'tokens/s':>10}{'x local':>9}{'commits':>9}{'s/commit':>10}")
     for name, r in results.items():

@@ -1,6 +1,6 @@
 """Load: 8 concurrent clients against `lodex serve` on loopback for 60 s, over ≥ 100,000 chunks, while indexing.
 
-usage: python bench/load.py [--clients 8] [--seconds 60] [--chunks 100000] [--commits-every S]
+usage: python bench/load.py [--clients 8] [--seconds 60] [--chunks 100000] [--commits-every S] [--peer]
 Builds a real index of Cranfield (real model), inflates it past --chunks with copies of its chunks
 (pushed documents, their vectors jittered and re-normalized), starts `lodex serve` on a free loopback
 port, copies the CISI collection into the watched folder (so the server indexes while it answers), and
@@ -9,6 +9,9 @@ RSS at start, every sixth of the run and at the end, and once the indexing is do
 seconds), and the latency of the same queries on an idle server measured first (baseline).
 With --commits-every S, the clients run twice instead, in one server: with no indexing, then while a changed file is
 written into the watched folder every S seconds (each one a small commit), and the ratio of the two p99s is printed.
+With --peer, no indexing: the same clients against a hand-rolled FastAPI + sentence-transformers + FAISS flat server over
+the same chunks (bench/peer_server.py, dense only), then `lodex serve` in its default hybrid mode and in dense mode, each
+in turn on the same index; prints each row and lodex's queries/s over the peer's.
 """
 
 import argparse
@@ -170,6 +173,47 @@ def with_commits(port: int, folder: Path, queries: list[str], args: argparse.Nam
             "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None}
 
 
+def start_server(cmd: list[str], env: dict[str, str], port: int, log_path: Path) -> subprocess.Popen:
+    """Start a server and wait until it answers /ready with no indexing to do (a lodex server's startup reconciliation
+    done: a reused --workdir's last CISI copy goes)."""
+    log = open(log_path, "w+")  # noqa: SIM115 - the server's output, read when it fails to start
+    server = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 1800
+    while True:
+        try:
+            if get_json(port, "/ready")["indexing"] is False:
+                return server
+        except (OSError, ValueError, KeyError):  # not listening yet, or not ready (an error body)
+            pass
+        if time.monotonic() > deadline or server.poll() is not None:
+            server.kill()
+            raise SystemExit("server did not start:\n" + log_path.read_text()[-3000:])
+        time.sleep(0.5)
+
+
+def compare_peers(folder: Path, data: Path, env: dict[str, str], queries: list[str], args: argparse.Namespace, tmp: Path) -> dict:
+    """The clients against the hand-rolled peer, then lodex hybrid and dense, one server at a time, no indexing."""
+    servers = {
+        "fastapi + sentence-transformers + faiss flat (dense)": ([sys.executable, str(ROOT / "bench" / "peer_server.py"), str(data)], {}),
+        "lodex serve, hybrid (default)": ([sys.executable, "-m", "lodex.api.cli", "serve", str(folder)], {}),
+        "lodex serve, dense": ([sys.executable, "-m", "lodex.api.cli", "serve", str(folder)], {"LODEX_SEARCH__MODE": "dense"}),
+    }
+    rows = {}
+    for name, (cmd, extra) in servers.items():
+        port = free_port()
+        cmd = [*cmd, str(port)] if "peer_server" in cmd[1] else [*cmd, "--port", str(port)]
+        server = start_server(cmd, {**env, **extra}, port, tmp / "server.log")
+        try:
+            run_clients(port, queries, 2, 5)  # warm-up
+            rows[name] = {**summary(*run_clients(port, queries, args.clients, args.seconds)), "rss_mib": round(rss_mib(server.pid))}
+        finally:
+            server.terminate()
+            server.wait(timeout=120)
+    peer = rows["fastapi + sentence-transformers + faiss flat (dense)"]["qps"]
+    return {"rows": rows, "lodex_hybrid_over_peer": round(rows["lodex serve, hybrid (default)"]["qps"] / peer, 2) if peer else None,
+            "lodex_dense_over_peer": round(rows["lodex serve, dense"]["qps"] / peer, 2) if peer else None}
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
@@ -184,6 +228,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep the built index here and re-use it on later runs")
     parser.add_argument("--commits-every", type=float, default=0, metavar="S",
                         help="compare p99 with no indexing and with a changed file committed every S seconds (no CISI copy)")
+    parser.add_argument("--peer", action="store_true", help="compare with a hand-rolled FastAPI + sentence-transformers + FAISS server")
     parser.add_argument("--settle", type=float, default=600, help="after the load, wait up to this long for the indexing to finish, then read RSS again")
     args = parser.parse_args()
     cran = load_collection(EVAL / "cranfield")
@@ -197,21 +242,14 @@ def main() -> None:
             write_files(cran, folder)
             subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
             inflate(data, args.chunks)
+        if args.peer:
+            print(json.dumps({"chunks": Store(data, 384).chunks.count_rows(), "clients": args.clients, "seconds": args.seconds,
+                              **compare_peers(folder, data, env, queries, args, Path(tmp))}, indent=1))
+            return
         port = free_port()
-        log = open(Path(tmp) / "serve.log", "w+")  # noqa: SIM115
-        server = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "serve", str(folder), "--port", str(port)],
-                                  env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        server = start_server([sys.executable, "-m", "lodex.api.cli", "serve", str(folder), "--port", str(port)], env, port,
+                              Path(tmp) / "serve.log")
         try:
-            deadline = time.monotonic() + 1800
-            while True:  # ready, and done with its startup reconciliation (a reused --workdir's last CISI copy goes)
-                try:
-                    if get_json(port, "/ready")["indexing"] is False:
-                        break
-                except (OSError, ValueError, KeyError):  # not listening yet, or not ready (an error body)
-                    pass
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("server did not start:\n" + Path(log.name).read_text()[-3000:])
-                time.sleep(0.5)
             chunks = get_json(port, "/stats")["chunks"]
             run_clients(port, queries, 2, 5)  # warm-up
             if args.commits_every:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lodex.store import base, lance_bridge
 from lodex.store.ann_policy import AnnPolicy
@@ -70,6 +71,11 @@ class LanceStore(base.Store):
                        else VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")]))
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
         self._refreshing = threading.Lock()
+        # Documents whose chunks may have gone stale since the last collection (committed, deleted, or whose chunks
+        # were added by a commit that may not have finished); None: not known (this handle has not collected yet, and
+        # a crashed process may have left chunks of any document), so the next collection looks at all of them.
+        self._touched: set[str] | None = None
+        self._records: tuple[int, dict[str, DocRecord]] | None = None  # document_records of one documents version
 
     @property
     def ann(self) -> AnnPolicy:
@@ -280,7 +286,19 @@ class LanceStore(base.Store):
         with self._writing("commit to the index"):
             self._commit(chunks, documents, deleted_ids)
 
+    def document_records(self) -> dict[str, DocRecord]:
+        """Every document, keyed by its path; kept per documents table version (a writer asks before every run, and
+        building them for tens of thousands of documents takes half a second)."""
+        version = self.documents.version
+        if self._records is None or self._records[0] != version:
+            self._records = (version, super().document_records())
+        return dict(self._records[1])
+
     def _commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
+        if self._touched is not None:  # before writing: a commit that fails midway leaves its chunks to the next collection
+            self._touched.update(deleted_ids, (d["id"] for d in documents))
+            if chunks is not None:
+                self._touched.update(pc.unique(chunks["document_id"]).to_pylist())
         if chunks is not None and chunks.num_rows:
             self.chunks.add(chunks)
             self._unoptimized_rows += chunks.num_rows
@@ -312,13 +330,29 @@ class LanceStore(base.Store):
 
     # ---- upkeep --------------------------------------------------------------------------
     def collect_garbage(self) -> int:
-        """Delete chunks that belong to no current document version (replaced, deleted, or left by a crash)."""
+        """Delete chunks that belong to no current document version (replaced, deleted, or left by a crash): at this
+        handle's first collection those of every document, then only those of documents its commits touched since."""
         with self._writing("remove replaced chunks"):
             return self._collect_garbage()
 
     def _collect_garbage(self) -> int:
-        docs = self.documents.search().select(["id", "content_hash"]).limit(None).to_arrow()
-        chunks = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
+        touched, self._touched = self._touched, set()
+        try:
+            return self._collect_among(touched)
+        except BaseException:
+            self._touched = None  # not finished: the next collection looks at every document
+            raise
+
+    def _collect_among(self, touched: set[str] | None) -> int:
+        """Delete the stale chunks of these documents (None: of every document)."""
+        if touched is None:
+            docs = self.documents.search().select(["id", "content_hash"]).limit(None).to_arrow()
+            chunks = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
+        elif touched:  # a lookup by the scalar indexes on documents.id and chunks.document_id, not a scan of both tables
+            docs = lance_bridge.select_in(self.documents, "id", sorted(touched), ["id", "content_hash"])
+            chunks = lance_bridge.select_in(self.chunks, "document_id", sorted(touched), ["id", "document_id", "content_hash"])
+        else:
+            return 0
         current = docs.rename_columns(["document_id", "content_hash"])
         orphans = chunks.join(current, keys=["document_id", "content_hash"], join_type="left anti")["id"].to_pylist()
         for predicate in in_lists("id", orphans):

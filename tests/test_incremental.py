@@ -10,6 +10,7 @@ import pytest
 import pyarrow as pa
 
 from lodex.indexer.scanner import ScanRules
+from lodex.store.errors import StoreError
 from lodex.store.schema import chunks_schema
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
@@ -181,10 +182,31 @@ def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
     ghost = pa.Table.from_pylist([{"id": 42, "document_id": "nope", "content_hash": "x", "ordinal": 0, "char_start": 0,
                                    "char_end": 5, "token_count": 1, "text": "alpha1 alpha2 alpha3",
                                    "vector": np.ones(encoder.dim, np.float32) / 8}], schema=chunks_schema(encoder.dim))
-    store.chunks.add(ghost)
+    store.chunks.add(ghost)  # by the process that crashed: the next run is another process's, with its own store handle
     assert [r.path for r in searcher.search("alpha1 alpha2 alpha3", k=5).results] == ["a.txt"]
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
     indexer.run(root)
     check_index(store, root, encoder=FakeEncoder())
+
+
+def test_a_commit_failing_after_its_chunks_leaves_them_to_the_next_collection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In one process: the chunks of a commit whose document rows failed are collected by a later run of the same handle,
+    which after its first collection looks only at the documents its commits touched."""
+    root, encoder, store, indexer, _, _ = _indexed(tmp_path, {"a.txt": _doc_text("alpha"), "b.txt": _doc_text("beta")})
+    _write(root, "a.txt", _doc_text("gamma"))
+    real = store.documents.merge_insert
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store.documents, "merge_insert", fail)
+    with pytest.raises(StoreError):
+        indexer.run(root)
+    monkeypatch.setattr(store.documents, "merge_insert", real)
+    assert store.chunks.count_rows() > store.counts()["chunks"]  # the failed commit's chunks, with no document row
+    indexer.run(root)
+    check_index(store, root, encoder=FakeEncoder())
+    assert store.chunks.count_rows() == store.counts()["chunks"]
 
 
 def test_title_prefix_is_encoded_and_recorded(tmp_path: Path) -> None:

@@ -57,6 +57,21 @@ class MeanVectors:
     def of(self, docs: DocumentView, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(vectors, found) for these document rows; rows without a stored vector get zeros and found False."""
         keys = docs.keys.take(pa.array(rows, pa.int64())).to_pylist()
+        vectors = self._held(docs, keys)
+        dim = self.store.dim
+        found = np.array([k in vectors for k in keys], bool)
+        out = np.zeros((len(keys), dim), np.float32)
+        if found.any():
+            out[found] = np.stack([vectors[k] for k, f in zip(keys, found) if f])
+        return out, found
+
+    def prefetch(self, docs: DocumentView) -> None:
+        """Read the vectors of the documents not held yet (after a commit: those that changed), so that searches
+        find them held; nothing is copied out."""
+        self._held(docs, docs.keys.to_pylist())
+
+    def _held(self, docs: DocumentView, keys: list[str]) -> dict[str, np.ndarray]:
+        """The held vectors, those of `keys` read first when missing."""
         vectors = self._vectors  # read once: a refreshing thread may put a new dict in its place meanwhile
         missing = [k for k in dict.fromkeys(keys) if k not in vectors]
         if len(missing) > self.FEW or len(vectors) + len(missing) > 2 * len(docs) + 1024:
@@ -65,12 +80,7 @@ class MeanVectors:
             self._vectors = vectors
         elif missing:
             self._add(vectors, self.store.document_rows([k.split(":", 1)[0] for k in missing], ["id", "content_hash", "vector"]))
-        dim = self.store.dim
-        found = np.array([k in vectors for k in keys], bool)
-        out = np.zeros((len(keys), dim), np.float32)
-        if found.any():
-            out[found] = np.stack([vectors[k] for k, f in zip(keys, found) if f])
-        return out, found
+        return vectors
 
     @staticmethod
     def _add(vectors: dict[str, np.ndarray], table: pa.Table) -> None:

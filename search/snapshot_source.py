@@ -178,7 +178,7 @@ class SnapshotSource:
             owners, index = self._advance(previous, versions[1], docs)
         versions_map = previous.versions_map if previous is not None and same_docs and owners is previous.owners else VersionMap(owners, docs)
         if not same_docs:
-            self.means.of(docs, np.arange(len(docs)))  # read here, not by the searches: the vectors of changed documents
+            self.means.prefetch(docs)  # read here, not by the searches: the vectors of changed documents
         return Snapshot(versions, index, docs, versions_map, owners, self.means)
 
     def _full(self, version: int) -> tuple[ChunkOwners, SharedIndex]:

@@ -303,11 +303,27 @@ class LanceStore(base.Store):
             self.chunks.add(chunks)
             self._unoptimized_rows += chunks.num_rows
             self._faiss.added(chunks)
+        before = self.documents.version
         if documents:
             rows = pa.Table.from_pylist(documents, schema=documents_schema(self.dim))
             self.documents.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
         for predicate in in_lists("id", deleted_ids):
             self.documents.delete(predicate)
+        if documents or deleted_ids:
+            self._patch_records(before, [d["id"] for d in documents], deleted_ids)
+
+    def _patch_records(self, before: int, upserted: list[str], deleted: list[str]) -> None:
+        """Bring the kept document_records from documents version `before` to the current one by the rows a commit
+        just wrote (read back by id), instead of all of them again at the next run."""
+        records = self._records
+        if records is None or records[0] != before:
+            self._records = None
+            return
+        changed = set(upserted) | set(deleted)
+        by_path = {path: record for path, record in records[1].items() if record.id not in changed}
+        for row in self.document_rows(upserted, DOCUMENT_COLUMNS).to_pylist() if upserted else []:
+            by_path[row["path"]] = DocRecord(**row)
+        self._records = (self.documents.version, by_path)
 
     def set_document_fields(self, doc_id: str, *, title: str | None = None, metadata: str | None = None) -> None:
         """Change a document's title and metadata (those given) and nothing else: its chunks stay."""

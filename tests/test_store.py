@@ -147,3 +147,37 @@ def test_only_the_writer_checks_reader_versions(tmp_path: Path) -> None:
     open_store(settings, encoder, tmp_path / "data", create=False)  # a search reads it
     with pytest.raises(OriginMismatchError, match="pdf reader"):
         open_store(settings, encoder, tmp_path / "data", create=True)  # the writer refuses to extend it
+
+
+def test_kept_document_records_match_a_full_read_through_runs_of_changes(tmp_path: Path) -> None:
+    """A writer keeps document_records and patches them by each commit's rows: after random adds, edits, deletions,
+    touches and renames they are what a fresh handle reads, and the stale chunks of each change are collected."""
+    import os
+    import random
+
+    from lodex.store.base import Store as BaseStore
+    from tests.invariants import check_index
+
+    encoder = FakeEncoder()
+    root = tmp_path / "docs"
+    root.mkdir()
+    store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    rng = random.Random(7)
+    for step in range(12):
+        names = sorted(p.name for p in root.iterdir())
+        action = rng.choice(["add", "add", "edit", "delete", "touch", "rename"]) if names else "add"
+        if action == "add":
+            (root / f"n{step}.txt").write_text(f"new note {step} on lift{step} and drag{step}. " * rng.randint(5, 60))
+        elif action == "edit":
+            (root / rng.choice(names)).write_text(f"edited {step} on heat{step}. " * rng.randint(5, 60))
+        elif action == "delete":
+            (root / rng.choice(names)).unlink()
+        elif action == "touch":
+            os.utime(root / rng.choice(names), (1_000 + step, 1_000 + step))
+        else:
+            name = rng.choice(names)
+            (root / name).rename(root / f"moved{step}-{name}")
+        indexer.run(root)
+        assert store.document_records() == BaseStore.document_records(Store(tmp_path / "data", encoder.dim)), action
+        check_index(store, root, encoder=FakeEncoder())
+        assert store.chunks.count_rows() == store.counts()["chunks"], action  # nothing stale left behind

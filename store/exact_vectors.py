@@ -118,20 +118,21 @@ class ExactVectors:
 
     def read(self, ids: "np.ndarray | list[int]") -> np.ndarray:
         """The vectors of these chunk ids, in their order: one read per run of consecutive rows (a document's chunks
-        are stored together)."""
+        are stored together), straight into the array (read, not mapped: the page cache holds them, not this process)."""
         locs = self._locate(np.asarray(ids, np.int64))
         if (locs < 0).any():
             raise LookupError(f"{int((locs < 0).sum())} chunk ids have no stored vector")
-        out = np.empty((len(locs), self.dim), np.float32)
         order = np.argsort(locs, kind="stable")
         ordered = locs[order]
-        bounds = np.flatnonzero(np.diff(ordered) != 1) + 1
-        starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(ordered)]])
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            loc = int(ordered[start])
+        rows = np.empty((len(locs), self.dim), np.float32)  # in locator order
+        view, size = memoryview(rows).cast("B"), self._row_bytes
+        bounds = (np.flatnonzero(np.diff(ordered) != 1) + 1).tolist()
+        for start, end, loc in zip([0, *bounds], [*bounds, len(ordered)], ordered[[0, *bounds]].tolist() if len(ordered) else []):
             file = self._files[loc >> _FILE_SHIFT]
-            data = os.pread(file.fd, (end - start) * self._row_bytes, file.offset + (loc & _ROW_MASK) * self._row_bytes)
-            out[order[start:end]] = np.frombuffer(data, np.float32).reshape(end - start, self.dim)
+            if os.preadv(file.fd, [view[start * size : end * size]], file.offset + (loc & _ROW_MASK) * size) != (end - start) * size:
+                raise OSError(f"{file.path or 'the vectors file'} is shorter than its index says")
+        out = np.empty_like(rows)
+        out[order] = rows
         return out
 
     def rescored(self, queries: np.ndarray, candidates: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """The FAISS index over chunk vectors, keyed by chunk id, persisted per Lance version: exact (flat, float32), for large
 collections an inverted-file index (IVF, float16) that searches `nprobe` of its clusters, and for very large ones a
-compressed IVF (8-bit codes) whose candidates are re-scored exactly from float32 vectors kept on disk."""
+compressed IVF (product-quantized codes) whose candidates are re-scored exactly from float32 vectors kept on disk."""
 
 import os
 import re
@@ -14,7 +14,14 @@ from lodex.store.ann_policy import NPROBE, REFINE
 from lodex.store.exact_vectors import ExactVectors, discard_segments
 
 _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
-CODES = "sq8"  # a compressed index's codes: "sq8" (8 bits a dimension) or "pq<m>" (m bytes a vector), see bench/ann.py
+PQ_DIMS = 4  # dimensions per byte of a compressed index's product-quantized codes (96 bytes for 384-d: bench/ann.py)
+PQ_TRAIN = 256 * 39  # vectors its codebooks need at least (256 centroids each); with fewer: 8-bit scalar codes
+
+
+def compressed_codes(dim: int, train: int) -> str:
+    """A compressed index's codes: "pq<m>" (m = dim / PQ_DIMS bytes a vector), or "sq8" (a byte a dimension) when the
+    dimension does not divide or the training sample is too small for product quantization."""
+    return f"pq{dim // PQ_DIMS}" if dim % PQ_DIMS == 0 and train >= PQ_TRAIN else "sq8"
 
 
 def index_file(version: int) -> str:
@@ -66,12 +73,14 @@ class VectorIndex:
 
     @classmethod
     def ivf(cls, dim: int, train: np.ndarray, nlist: int, nprobe: int = NPROBE, refine: int = REFINE,
-            exact: Path | None = None, codes: str = CODES) -> "VectorIndex":
+            exact: Path | None = None, codes: str | None = None) -> "VectorIndex":
         """An empty IVF index whose `nlist` clusters are trained on `train`. Vectors are stored as float16 (half the
         memory of float32, cosines within 1e-3) with a hash-table map for removals by chunk id; or, with `exact` (a
-        directory for their float32 copies), compressed to `codes` (removals scan the lists: no map)."""
+        directory for their float32 copies), compressed to `codes` ("sq8" or "pq<m>"; default `compressed_codes`;
+        removals scan the lists: no map)."""
         faiss = (out := cls(dim, nprobe, refine))._faiss
         quantizer = faiss.IndexFlatIP(dim)
+        codes = codes or compressed_codes(dim, len(train))
         if exact is None or codes == "sq8":
             kind = faiss.ScalarQuantizer.QT_fp16 if exact is None else faiss.ScalarQuantizer.QT_8bit
             index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, kind, faiss.METRIC_INNER_PRODUCT, False)
@@ -86,7 +95,7 @@ class VectorIndex:
         out._set_nprobe()
         return out
 
-    def to_ivf(self, nlist: int | None = None, exact: Path | None = None, codes: str = CODES) -> "VectorIndex":
+    def to_ivf(self, nlist: int | None = None, exact: Path | None = None, codes: str | None = None) -> "VectorIndex":
         """An IVF index holding the same ids and vectors, its clusters trained on an even sample of them (with
         `exact`, a compressed one keeping its float32 vectors there)."""
         ids = self.ids()

@@ -125,7 +125,7 @@ class ExactVectors:
         order = np.argsort(locs, kind="stable")
         ordered = locs[order]
         rows = np.empty((len(locs), self.dim), np.float32)  # in locator order
-        view, size = memoryview(rows).cast("B"), self._row_bytes
+        view, size = rows.data.cast("B"), self._row_bytes
         bounds = (np.flatnonzero(np.diff(ordered) != 1) + 1).tolist()
         for start, end, loc in zip([0, *bounds], [*bounds, len(ordered)], ordered[[0, *bounds]].tolist() if len(ordered) else []):
             file = self._files[loc >> _FILE_SHIFT]

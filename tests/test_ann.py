@@ -261,3 +261,41 @@ def test_a_compressed_index_whose_vector_files_are_gone_reads_them_from_lance(tm
     lance = reader.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
     assert index.kind == "compressed" and np.array_equal(index.vectors(lance["id"].to_numpy()), vectors_of(lance))
     assert [h.path for h in Searcher(reader, FakeEncoder()).search("topic42", k=1, mode="dense").results] == ["042.txt"]
+
+
+def test_searches_of_a_compressed_index_go_on_while_it_is_saved_and_changed(tmp_path: Path) -> None:
+    """The serving path: searches share the index (SharedIndex) while the writer's saves publish its vectors (a read
+    lock, as searches hold) and commits add and remove (alone): no search fails or reads a wrong vector."""
+    import threading
+
+    from lodex.search.snapshot_source import SharedIndex
+
+    ids, vectors = _twins(10_000)
+    shared = SharedIndex(_compressed(tmp_path, ids, vectors))
+    probe = np.arange(0, 20_000, 211)
+    stop, failures, rounds = threading.Event(), [], [0]
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                _, hits = shared.search_batch(vectors[probe], 5)
+                assert hits[:, 0].tolist() == ids[probe].tolist()
+                assert np.array_equal(shared.vectors(ids[probe]), vectors[probe])
+                rounds[0] += 1
+            except Exception as exc:  # noqa: BLE001 — reported below
+                failures.append(exc)
+                return
+
+    searcher = threading.Thread(target=search)
+    searcher.start()
+    try:
+        for version in range(6):
+            fresh_ids = np.arange(version * 100, version * 100 + 100, dtype=np.int64) + 2**62
+            shared.add(fresh_ids, _clustered(100, seed=20 + version))
+            shared.remove(fresh_ids[:50])
+            with shared.reading():
+                shared.index.save(tmp_path, version)
+    finally:
+        stop.set()
+        searcher.join(60)
+    assert not failures and rounds[0] > 0, failures

@@ -5,6 +5,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lodex.store.ann_policy import AnnKind
+
 
 class Section(BaseModel):
     """A [section] of config.toml: unknown keys refused, values checked when set after loading too."""
@@ -24,8 +26,9 @@ class IndexSettings(Section):
     max_file_mb: float = Field(1024, gt=0)
     max_parsed_mb: float = Field(50, gt=0)
     stream_above_mb: float = Field(8, gt=0)
-    ann: Literal["auto", "flat", "ivf"] = "auto"
+    ann: AnnKind = "auto"
     ann_above: int = Field(50_000, ge=10_000)
+    compress_above: int = Field(1_000_000, ge=10_000)
     flush_tokens: int = Field(131072, ge=256)
     retries: int = Field(3, ge=0, le=20)
     retry_backoff_s: float = Field(0.5, ge=0)

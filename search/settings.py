@@ -25,3 +25,4 @@ class SearchSettings(Section):
     passages: int = Field(3, ge=0, le=50)
     candidates: int = Field(100, ge=1)
     nprobe: int = Field(64, ge=1, le=65_536)
+    refine_factor: int = Field(4, ge=1, le=64)

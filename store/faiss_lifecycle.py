@@ -83,11 +83,11 @@ class FaissLifecycle:
         if self._index is not None and self._index_version == version:
             return self._index
         self._fetch(version)
-        index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
+        index = self._load(version)
         if index is None:
             if self._index is None:
                 self._fetch()
-            index, self._index = self._index or VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe), None
+            index, self._index = self._index or self._load(), None
             if index is None or not self._catch_up(index, chunk_ids):
                 index = None  # freed before the new one is built
                 index = self._build()
@@ -97,9 +97,9 @@ class FaissLifecycle:
     def detached(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:
         """An index of this version that this lifecycle does not keep: the file saved for it, else the newest file
         caught up by chunk id, else one built from Lance."""
-        index = VectorIndex.load(self.data_dir, version, self.dim, self.ann.nprobe)
+        index = self._load(version)
         if index is None:
-            index = VectorIndex.load_latest(self.data_dir, self.dim, self.ann.nprobe)
+            index = self._load()
             if index is None or not self._catch_up(index, chunk_ids):
                 index = None
                 index = self._build()
@@ -172,31 +172,52 @@ class FaissLifecycle:
         if len(missing) > len(lance_ids) // 2:
             return False
         index.remove(np.setdiff1d(have, lance_ids, assume_unique=True))
-        if len(missing) <= 4 * IN_BATCH:
-            if len(missing):
-                table = lance_bridge.select_in(self.chunks, "id", missing.tolist(), ["id", "vector"])
-                index.add(table["id"].to_numpy(), vectors_of(table))
-            return True
-        for ids, vectors in self._vector_batches():
-            keep = np.isin(ids, missing, assume_unique=True)
-            index.add(ids[keep], vectors[keep])
+        for ids, vectors in self._vectors_of(missing):
+            index.add(ids, vectors)
         return True
+
+    def _vectors_of(self, wanted: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, vectors) of these chunk ids, from Lance: by id when they are few, else picked out of a scan."""
+        if len(wanted) <= 4 * IN_BATCH:
+            if len(wanted):
+                table = lance_bridge.select_in(self.chunks, "id", wanted.tolist(), ["id", "vector"])
+                yield table["id"].to_numpy(), vectors_of(table)
+            return
+        wanted = np.sort(wanted)
+        for ids, vectors in self._vector_batches():
+            keep = np.isin(ids, wanted, assume_unique=True)
+            yield ids[keep], vectors[keep]
+
+    def _load(self, version: int | None = None) -> VectorIndex | None:
+        """The index saved for `version` (None: the newest saved), a compressed one given the float32 vectors its
+        segment files lack (another host's index, or files merged away) from Lance."""
+        ann, dim = self.ann, self.dim
+        if version is None:
+            index = VectorIndex.load_latest(self.data_dir, dim, ann.nprobe, ann.refine)
+        else:
+            index = VectorIndex.load(self.data_dir, version, dim, ann.nprobe, ann.refine)
+        if index is not None and index.exact is not None:
+            for ids, vectors in self._vectors_of(index.missing_vectors()):
+                index.exact.append(ids, vectors)
+        return index
 
     def _build(self, kind: str | None = None) -> VectorIndex:
         """A new index of `kind` (default: what the policy wants for this size) over every chunk in Lance,
-        streamed; an IVF index is first trained on an even sample of them (one more pass)."""
-        n = self.chunks.count_rows()
-        if (kind or self.ann.kind_for(n)) == "ivf":
+        streamed; an IVF index (compressed or not) is first trained on an even sample of them (one more pass)."""
+        n, ann = self.chunks.count_rows(), self.ann
+        kind = kind or ann.kind_for(n)
+        if kind != "flat":
             nlist = ivf_lists(n)
             every = train_stride(n, nlist)
             sample, filled = np.empty((len(range(0, n, every)), self.dim), np.float32), 0
             for _, vectors in self._vector_batches(every):
                 sample[filled:filled + len(vectors)] = vectors
                 filled += len(vectors)
-            index = VectorIndex.ivf(self.dim, sample[:filled], nlist, self.ann.nprobe)
+            index = VectorIndex.ivf(self.dim, sample[:filled], nlist, ann.nprobe, ann.refine,
+                                    self.data_dir if kind == "compressed" else None)
             del sample
         else:
-            index = VectorIndex(self.dim, self.ann.nprobe)
+            index = VectorIndex(self.dim, ann.nprobe, ann.refine)
         for ids, vectors in self._vector_batches():
             index.add(ids, vectors)
         release_freed()

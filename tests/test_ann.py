@@ -1,14 +1,17 @@
-"""Large-index mode: the IVF index keeps deletes and updates exact, survives saving, and the store switches to it."""
+"""Large-index mode: the IVF index and the compressed one (8-bit codes, candidates re-scored from float32 vectors on
+disk) keep deletes and updates exact and survive saving, and the store switches between them and the flat one by size."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lodex.store import faiss_lifecycle
+from lodex.store import exact_vectors, faiss_lifecycle
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.lance_store import AnnPolicy, Store
 from lodex.store.vector_index import VectorIndex
+from lodex.search.searcher import Searcher
+from lodex.store.schema import vectors_of
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -106,3 +109,193 @@ def test_a_large_run_lets_the_index_go_and_the_save_rebuilds_it_from_lance(tmp_p
     assert not built, "a small change is kept in memory"
     assert sorted(store.chunks.search().select(["id"]).to_arrow()["id"].to_pylist()) == sorted(store.vector_index().ids().tolist())
     assert searcher.search("zeppelins airships", k=1, mode="dense").results[0].path == "007.txt"
+
+
+def _twins(n: int, dim: int = 32, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """n clustered vectors, each followed by a near-copy (cosine ~0.99999): compressed codes cannot tell the two apart,
+    an exact score can. Random int64 ids, as chunk ids are."""
+    base = _clustered(n, dim, seed)
+    twins = base + 0.001 * np.random.default_rng(seed).standard_normal(base.shape).astype(np.float32)
+    vectors = np.empty((2 * n, dim), np.float32)
+    vectors[0::2], vectors[1::2] = base, twins / np.linalg.norm(twins, axis=1, keepdims=True)
+    ids = np.random.default_rng(seed).choice(2**62, 2 * n, replace=False).astype(np.int64)
+    return ids, vectors
+
+
+def _compressed(tmp_path: Path, ids: np.ndarray, vectors: np.ndarray, nprobe: int = 16) -> VectorIndex:
+    flat = VectorIndex(vectors.shape[1], nprobe=nprobe)
+    flat.add(ids, vectors)
+    index = flat.to_ivf(exact=tmp_path)
+    assert index.kind == "compressed" and index.index.code_size == vectors.shape[1] // 4  # product-quantized: a byte in 4 dims
+    return index
+
+
+def test_a_compressed_index_refines_its_candidates_to_the_exact_top_hit(tmp_path: Path) -> None:
+    ids, vectors = _twins(10_000)  # 20,000 vectors
+    index = _compressed(tmp_path, ids, vectors)
+    planted = np.arange(0, 20_000, 97)
+    scores, hits = index.search_batch(vectors[planted], 10)
+    assert hits[:, 0].tolist() == ids[planted].tolist()  # the query's own vector, not its twin
+    position = {i: p for p, i in enumerate(ids.tolist())}
+    exact = np.einsum("qkd,qd->qk", vectors[np.vectorize(position.get)(hits)], vectors[planted])
+    assert np.allclose(scores, exact, atol=1e-6) and (np.diff(scores, axis=1) <= 0).all()  # exact scores, best first
+    _, coded = index.index.search(vectors[planted], 1)  # the codes alone
+    assert np.mean(coded[:, 0] == ids[planted]) < 0.95, "the twins were too far apart to need the exact step"
+    assert np.array_equal(index.vectors(ids[planted]), vectors[planted])  # best passages are scored on float32 vectors
+    single_scores, single = index.search(vectors[planted[0]], 10)  # one query alone: the same answer
+    assert single.tolist() == hits[0].tolist() and np.allclose(single_scores, scores[0])
+
+
+def test_a_compressed_index_never_returns_removed_chunks(tmp_path: Path) -> None:
+    ids, vectors = _twins(10_000)
+    index = _compressed(tmp_path, ids, vectors)
+    gone = ids[::3]
+    index.remove(gone)
+    assert len(index) == len(ids) - len(gone) and not set(index.ids().tolist()) & set(gone.tolist())
+    _, hits = index.search_batch(vectors[::3][:3_000], 20)  # the removed vectors' own neighbourhoods
+    assert not set(hits.ravel().tolist()) & set(gone.tolist())
+    moved = _clustered(100, seed=9)
+    index.add(gone[:100], moved)  # the same ids back, with new vectors
+    scores, hits = index.search_batch(moved, 1)
+    assert hits[:, 0].tolist() == gone[:100].tolist() and np.allclose(scores[:, 0], 1.0, atol=1e-6)
+    assert np.array_equal(index.vectors(gone[:100]), moved)
+
+
+def test_a_compressed_index_round_trips_through_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exact_vectors, "MAX_SEGMENTS", 3)
+    ids, vectors = _twins(10_000)
+    index = _compressed(tmp_path, ids, vectors)
+    index.save(tmp_path, 7)
+    loaded = VectorIndex.load(tmp_path, 7, 32, nprobe=4, refine=2)
+    assert loaded is not None and loaded.kind == "compressed" and (loaded.index.nprobe, loaded.refine) == (4, 2)
+    assert np.array_equal(loaded.ids(), np.sort(ids)) and not len(loaded.missing_vectors())
+    assert np.array_equal(loaded.vectors(ids[::7]), vectors[::7])
+    for version in range(8, 14):  # each save publishes what was added since; segments are merged before they pile up
+        fresh = _clustered(50, seed=version)
+        loaded.remove(ids[version * 50 : version * 50 + 50])
+        loaded.add(ids[version * 50 : version * 50 + 50], fresh)
+        loaded.save(tmp_path, version)
+        segments = sorted(p.name for p in tmp_path.glob("chunks.exact.*.f32"))
+        assert 1 <= len(segments) <= 3 and [p.name for p in tmp_path.glob("chunks.v*.faiss")] == [f"chunks.v{version}.faiss"]
+    again = VectorIndex.load(tmp_path, 13, 32)
+    assert again is not None and np.array_equal(again.vectors(ids[650:700]), fresh)
+    assert np.array_equal(again.vectors(ids[:400]), vectors[:400])
+    for path in tmp_path.glob("chunks.exact.*.f32"):
+        path.unlink()  # another host's copy of the index, or files lost: the vectors are to come from Lance
+    lost = VectorIndex.load(tmp_path, 13, 32)
+    assert lost is not None and np.array_equal(np.sort(lost.missing_vectors()), np.sort(ids))
+    assert not list(tmp_path.glob(".chunks.exact.*"))  # nothing left behind but the published files
+    loaded.to_flat().save(tmp_path, 14)  # an index of another kind needs no vector files
+    assert not list(tmp_path.glob("chunks.exact.*"))
+
+
+class _Sized:
+    """What AnnPolicy.rebuild reads of an index: its size, kind and the size its clusters were made for."""
+
+    def __init__(self, n: int, kind: str, trained_for: int = 0) -> None:
+        self.n, self.kind, self.trained_for = n, kind, trained_for
+
+    def __len__(self) -> int:
+        return self.n
+
+
+def test_the_ann_policy_picks_flat_then_ivf_then_compressed_and_back_with_slack() -> None:
+    auto = AnnPolicy(above=50_000, compress_above=1_000_000)
+    assert [auto.kind_for(n) for n in (9_999, 49_999, 50_000, 999_999, 1_000_000)] == ["flat", "flat", "ivf", "ivf", "compressed"]
+    assert AnnPolicy(kind="compressed").kind_for(10_000) == "compressed" and AnnPolicy(kind="compressed").kind_for(9_999) == "flat"
+    assert AnnPolicy(kind="ivf").kind_for(5_000_000) == "ivf" and AnnPolicy(kind="flat").kind_for(5_000_000) == "flat"
+    growing = [(60_000, "flat", 0), (1_200_000, "ivf", 400_000), (5_000_000, "compressed", 1_000_000)]
+    assert [auto.rebuild(_Sized(*case)) for case in growing] == ["ivf", "compressed", "compressed"]  # the last: retrained
+    assert auto.rebuild(_Sized(1_100_000, "compressed", 1_000_000)) is None
+    assert auto.rebuild(_Sized(250_000, "compressed", 1_000_000)) is None  # kept down to a quarter of compress_above
+    assert auto.rebuild(_Sized(249_999, "compressed", 1_000_000)) == "ivf"
+    assert auto.rebuild(_Sized(12_500, "ivf", 50_000)) is None and auto.rebuild(_Sized(12_499, "ivf", 50_000)) == "flat"
+    assert auto.rebuild(_Sized(9_000, "compressed", 1_000_000)) == "flat"  # below MIN_IVF
+    assert AnnPolicy(kind="ivf").rebuild(_Sized(2_000_000, "compressed", 1_000_000)) == "ivf"  # configured otherwise
+    assert AnnPolicy(kind="flat").rebuild(_Sized(2_000_000, "compressed", 1_000_000)) == "flat"
+
+
+def test_the_store_goes_from_flat_to_ivf_to_compressed_and_back_as_the_folder_grows_and_shrinks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AnnPolicy, "MIN_IVF", 20)
+    monkeypatch.setattr(faiss_lifecycle, "ivf_lists", lambda n: max(1, min(16, n // 4)))
+    root = tmp_path / "docs"
+    root.mkdir()
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    policy = AnnPolicy(above=40, compress_above=200)
+    store.ann = policy
+    kinds = []
+    for count in (30, 60, 220, 150, 45, 10):  # chunks: one a file
+        for i in range(count):
+            (root / f"{i:03d}.txt").write_text(f"note {i} on wings lift drag flow heat topic{i} " * 3)
+        for path in sorted(root.iterdir())[count:]:
+            path.unlink()
+        indexer.run(root)
+        reader = Store(tmp_path / "data", store.dim, policy)  # another process's view: the saved file
+        for view in (store, reader):
+            index = view.vector_index()
+            lance = view.chunks.search().select(["id", "vector"]).limit(None).to_arrow().sort_by("id")
+            assert sorted(index.ids().tolist()) == lance["id"].to_pylist()
+            assert np.allclose(index.vectors(lance["id"].to_numpy()), vectors_of(lance), atol=2e-3 if index.kind == "ivf" else 1e-6)
+        kinds.append(reader.vector_index().kind)
+        assert [h.path for h in searcher.search(f"topic{count - 3}", k=1, mode="dense").results] == [f"{count - 3:03d}.txt"]
+        has_files = bool(list((tmp_path / "data").glob("chunks.exact.*.f32")))
+        assert has_files == (kinds[-1] == "compressed"), kinds
+    assert kinds == ["flat", "ivf", "compressed", "compressed", "ivf", "flat"]
+
+
+def test_a_compressed_index_whose_vector_files_are_gone_reads_them_from_lance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(AnnPolicy, "MIN_IVF", 20)
+    monkeypatch.setattr(faiss_lifecycle, "ivf_lists", lambda n: max(1, min(16, n // 4)))
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(80):
+        (root / f"{i:03d}.txt").write_text(f"note {i} on wings lift drag flow heat topic{i} " * 3)
+    store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
+    store.ann = AnnPolicy(kind="compressed")
+    indexer.run(root)
+    for path in (tmp_path / "data").glob("chunks.exact.*.f32"):
+        path.unlink()
+    reader = Store(tmp_path / "data", store.dim, AnnPolicy(kind="compressed"))
+    index = reader.vector_index()
+    lance = reader.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
+    assert index.kind == "compressed" and np.array_equal(index.vectors(lance["id"].to_numpy()), vectors_of(lance))
+    assert [h.path for h in Searcher(reader, FakeEncoder()).search("topic42", k=1, mode="dense").results] == ["042.txt"]
+
+
+def test_searches_of_a_compressed_index_go_on_while_it_is_saved_and_changed(tmp_path: Path) -> None:
+    """The serving path: searches share the index (SharedIndex) while the writer's saves publish its vectors (a read
+    lock, as searches hold) and commits add and remove (alone): no search fails or reads a wrong vector."""
+    import threading
+
+    from lodex.search.snapshot_source import SharedIndex
+
+    ids, vectors = _twins(10_000)
+    shared = SharedIndex(_compressed(tmp_path, ids, vectors))
+    probe = np.arange(0, 20_000, 211)
+    stop, failures, rounds = threading.Event(), [], [0]
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                _, hits = shared.search_batch(vectors[probe], 5)
+                assert hits[:, 0].tolist() == ids[probe].tolist()
+                assert np.array_equal(shared.vectors(ids[probe]), vectors[probe])
+                rounds[0] += 1
+            except Exception as exc:  # noqa: BLE001 — reported below
+                failures.append(exc)
+                return
+
+    searcher = threading.Thread(target=search)
+    searcher.start()
+    try:
+        for version in range(6):
+            fresh_ids = np.arange(version * 100, version * 100 + 100, dtype=np.int64) + 2**62
+            shared.add(fresh_ids, _clustered(100, seed=20 + version))
+            shared.remove(fresh_ids[:50])
+            with shared.reading():
+                shared.index.save(tmp_path, version)
+    finally:
+        stop.set()
+        searcher.join(60)
+    assert not failures and rounds[0] > 0, failures

@@ -1,6 +1,7 @@
 """The contract every backend meets (as txtai's runTests runs one suite over every backend): the same folder
 indexed, searched in every mode and ranking, and updated (edit, rename, delete) with both encoders (the FakeEncoder
-and the real bundled model) and both kinds of vector index (exact flat and IVF), checking the index invariants
+and the real bundled model) and every kind of vector index (exact flat, IVF, compressed IVF with its exact re-scoring),
+checking the index invariants
 (tests/invariants.py) after every step, from the writer's side and from a fresh reader's."""
 
 from collections.abc import Iterator
@@ -70,7 +71,7 @@ class Backend:
     """One encoder and one kind of vector index, over its own copy of FOLDER."""
 
     name: str
-    kind: str  # "flat" | "ivf"
+    kind: str  # "flat" | "ivf" | "compressed"
     root: Path
     data: Path
     encoder: Encoder
@@ -80,7 +81,7 @@ class Backend:
 
     @property
     def vector_atol(self) -> float:
-        return 2e-3 if self.kind == "ivf" else 1e-5  # an IVF index stores float16 vectors
+        return 2e-3 if self.kind == "ivf" else 1e-5  # an IVF index stores float16 vectors; a compressed one reads float32
 
     def reader(self) -> Searcher:
         """A searcher over a fresh handle on the data directory: another process's view."""
@@ -99,15 +100,17 @@ class Backend:
 BACKENDS = [
     pytest.param(("fake", "flat"), id="fake-flat"),
     pytest.param(("fake", "ivf"), id="fake-ivf"),
+    pytest.param(("fake", "compressed"), id="fake-compressed"),
     pytest.param(("real", "flat"), id="real-flat", marks=pytest.mark.slow),
     pytest.param(("real", "ivf"), id="real-ivf", marks=pytest.mark.slow),
+    pytest.param(("real", "compressed"), id="real-compressed", marks=pytest.mark.slow),
 ]
 
 
 def _build(request: pytest.FixtureRequest, tmp: Path, mp: pytest.MonkeyPatch) -> Backend:
     name, kind = request.param
     encoder = request.getfixturevalue("real_encoder") if name == "real" else FakeEncoder()
-    if kind == "ivf":  # IVF from the first vector on (as test_ann forces it), with more clusters than so few chunks call for
+    if kind != "flat":  # IVF from the first vector on (as test_ann forces it), with more clusters than so few chunks call for
         mp.setattr(AnnPolicy, "MIN_IVF", 1)
         mp.setattr(faiss_lifecycle, "ivf_lists", lambda n: max(1, min(IVF_LISTS, n)))
     root, data = tmp / "docs", tmp / "data"
@@ -239,7 +242,7 @@ def test_every_stored_vector_is_its_own_nearest_neighbour(indexed: Backend) -> N
     """Searched with its own vector, every chunk comes back first, even when an IVF index looks in one cluster only
     (each vector sits in its nearest cluster's list): ids keyed to the right vectors, in the right lists."""
     index = indexed.reader().store.vector_index()
-    if index.kind == "ivf":
+    if index.kind != "flat":
         assert index.index.nlist > 1
         index.index.nprobe = 1
     ids = np.sort(index.ids())

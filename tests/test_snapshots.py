@@ -11,7 +11,8 @@ from lodex.search.results import SearchFilters
 from lodex.search.searcher import Searcher
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SharedIndex, SnapshotSource
-from lodex.store.lance_store import Store
+from lodex.store import faiss_lifecycle
+from lodex.store.lance_store import AnnPolicy, Store
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -77,24 +78,33 @@ def _assert_same(incremental: dict, full: dict) -> None:
         assert np.allclose(mine[5], vectors, atol=1e-6) and mine[6] == found and np.allclose(mine[7], mean, atol=1e-6)
 
 
-def _from_scratch(data: Path, dim: int, versions: tuple[int, int]) -> dict:
-    store = Store(data, dim)
+def _from_scratch(data: Path, dim: int, versions: tuple[int, int], ann: AnnPolicy) -> dict:
+    store = Store(data, dim, ann)
     store.pin(versions)
     return _state(SnapshotSource(store)._next(None, versions))
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, seed: int, monkeypatch) -> None:
+def _compressed_from_the_start(monkeypatch) -> AnnPolicy:
+    """A compressed index from the first chunk on, with a few clusters."""
+    monkeypatch.setattr(AnnPolicy, "MIN_IVF", 1)
+    monkeypatch.setattr(faiss_lifecycle, "ivf_lists", lambda n: max(1, min(8, n)))
+    return AnnPolicy(kind="compressed")
+
+
+@pytest.mark.parametrize("seed, kind", [(0, "auto"), (1, "auto"), (2, "auto"), (3, "compressed")])
+def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, seed: int, kind: str, monkeypatch) -> None:
     rng = random.Random(seed)
+    ann = _compressed_from_the_start(monkeypatch) if kind == "compressed" else AnnPolicy()
     root = tmp_path / "docs"
     root.mkdir()
     for i in range(6):
         (root / f"f{i}.txt").write_text(_text(rng))
     encoder = FakeEncoder(dim=16)
     store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    store.ann = ann
     indexer.flush_tokens = 200  # several commits per run: versions with chunks whose documents are not committed yet
     indexer.run(root)
-    source = SnapshotSource(Store(tmp_path / "data", encoder.dim))
+    source = SnapshotSource(Store(tmp_path / "data", encoder.dim, ann))
     full_builds: list[SnapshotSource] = []
     full = SnapshotSource._full
     monkeypatch.setattr(SnapshotSource, "_full", lambda self, version: full_builds.append(self) or full(self, version))
@@ -105,7 +115,7 @@ def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, s
         nonlocal compared
         if rng.random() < 0.5:
             snap = source.refresh()
-            _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions))
+            _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions, ann))
             compared += 1
 
     for serial in range(12):
@@ -114,7 +124,8 @@ def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, s
         if serial % 5 == 4:
             store.optimize()  # compaction: every row moves to a new row id
         snap = source.refresh()
-        _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions))
+        _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions, ann))
+        assert kind != "compressed" or _kind(snap) == "compressed"
     assert compared > 0
     assert sum(built is source for built in full_builds) == 1  # the first snapshot; every later one by what changed
     snap = source.snapshot()
@@ -183,7 +194,12 @@ def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_pa
         source.close()
 
 
-def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_path: Path, monkeypatch) -> None:
+def _kind(snap: Snapshot) -> str:
+    return (snap.index.index if isinstance(snap.index, SharedIndex) else snap.index).kind  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("kind", ["auto", "compressed"])
+def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_path: Path, kind: str, monkeypatch) -> None:
     import gc
     import weakref
 
@@ -199,6 +215,8 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
     settings = Settings(base_dir=tmp_path)
     settings.index.data_dir = str(tmp_path / "data")
     settings.api.query_threads = 3
+    if kind == "compressed":
+        settings.index.ann = _compressed_from_the_start(monkeypatch).kind
     made: list = []  # every vector index made from here on (earlier tests' may still be alive in this process)
     init = VectorIndex.__init__
     monkeypatch.setattr(VectorIndex, "__init__", lambda self, *a, **k: made.append(weakref.ref(self)) or init(self, *a, **k))
@@ -212,7 +230,8 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
         gc.collect()
         held = [o for o in (ref() for ref in made) if o is not None]
         assert len(held) == 1 and held[0] is service.snapshots.snapshot().index.index  # type: ignore[attr-defined]
-        check_index(service.side.store, root, persisted=True)  # the saved file holds exactly this version's chunks
+        assert held[0].kind == ("compressed" if kind == "compressed" else "flat")
+        check_index(service.side.store, root, persisted=True, vector_atol=1e-6)  # the saved file: exactly this version's chunks
     finally:
         service.close()
 

@@ -1,0 +1,258 @@
+"""A compressed index's float32 vectors, kept on disk and read back by chunk id to re-score its candidates exactly:
+immutable segment files in the data dir that every process reads, plus a private file of the vectors added since."""
+
+import os
+import re
+import tempfile
+import weakref
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+_SEGMENT = re.compile(r"^chunks\.exact\.(\d+)\.f32$")
+_MAGIC = b"LODEXF32"
+_HEADER = 32  # magic, dim (int64), rows (int64), reserved
+_FILE_SHIFT = 40  # a vector's locator: its file's number << 40 | its row there
+_ROW_MASK = (1 << _FILE_SHIFT) - 1
+MAX_SEGMENTS = 8  # segment files before a save merges them into one
+_COPY_ROWS = 16_384  # rows copied at a time when segments are merged
+_EMPTY = np.zeros(0, np.int64)
+
+
+def _segment_name(seq: int) -> str:
+    return f"chunks.exact.{seq:06d}.f32"
+
+
+def _saved_segments(directory: Path) -> list[tuple[int, Path]]:
+    """(sequence number, path) of every published segment in `directory`, oldest first."""
+    found = ((int(m.group(1)), p) for p in directory.glob("chunks.exact.*.f32") if (m := _SEGMENT.match(p.name)))
+    return sorted(found)
+
+
+def discard_segments(directory: Path) -> None:
+    """Delete every segment file in `directory` (an index that is not compressed needs none; processes still reading
+    one keep their open copy)."""
+    for _, path in _saved_segments(directory):
+        path.unlink(missing_ok=True)
+
+
+class _File:
+    """One file of float32 rows: a published segment (path set, rows fixed) or the private tail (rows appended)."""
+
+    def __init__(self, fd: int, rows: int, offset: int, path: Path | None, handle: IO[bytes] | None = None) -> None:
+        self.fd, self.rows, self.offset, self.path, self.handle = fd, rows, offset, path, handle
+
+
+class ExactVectors:
+    """The float32 vector of each chunk id, in files under `directory`, none of it held in memory but a sorted id →
+    locator map (16 bytes a chunk). The vectors of a chunk id never change, so every version's index can share the
+    published segments; the one writer publishes its own additions as a new segment when its index is saved, and
+    merges the segments into one when they hold twice the live vectors or number more than MAX_SEGMENTS."""
+
+    def __init__(self, directory: Path, dim: int) -> None:
+        self.directory, self.dim = directory, dim
+        self._row_bytes = 4 * dim
+        self._files: list[_File] = []  # numbered by position, never removed: a locator names one
+        self._tail: int | None = None  # which of _files is the private tail, once something was added
+        self._tail_ids: list[np.ndarray] = []
+        self._retired: list[_File] = []  # files replaced by a save, closed at the next change (no search reads them then)
+        # (ids, locators) sorted by id, one entry each; then those added since, sorted and stable. Replaced whole, so
+        # that a search reading while the index is saved sees one map or the other.
+        self._map: tuple[np.ndarray, ...] = (_EMPTY, _EMPTY, _EMPTY, _EMPTY)
+        self._closer = weakref.finalize(self, _close_all, self._files)
+
+    # ---- opening ----------------------------------------------------------------------------
+    @classmethod
+    def open(cls, directory: Path, dim: int, wanted: np.ndarray) -> "ExactVectors":
+        """The vectors of the chunk ids `wanted` that the published segments hold (`missing` tells which others to add;
+        a segment deleted or damaged meanwhile is passed over)."""
+        out = cls(directory, dim)
+        wanted = np.sort(np.asarray(wanted, np.int64))
+        ids, locs = [], []
+        for _, path in _saved_segments(directory):
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue  # merged away by the writer since it was listed
+            segment_ids = out._read_segment(fd, path)
+            if segment_ids is None:
+                os.close(fd)
+                continue
+            keep = np.flatnonzero(np.isin(segment_ids, wanted))
+            ids.append(segment_ids[keep])
+            locs.append(keep + ((len(out._files) - 1) << _FILE_SHIFT))
+        if ids:
+            out._map = (*_latest(np.concatenate(ids), np.concatenate(locs)), _EMPTY, _EMPTY)
+        return out
+
+    def _read_segment(self, fd: int, path: Path) -> np.ndarray | None:
+        """Register a segment file; its chunk ids, or None when it is not one of this dimension."""
+        header = os.pread(fd, _HEADER, 0)
+        if len(header) < _HEADER or header[:8] != _MAGIC:
+            return None
+        dim, rows = np.frombuffer(header[8:24], np.int64)
+        if int(dim) != self.dim or os.fstat(fd).st_size != _HEADER + int(rows) * (self._row_bytes + 8):
+            return None
+        ids = np.frombuffer(os.pread(fd, int(rows) * 8, _HEADER + int(rows) * self._row_bytes), np.int64)
+        self._files.append(_File(fd, int(rows), _HEADER, path))
+        return ids
+
+    # ---- the vectors of chunk ids -------------------------------------------------------------
+    def _locate(self, ids: np.ndarray) -> np.ndarray:
+        """Each id's locator, -1 for ids without a vector (an id added again: its latest vector)."""
+        ids = np.asarray(ids, np.int64)
+        out = np.full(len(ids), -1, np.int64)
+        base_ids, base_locs, new_ids, new_locs = self._map
+        for keys, values in ((base_ids, base_locs), (new_ids, new_locs)):
+            if len(keys) and len(ids):
+                pos = np.searchsorted(keys, ids, side="right") - 1
+                hit = (pos >= 0) & (keys[np.maximum(pos, 0)] == ids)
+                out[hit] = values[pos[hit]]
+        return out
+
+    def missing(self, ids: np.ndarray) -> np.ndarray:
+        """The ids among these that have no vector here."""
+        ids = np.asarray(ids, np.int64)
+        return ids[self._locate(ids) < 0]
+
+    def read(self, ids: "np.ndarray | list[int]") -> np.ndarray:
+        """The vectors of these chunk ids, in their order: one read per run of consecutive rows (a document's chunks
+        are stored together), straight into the array (read, not mapped: the page cache holds them, not this process)."""
+        locs = self._locate(np.asarray(ids, np.int64))
+        if (locs < 0).any():
+            raise LookupError(f"{int((locs < 0).sum())} chunk ids have no stored vector")
+        order = np.argsort(locs, kind="stable")
+        ordered = locs[order]
+        rows = np.empty((len(locs), self.dim), np.float32)  # in locator order
+        view, size = rows.data.cast("B"), self._row_bytes
+        bounds = (np.flatnonzero(np.diff(ordered) != 1) + 1).tolist()
+        for start, end, loc in zip([0, *bounds], [*bounds, len(ordered)], ordered[[0, *bounds]].tolist() if len(ordered) else []):
+            file = self._files[loc >> _FILE_SHIFT]
+            if os.preadv(file.fd, [view[start * size : end * size]], file.offset + (loc & _ROW_MASK) * size) != (end - start) * size:
+                raise OSError(f"{file.path or 'the vectors file'} is shorter than its index says")
+        out = np.empty_like(rows)
+        out[order] = rows
+        return out
+
+    def rescored(self, queries: np.ndarray, candidates: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-n (scores, ids) per query among its candidate ids (-1: none), scored exactly by inner product with the
+        stored vectors (each distinct id read once for the batch); rows short of n are padded with -1 ids."""
+        valid = candidates >= 0
+        unique, inverse = np.unique(candidates[valid], return_inverse=True)
+        vectors = self.read(unique)
+        scores = np.full(candidates.shape, -np.inf, np.float32)
+        rows = np.nonzero(valid)[0]
+        scores[valid] = np.einsum("ij,ij->i", vectors[inverse], queries[rows])
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :n]
+        best, ids = np.take_along_axis(scores, top, 1), np.take_along_axis(candidates, top, 1)
+        return np.where(ids >= 0, best, -np.inf).astype(np.float32), ids
+
+    # ---- adding ----------------------------------------------------------------------------
+    def append(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Keep these chunks' vectors (in this process's private file until the index is saved). Like any change of
+        the index, it must not run while a search reads it."""
+        ids = np.asarray(ids, np.int64)
+        for file in self._retired:
+            _close(file)
+        self._retired = []
+        if not len(ids):
+            return
+        number = self._open_tail()
+        tail = self._files[number]
+        os.pwrite(tail.fd, np.ascontiguousarray(vectors, dtype=np.float32).tobytes(), tail.rows * self._row_bytes)
+        locs = tail.rows + np.arange(len(ids), dtype=np.int64) + (number << _FILE_SHIFT)
+        tail.rows += len(ids)
+        self._tail_ids.append(ids)
+        base_ids, base_locs, new_ids, new_locs = self._map
+        new_ids, new_locs = _merged(new_ids, new_locs, ids, locs)
+        if len(new_ids) > max(4096, len(base_ids) // 8):
+            self._map = (*_latest(np.concatenate([base_ids, new_ids]), np.concatenate([base_locs, new_locs])), _EMPTY, _EMPTY)
+        else:
+            self._map = (base_ids, base_locs, new_ids, new_locs)
+
+    def _open_tail(self) -> int:
+        if self._tail is None:
+            try:
+                handle = tempfile.TemporaryFile(dir=self.directory, prefix=".chunks.exact.")
+            except OSError:  # a read-only data dir: the system's temporary dir
+                handle = tempfile.TemporaryFile(prefix="lodex.exact.")
+            self._files.append(_File(handle.fileno(), 0, 0, None, handle))
+            self._tail = len(self._files) - 1
+        return self._tail
+
+    # ---- saving (the one writer) -------------------------------------------------------------
+    def save(self, live: np.ndarray) -> None:
+        """Publish the vectors added since the last save as a segment, so that the index saved next finds them in
+        any process; with many segments or much garbage (vectors of chunks no longer in `live`), rewrite the live
+        vectors into one segment instead and delete the others."""
+        for stale in self.directory.glob(".chunks.exact.*.part"):
+            stale.unlink(missing_ok=True)  # left by a writer that died while saving
+        saved = _saved_segments(self.directory)
+        rows = (self._files[self._tail].rows if self._tail is not None else 0) + sum(self._rows_of(p) for _, p in saved)
+        if len(saved) < MAX_SEGMENTS and rows <= 2 * len(live) + 4096:
+            if self._tail is not None and self._files[self._tail].rows:
+                self._publish(np.concatenate(self._tail_ids), [self._tail], saved)
+            return
+        live = np.asarray(live, np.int64)
+        self._publish(live[np.argsort(self._locate(live), kind="stable")], [i for i, f in enumerate(self._files) if f.fd >= 0], saved)
+        for _, path in saved:
+            path.unlink(missing_ok=True)
+
+    def _rows_of(self, path: Path) -> int:
+        try:
+            return max(0, (path.stat().st_size - _HEADER) // (self._row_bytes + 8))
+        except FileNotFoundError:
+            return 0
+
+    def _publish(self, ids: np.ndarray, replaced: list[int], saved: list[tuple[int, Path]]) -> None:
+        """Write the vectors of `ids` (their order kept) to a new segment and read them from it from now on; the
+        files `replaced` are let go at the next change (searches running meanwhile may still read them)."""
+        seq = saved[-1][0] + 1 if saved else 1
+        path = self.directory / _segment_name(seq)
+        part = self.directory / f".chunks.exact.{seq:06d}.part"
+        with open(part, "wb") as out:
+            out.write(_MAGIC + np.array([self.dim, len(ids), 0], np.int64).tobytes())
+            for start in range(0, len(ids), _COPY_ROWS):
+                out.write(self.read(ids[start : start + _COPY_ROWS]).tobytes())
+            out.write(ids.astype(np.int64).tobytes())
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(part, path)
+        self._files.append(_File(os.open(path, os.O_RDONLY), len(ids), _HEADER, path))
+        locs = ((len(self._files) - 1) << _FILE_SHIFT) + np.arange(len(ids), dtype=np.int64)
+        base_ids, base_locs, new_ids, new_locs = self._map
+        old_ids, old_locs = _latest(np.concatenate([base_ids, new_ids]), np.concatenate([base_locs, new_locs]))
+        kept = ~np.isin(old_locs >> _FILE_SHIFT, replaced)
+        self._map = (*_latest(np.concatenate([old_ids[kept], ids]), np.concatenate([old_locs[kept], locs])), _EMPTY, _EMPTY)
+        self._retired += [self._files[number] for number in replaced]
+        if self._tail in replaced:
+            self._tail, self._tail_ids = None, []
+
+
+def _latest(ids: np.ndarray, locs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, locs) sorted by id, each id once: its last entry."""
+    order = np.argsort(ids, kind="stable")
+    ids, locs = ids[order], locs[order]
+    last = np.append(ids[1:] != ids[:-1], True) if len(ids) else np.zeros(0, bool)
+    return ids[last], locs[last]
+
+
+def _merged(ids: np.ndarray, locs: np.ndarray, new_ids: np.ndarray, new_locs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two id-sorted lists made one, sorted and stable (an id's later entries after its earlier ones)."""
+    order = np.argsort(new_ids, kind="stable")
+    at = np.searchsorted(ids, new_ids[order], side="right")
+    return np.insert(ids, at, new_ids[order]), np.insert(locs, at, new_locs[order])
+
+
+def _close(file: _File) -> None:
+    if file.handle is not None:
+        file.handle.close()
+    elif file.fd >= 0:
+        os.close(file.fd)
+    file.fd, file.handle = -1, None
+
+
+def _close_all(files: list[_File]) -> None:
+    for file in files:
+        _close(file)

@@ -27,6 +27,7 @@ from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, with_readers, write_json_atomic
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
 from lodex.store.vector_index import VectorIndex
+from lodex.store.writer_memory import KeptRecords, StaleChunks
 from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_here
 
 __all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "Store", "vectors_of", "version_keys"]
@@ -71,11 +72,8 @@ class LanceStore(base.Store):
                        else VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")]))
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
         self._refreshing = threading.Lock()
-        # Documents whose chunks may have gone stale since the last collection (committed, deleted, or whose chunks
-        # were added by a commit that may not have finished); None: not known (this handle has not collected yet, and
-        # a crashed process may have left chunks of any document), so the next collection looks at all of them.
-        self._touched: set[str] | None = None
-        self._records: tuple[int, dict[str, DocRecord]] | None = None  # document_records of one documents version
+        self._stale = StaleChunks()
+        self._records = KeptRecords()
 
     @property
     def ann(self) -> AnnPolicy:
@@ -287,18 +285,13 @@ class LanceStore(base.Store):
             self._commit(chunks, documents, deleted_ids)
 
     def document_records(self) -> dict[str, DocRecord]:
-        """Every document, keyed by its path; kept per documents table version (a writer asks before every run, and
-        building them for tens of thousands of documents takes half a second)."""
-        version = self.documents.version
-        if self._records is None or self._records[0] != version:
-            self._records = (version, super().document_records())
-        return dict(self._records[1])
+        """Every document, keyed by its path (kept per documents table version, patched by this handle's commits)."""
+        return self._records.get(self.documents.version, super().document_records)
 
     def _commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
-        if self._touched is not None:  # before writing: a commit that fails midway leaves its chunks to the next collection
-            self._touched.update(deleted_ids, (d["id"] for d in documents))
-            if chunks is not None:
-                self._touched.update(pc.unique(chunks["document_id"]).to_pylist())
+        self._stale.note([*deleted_ids, *(d["id"] for d in documents)])  # before writing: a commit that fails midway
+        if chunks is not None:  # leaves its chunks to the next collection
+            self._stale.note(pc.unique(chunks["document_id"]).to_pylist())
         if chunks is not None and chunks.num_rows:
             self.chunks.add(chunks)
             self._unoptimized_rows += chunks.num_rows
@@ -310,20 +303,7 @@ class LanceStore(base.Store):
         for predicate in in_lists("id", deleted_ids):
             self.documents.delete(predicate)
         if documents or deleted_ids:
-            self._patch_records(before, [d["id"] for d in documents], deleted_ids)
-
-    def _patch_records(self, before: int, upserted: list[str], deleted: list[str]) -> None:
-        """Bring the kept document_records from documents version `before` to the current one by the rows a commit
-        just wrote (read back by id), instead of all of them again at the next run."""
-        records = self._records
-        if records is None or records[0] != before:
-            self._records = None
-            return
-        changed = set(upserted) | set(deleted)
-        by_path = {path: record for path, record in records[1].items() if record.id not in changed}
-        for row in self.document_rows(upserted, DOCUMENT_COLUMNS).to_pylist() if upserted else []:
-            by_path[row["path"]] = DocRecord(**row)
-        self._records = (self.documents.version, by_path)
+            self._records.patch(self.documents, before, [d["id"] for d in documents], deleted_ids)
 
     def set_document_fields(self, doc_id: str, *, title: str | None = None, metadata: str | None = None) -> None:
         """Change a document's title and metadata (those given) and nothing else: its chunks stay."""
@@ -352,29 +332,12 @@ class LanceStore(base.Store):
             return self._collect_garbage()
 
     def _collect_garbage(self) -> int:
-        touched, self._touched = self._touched, set()
-        try:
-            return self._collect_among(touched)
-        except BaseException:
-            self._touched = None  # not finished: the next collection looks at every document
-            raise
+        return self._stale.collect(self.documents, self.chunks, self._delete_chunks)
 
-    def _collect_among(self, touched: set[str] | None) -> int:
-        """Delete the stale chunks of these documents (None: of every document)."""
-        if touched is None:
-            docs = self.documents.search().select(["id", "content_hash"]).limit(None).to_arrow()
-            chunks = self.chunks.search().select(["id", "document_id", "content_hash"]).limit(None).to_arrow()
-        elif touched:  # a lookup by the scalar indexes on documents.id and chunks.document_id, not a scan of both tables
-            docs = lance_bridge.select_in(self.documents, "id", sorted(touched), ["id", "content_hash"])
-            chunks = lance_bridge.select_in(self.chunks, "document_id", sorted(touched), ["id", "document_id", "content_hash"])
-        else:
-            return 0
-        current = docs.rename_columns(["document_id", "content_hash"])
-        orphans = chunks.join(current, keys=["document_id", "content_hash"], join_type="left anti")["id"].to_pylist()
-        for predicate in in_lists("id", orphans):
+    def _delete_chunks(self, ids: list[int]) -> None:
+        for predicate in in_lists("id", ids):
             self.chunks.delete(predicate)
-        self._faiss.removed(orphans)
-        return len(orphans)
+        self._faiss.removed(ids)
 
     def maybe_optimize(self, force: bool = False, every: int = 50, min_interval_s: float = 0.0) -> None:
         """Optimize after a full run, or once `every` commits or OPTIMIZE_ROWS new chunk rows have piled up since

@@ -148,10 +148,10 @@ def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: boo
 
 
 def ann_policy(settings: Settings) -> AnnPolicy:
-    """Which FAISS index to keep (index.ann, index.ann_above, index.compress_above) and how an IVF one searches
-    (search.nprobe, search.refine_factor)."""
+    """Which FAISS index to keep (index.ann, index.ann_above, index.compress_above, index.compressed_codes) and how an
+    IVF one searches (search.nprobe, search.refine_factor)."""
     index, search = settings.index, settings.search
-    return AnnPolicy(index.ann, index.ann_above, search.nprobe, index.compress_above, search.refine_factor)
+    return AnnPolicy(index.ann, index.ann_above, search.nprobe, index.compress_above, search.refine_factor, index.compressed_codes)
 
 
 def scan_rules(settings: Settings) -> ScanRules:

@@ -29,6 +29,7 @@ class IndexSettings(Section):
     ann: AnnKind = "auto"
     ann_above: int = Field(50_000, ge=10_000)
     compress_above: int = Field(1_000_000, ge=10_000)
+    compressed_codes: Literal["sq8", "pq"] = "sq8"
     flush_tokens: int = Field(131072, ge=256)
     retries: int = Field(3, ge=0, le=20)
     retry_backoff_s: float = Field(0.5, ge=0)

@@ -25,6 +25,7 @@ class AnnPolicy:
     nprobe: int = NPROBE
     compress_above: int = 1_000_000
     refine: int = REFINE
+    codes: str = "sq8"  # a compressed index's codes: "sq8" (a byte a dimension) or "pq" (a byte per 4 dimensions)
 
     MIN_IVF = 10_000
 

@@ -214,7 +214,7 @@ class FaissLifecycle:
                 sample[filled:filled + len(vectors)] = vectors
                 filled += len(vectors)
             index = VectorIndex.ivf(self.dim, sample[:filled], nlist, ann.nprobe, ann.refine,
-                                    self.data_dir if kind == "compressed" else None)
+                                    self.data_dir if kind == "compressed" else None, ann.codes)
             del sample
         else:
             index = VectorIndex(self.dim, ann.nprobe, ann.refine)

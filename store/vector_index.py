@@ -18,10 +18,10 @@ PQ_DIMS = 4  # dimensions per byte of a compressed index's product-quantized cod
 PQ_TRAIN = 256 * 39  # vectors its codebooks need at least (256 centroids each); with fewer: 8-bit scalar codes
 
 
-def compressed_codes(dim: int, train: int) -> str:
-    """A compressed index's codes: "pq<m>" (m = dim / PQ_DIMS bytes a vector), or "sq8" (a byte a dimension) when the
-    dimension does not divide or the training sample is too small for product quantization."""
-    return f"pq{dim // PQ_DIMS}" if dim % PQ_DIMS == 0 and train >= PQ_TRAIN else "sq8"
+def compressed_codes(dim: int, train: int, scheme: str = "sq8") -> str:
+    """A compressed index's codes: "sq8" (a byte a dimension), or for scheme "pq" "pq<m>" (m = dim / PQ_DIMS bytes a
+    vector) unless the dimension does not divide or the training sample is too small for product quantization."""
+    return f"pq{dim // PQ_DIMS}" if scheme == "pq" and dim % PQ_DIMS == 0 and train >= PQ_TRAIN else "sq8"
 
 
 def index_file(version: int) -> str:
@@ -76,11 +76,11 @@ class VectorIndex:
             exact: Path | None = None, codes: str | None = None) -> "VectorIndex":
         """An empty IVF index whose `nlist` clusters are trained on `train`. Vectors are stored as float16 (half the
         memory of float32, cosines within 1e-3) with a hash-table map for removals by chunk id; or, with `exact` (a
-        directory for their float32 copies), compressed to `codes` ("sq8" or "pq<m>"; default `compressed_codes`;
+        directory for their float32 copies), compressed to `codes` ("sq8", "pq" or "pq<m>": `compressed_codes`;
         removals scan the lists: no map)."""
         faiss = (out := cls(dim, nprobe, refine))._faiss
         quantizer = faiss.IndexFlatIP(dim)
-        codes = codes or compressed_codes(dim, len(train))
+        codes = codes if codes and codes.removeprefix("pq").isdigit() else compressed_codes(dim, len(train), codes or "sq8")
         if exact is None or codes == "sq8":
             kind = faiss.ScalarQuantizer.QT_fp16 if exact is None else faiss.ScalarQuantizer.QT_8bit
             index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, kind, faiss.METRIC_INNER_PRODUCT, False)

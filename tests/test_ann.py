@@ -5,11 +5,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
+from lodex.api.factory import ann_policy
+from lodex.api.settings import Settings
 from lodex.store import exact_vectors, faiss_lifecycle
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.lance_store import AnnPolicy, Store
-from lodex.store.vector_index import VectorIndex
+from lodex.store.vector_index import PQ_TRAIN, VectorIndex
 from lodex.search.searcher import Searcher
 from lodex.store.schema import vectors_of
 from tests.conftest import make_pipeline
@@ -122,17 +125,19 @@ def _twins(n: int, dim: int = 32, seed: int = 3) -> tuple[np.ndarray, np.ndarray
     return ids, vectors
 
 
-def _compressed(tmp_path: Path, ids: np.ndarray, vectors: np.ndarray, nprobe: int = 16) -> VectorIndex:
+def _compressed(tmp_path: Path, ids: np.ndarray, vectors: np.ndarray, nprobe: int = 16, codes: str = "pq") -> VectorIndex:
     flat = VectorIndex(vectors.shape[1], nprobe=nprobe)
     flat.add(ids, vectors)
-    index = flat.to_ivf(exact=tmp_path)
-    assert index.kind == "compressed" and index.index.code_size == vectors.shape[1] // 4  # product-quantized: a byte in 4 dims
+    index = flat.to_ivf(exact=tmp_path, codes=codes)
+    code_size = vectors.shape[1] // 4 if codes == "pq" else vectors.shape[1]  # product-quantized: a byte in 4 dims; sq8: a byte a dim
+    assert index.kind == "compressed" and index.index.code_size == code_size
     return index
 
 
-def test_a_compressed_index_refines_its_candidates_to_the_exact_top_hit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("codes", ["pq", "sq8"])
+def test_a_compressed_index_refines_its_candidates_to_the_exact_top_hit(tmp_path: Path, codes: str) -> None:
     ids, vectors = _twins(10_000)  # 20,000 vectors
-    index = _compressed(tmp_path, ids, vectors)
+    index = _compressed(tmp_path, ids, vectors, codes=codes)
     planted = np.arange(0, 20_000, 97)
     scores, hits = index.search_batch(vectors[planted], 10)
     assert hits[:, 0].tolist() == ids[planted].tolist()  # the query's own vector, not its twin
@@ -197,6 +202,17 @@ class _Sized:
 
     def __len__(self) -> int:
         return self.n
+
+
+def test_a_compressed_index_gets_the_configured_codes_8_bit_by_default(tmp_path: Path) -> None:
+    assert ann_policy(Settings()).codes == "sq8"
+    assert ann_policy(Settings(index={"compressed_codes": "pq"})).codes == "pq"
+    with pytest.raises(ValidationError):
+        Settings(index={"compressed_codes": "pq4"})
+    train = _clustered(PQ_TRAIN, 32, 5)
+    assert VectorIndex.ivf(32, train, 8, exact=tmp_path / "a").index.code_size == 32  # sq8: a byte a dimension
+    assert VectorIndex.ivf(32, train, 8, exact=tmp_path / "b", codes="pq").index.code_size == 8  # a byte per 4
+    assert VectorIndex.ivf(32, train[:500], 8, exact=tmp_path / "c", codes="pq").index.code_size == 32  # too few to train PQ
 
 
 def test_the_ann_policy_picks_flat_then_ivf_then_compressed_and_back_with_slack() -> None:

@@ -10,8 +10,9 @@ seconds), and the latency of the same queries on an idle server measured first (
 With --commits-every S, the clients run twice instead, in one server: with no indexing, then while a changed file is
 written into the watched folder every S seconds (each one a small commit), and the ratio of the two p99s is printed.
 With --peer, no indexing: the same clients against a hand-rolled FastAPI + sentence-transformers + FAISS flat server over
-the same chunks (bench/peer_server.py, dense only), then `lodex serve` in its default hybrid mode and in dense mode, each
-in turn on the same index; prints each row and lodex's queries/s over the peer's.
+the same chunks (bench/peer_server.py, dense only), txtai's API in hybrid mode over them (bench/txtai_peer.py, its index
+built once under the work dir), then `lodex serve` in its default hybrid mode and in dense mode, each in turn on the same
+index (bench/peers.py); prints each row and lodex's queries/s over each peer's.
 """
 
 import argparse
@@ -28,6 +29,7 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +39,7 @@ EVAL = ROOT.parent / "shared" / "evaldata"
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
+from bench.peers import DENSE, FAISS, HYBRID, LODEX, TXTAI, Peer, build_txtai, peers  # noqa: E402
 from lodex.indexer.paths import PUSHED_PREFIX  # noqa: E402
 from lodex.indexer.pipeline import document_id  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
@@ -91,7 +94,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def get_json(port: int, path: str) -> dict:
+def get_json(port: int, path: str) -> Any:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", path)
     return json.loads(conn.getresponse().read())
@@ -107,17 +110,18 @@ def wait_until_indexed(port: int, limit: float) -> float | None:
     return None
 
 
-def client(port: int, queries: list[str], until: float, latencies: list[float], errors: list[str], seed: int) -> None:
+def client(port: int, queries: list[str], until: float, latencies: list[float], errors: list[str], seed: int,
+           peer: Peer = LODEX) -> None:
     rng = random.Random(seed)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     while time.monotonic() < until:
         q = urllib.parse.quote(rng.choice(queries))
         started = time.perf_counter()
         try:
-            conn.request("GET", f"/search?k=10&q={q}")
+            conn.request("GET", peer.search.format(q=q))
             response = conn.getresponse()
             body = response.read()
-            if response.status != 200 or "results" not in json.loads(body):
+            if response.status != 200 or not peer.answered(json.loads(body)):
                 errors.append(f"{response.status} {body[:200]!r}")
         except (OSError, http.client.HTTPException, ValueError) as exc:
             errors.append(repr(exc))
@@ -127,11 +131,11 @@ def client(port: int, queries: list[str], until: float, latencies: list[float], 
         latencies.append(time.perf_counter() - started)
 
 
-def run_clients(port: int, queries: list[str], clients: int, seconds: float) -> tuple[list[float], list[str], float]:
+def run_clients(port: int, queries: list[str], clients: int, seconds: float, peer: Peer = LODEX) -> tuple[list[float], list[str], float]:
     latencies: list[float] = []
     errors: list[str] = []
     until = time.monotonic() + seconds
-    threads = [threading.Thread(target=client, args=(port, queries, until, latencies, errors, i)) for i in range(clients)]
+    threads = [threading.Thread(target=client, args=(port, queries, until, latencies, errors, i, peer)) for i in range(clients)]
     started = time.monotonic()
     for t in threads:
         t.start()
@@ -173,15 +177,15 @@ def with_commits(port: int, folder: Path, queries: list[str], args: argparse.Nam
             "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None}
 
 
-def start_server(cmd: list[str], env: dict[str, str], port: int, log_path: Path) -> subprocess.Popen:
+def start_server(cmd: list[str], env: dict[str, str], port: int, log_path: Path, peer: Peer = LODEX) -> subprocess.Popen:
     """Start a server and wait until it answers /ready with no indexing to do (a lodex server's startup reconciliation
-    done: a reused --workdir's last CISI copy goes)."""
+    done: a reused --workdir's last CISI copy goes), or what `peer` polls instead."""
     log = open(log_path, "w+")  # noqa: SIM115 - the server's output, read when it fails to start
     server = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 1800
     while True:
         try:
-            if get_json(port, "/ready")["indexing"] is False:
+            if peer.ready(get_json(port, peer.ready_path)):
                 return server
         except (OSError, ValueError, KeyError):  # not listening yet, or not ready (an error body)
             pass
@@ -192,26 +196,22 @@ def start_server(cmd: list[str], env: dict[str, str], port: int, log_path: Path)
 
 
 def compare_peers(folder: Path, data: Path, env: dict[str, str], queries: list[str], args: argparse.Namespace, tmp: Path) -> dict:
-    """The clients against the hand-rolled peer, then lodex hybrid and dense, one server at a time, no indexing."""
-    servers = {
-        "fastapi + sentence-transformers + faiss flat (dense)": ([sys.executable, str(ROOT / "bench" / "peer_server.py"), str(data)], {}),
-        "lodex serve, hybrid (default)": ([sys.executable, "-m", "lodex.api.cli", "serve", str(folder)], {}),
-        "lodex serve, dense": ([sys.executable, "-m", "lodex.api.cli", "serve", str(folder)], {"LODEX_SEARCH__MODE": "dense"}),
-    }
+    """The clients against each peer, then lodex hybrid and dense, one server at a time, no indexing."""
+    txtai_index = build_txtai(data, folder.parent, env)
     rows = {}
-    for name, (cmd, extra) in servers.items():
+    for peer in peers(folder, data, folder.parent):
         port = free_port()
-        cmd = [*cmd, str(port)] if "peer_server" in cmd[1] else [*cmd, "--port", str(port)]
-        server = start_server(cmd, {**env, **extra}, port, tmp / "server.log")
+        server = start_server(peer.command(port), {**env, **peer.env}, port, tmp / "server.log", peer)
         try:
-            run_clients(port, queries, 2, 5)  # warm-up
-            rows[name] = {**summary(*run_clients(port, queries, args.clients, args.seconds)), "rss_mib": round(rss_mib(server.pid))}
+            run_clients(port, queries, 2, 5, peer)  # warm-up
+            row = summary(*run_clients(port, queries, args.clients, args.seconds, peer))
+            rows[peer.name] = {**row, "rss_mib": round(rss_mib(server.pid))}
         finally:
             server.terminate()
             server.wait(timeout=120)
-    peer = rows["fastapi + sentence-transformers + faiss flat (dense)"]["qps"]
-    return {"rows": rows, "lodex_hybrid_over_peer": round(rows["lodex serve, hybrid (default)"]["qps"] / peer, 2) if peer else None,
-            "lodex_dense_over_peer": round(rows["lodex serve, dense"]["qps"] / peer, 2) if peer else None}
+    ratios = {f"lodex_{mode}_over_{name}": round(rows[lodex]["qps"] / rows[peer]["qps"], 2) if rows[peer]["qps"] else None
+              for mode, lodex in (("hybrid", HYBRID), ("dense", DENSE)) for name, peer in (("faiss", FAISS), ("txtai", TXTAI))}
+    return {"rows": rows, **ratios, "txtai_index": txtai_index}
 
 
 def pct(values: list[float], q: float) -> float:
@@ -228,7 +228,7 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep the built index here and re-use it on later runs")
     parser.add_argument("--commits-every", type=float, default=0, metavar="S",
                         help="compare p99 with no indexing and with a changed file committed every S seconds (no CISI copy)")
-    parser.add_argument("--peer", action="store_true", help="compare with a hand-rolled FastAPI + sentence-transformers + FAISS server")
+    parser.add_argument("--peer", action="store_true", help="compare with a FastAPI + sentence-transformers + FAISS server and txtai's API")
     parser.add_argument("--settle", type=float, default=600, help="after the load, wait up to this long for the indexing to finish, then read RSS again")
     args = parser.parse_args()
     cran = load_collection(EVAL / "cranfield")

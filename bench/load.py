@@ -36,15 +36,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EVAL = ROOT.parent / "shared" / "evaldata"
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
 
+from bench.inflate import inflate  # noqa: E402
 from bench.peers import DENSE, FAISS, HYBRID, LODEX, TXTAI, Peer, build_txtai, peers  # noqa: E402
-from lodex.indexer.paths import PUSHED_PREFIX  # noqa: E402
-from lodex.indexer.pipeline import document_id  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
-from lodex.store.lance_store import Store, vectors_of  # noqa: E402
-from lodex.store.schema import chunks_schema  # noqa: E402
+from lodex.store.lance_store import Store  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:
@@ -52,40 +48,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def inflate(data: Path, target: int) -> int:
-    """Add pushed copies of the indexed documents until the index holds `target` chunks."""
-    store = Store(data, 384)
-    docs = store.documents.search().limit(None).to_arrow().to_pylist()
-    chunks = store.chunks.search().limit(None).to_arrow()
-    by_doc: dict[str, list[int]] = {}
-    for i, d in enumerate(chunks["document_id"].to_pylist()):
-        by_doc.setdefault(d, []).append(i)
-    vectors = vectors_of(chunks)
-    rng = np.random.default_rng(0)
-    total, copy = chunks.num_rows, 0
-    while total < target:
-        copy += 1
-        rows, doc_rows = [], []
-        for doc in docs:
-            idx = by_doc.get(doc["id"], [])
-            if not idx:
-                continue
-            path = f"{PUSHED_PREFIX}copy-{copy}/{doc['path']}"
-            new_id = document_id(path)
-            jitter = vectors[idx] + rng.normal(0, 0.02, (len(idx), vectors.shape[1])).astype(np.float32)
-            jitter /= np.linalg.norm(jitter, axis=1, keepdims=True)
-            part = chunks.take(pa.array(idx)).to_pydict()
-            part.update({"id": rng.integers(1, 2**62, len(idx)), "document_id": [new_id] * len(idx),
-                         "vector": pa.FixedSizeListArray.from_arrays(pa.array(jitter.reshape(-1)), 384)})
-            rows.append(pa.Table.from_pydict(part, schema=chunks_schema(384)))
-            doc_rows.append({**doc, "id": new_id, "path": path, "metadata": "{}"})
-        store.commit(pa.concat_tables(rows), doc_rows, [])
-        total += sum(r.num_rows for r in rows)
-    store.optimize()
-    store.persist_index()
-    return total
 
 
 def free_port() -> int:

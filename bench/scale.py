@@ -34,14 +34,13 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 EVAL = ROOT.parent / "shared" / "evaldata"
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from inflate import inflate  # noqa: E402
-from load import free_port, get_json, pct, start_server  # noqa: E402
+from bench.inflate import inflate  # noqa: E402
+from bench.load import free_port, get_json, pct, start_server  # noqa: E402
 from lodex.indexer.cpu import cpu_info  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
 

@@ -154,13 +154,18 @@ class FaissLifecycle:
 
     # ---- from Lance ------------------------------------------------------------------------------
     def _vector_batches(self, every: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(ids, vectors) of every `every`-th chunk of this version, read by row offset a batch at a time
-        (a plain scan reads far ahead: hundreds of MB at this size)."""
-        n = self.chunks.count_rows()
-        step = _SCAN_BATCH * every
-        for start in range(0, n, step):
-            table = self.chunks.take_offsets(list(range(start, min(n, start + step), every))).select(["id", "vector"]).to_arrow()
-            yield table["id"].to_numpy(), vectors_of(table)
+        """(ids, vectors) of every `every`-th chunk of this version, streamed by one scan a batch at a time (reading by
+        row offset instead, to spare the scan's read-ahead, took 50x longer: minutes at 1M chunks)."""
+        reader = self.chunks.search().select(["id", "vector"]).limit(None).to_batches(_SCAN_BATCH)
+        offset = 0
+        for batch in reader:
+            first = -offset % every  # the batch's first row whose table offset is a multiple of `every`
+            offset += batch.num_rows
+            table = pa.Table.from_batches([batch]).slice(first)
+            if every > 1:
+                table = table.take(pa.array(range(0, table.num_rows, every), pa.int64()))
+            if table.num_rows:
+                yield table["id"].to_numpy(), vectors_of(table)
 
     def _catch_up(self, index: VectorIndex, lance_ids: np.ndarray | None = None) -> bool:
         """Make `index` hold exactly the chunk ids of this Lance version (`lance_ids`, read when not given);

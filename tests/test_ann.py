@@ -315,3 +315,20 @@ def test_searches_of_a_compressed_index_go_on_while_it_is_saved_and_changed(tmp_
         stop.set()
         searcher.join(60)
     assert not failures and rounds[0] > 0, failures
+
+
+def test_vectors_stream_out_of_lance_by_one_scan_every_kth_row_across_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(faiss_lifecycle, "_SCAN_BATCH", 7)  # batch edges fall between the sampled rows
+    store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(40):
+        (root / f"{i:03d}.txt").write_text(f"note {i} on wings lift drag flow topic{i}")
+    indexer.run(root)
+    lance = store.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
+    lifecycle = FaissLifecycle(tmp_path / "data", store.dim, store.chunks, AnnPolicy())
+    for every in (1, 3, 5):
+        batches = list(lifecycle._vector_batches(every))
+        ids = np.concatenate([i for i, _ in batches])
+        assert ids.tolist() == lance["id"].to_pylist()[::every]
+        assert np.array_equal(np.concatenate([v for _, v in batches]), vectors_of(lance)[::every])

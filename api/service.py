@@ -66,6 +66,8 @@ class LodexService:
         hooks = RunHooks(on_file=self._file_done, progress=self._progress, applied=self._caught_up)
         self.watch: WatchService | None = self.side.watch(hooks) if self.side and watch else None
         self.writer: IndexWriter | None = self.watch.writer if self.watch else self.side.writer(hooks) if self.side else None
+        if self.writer is not None:
+            self.snapshots.follow_writer(self.writer.applying_for)  # it refreshes after each request: its short ones' versions are left to it
         self._local = threading.local()
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)

@@ -4,6 +4,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -67,12 +68,18 @@ class IndexWriter:
         self._count_lock = threading.Lock()
         self._tail_lock = threading.Lock()  # taken around queueing, so that `_tail` is the last request queued
         self._tail: PathsJob | None = None  # the last request queued when it is an update of paths not started yet
+        self._applying_since: float | None = None  # when the request being applied began (monotonic)
         self._thread = threading.Thread(target=self._serve, name="lodex-writer", daemon=True)
 
     @property
     def depth(self) -> int:
         """Requests waiting."""
         return self._queue.qsize()
+
+    def applying_for(self) -> float | None:
+        """Seconds the request being applied has run so far; None when none is."""
+        since = self._applying_since
+        return None if since is None else time.monotonic() - since
 
     @property
     def busy(self) -> bool:
@@ -150,8 +157,10 @@ class IndexWriter:
             job, future = item
             try:
                 if future.set_running_or_notify_cancel():
+                    self._applying_since = time.monotonic()
                     self._apply(job, future)
             finally:
+                self._applying_since = None
                 with self._count_lock:
                     self._pending -= 1
 

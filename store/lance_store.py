@@ -352,6 +352,7 @@ class LanceStore(base.Store):
             self._optimize()
 
     def _optimize(self) -> None:
+        documents_before = self.documents.version
         for table, columns in ((self.chunks, ("id", "document_id")), (self.documents, ("id",))):
             if table.count_rows() == 0:
                 continue
@@ -360,6 +361,7 @@ class LanceStore(base.Store):
                 if (column,) not in existing:
                     table.create_scalar_index(column)
             table.optimize(cleanup_older_than=timedelta(minutes=10))
+        self._records.moved(documents_before, self.documents.version)
         release_freed()
         self._optimized_at, self._optimized_time, self._unoptimized_rows = self.chunks.version, time.monotonic(), 0
         self._faiss.compacted()

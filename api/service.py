@@ -46,6 +46,7 @@ class LodexService:
         else:
             assert root is not None, "a writing service mirrors a folder"
             self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
+            self.side.store.optimize_apart(settings.watch.writer_nice)  # its seconds of compaction kept off the query threads' runtime
             self.spool = PushSpool(self.data_dir)
             self.jobs, self.encoder, self.indexer, self.root = self.side.jobs, self.side.encoder, self.side.indexer, root
         try:

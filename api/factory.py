@@ -259,7 +259,8 @@ class WriteSide:
         return build_watch(self.settings, self.indexer, self.root, hooks)
 
     def close(self) -> None:
-        """Close the job log and release the write lock."""
+        """Stop the store's optimizing helper process (if it has one), close the job log and release the write lock."""
+        self.store.close()
         self.jobs.close()
         self.lock.release()
 

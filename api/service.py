@@ -46,6 +46,7 @@ class LodexService:
         else:
             assert root is not None, "a writing service mirrors a folder"
             self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
+            self.side.store.optimize_apart(settings.watch.writer_nice)  # its seconds of compaction kept off the query threads' runtime
             self.spool = PushSpool(self.data_dir)
             self.jobs, self.encoder, self.indexer, self.root = self.side.jobs, self.side.encoder, self.side.indexer, root
         try:
@@ -66,6 +67,8 @@ class LodexService:
         hooks = RunHooks(on_file=self._file_done, progress=self._progress, applied=self._caught_up)
         self.watch: WatchService | None = self.side.watch(hooks) if self.side and watch else None
         self.writer: IndexWriter | None = self.watch.writer if self.watch else self.side.writer(hooks) if self.side else None
+        if self.writer is not None:
+            self.snapshots.follow_writer(self.writer.applying_for)  # it refreshes after each request: its short ones' versions are left to it
         self._local = threading.local()
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)

@@ -19,6 +19,7 @@ from lodex.indexer.fast_paths import FastPath, Trial, candidates, choose, parse_
 from lodex.indexer.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model, model_inputs
 from lodex.indexer.padding import padded_inputs
 from lodex.indexer.smoothing import calibration_texts
+from lodex.indexer.tokenizer_copies import TokenizerCopies
 from lodex.indexer.errors import ModelError
 from lodex.indexer.model_info import read_model_dir, window
 from lodex.indexer.settings import EncoderSettings
@@ -102,7 +103,7 @@ class TransformersEncoder(Encoder):
         if not getattr(self.tokenizer, "is_fast", False):
             raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json)", "use a model with tokenizer.json")
         self._torch = torch
-        self._local = threading.local()
+        self._tokenizers = TokenizerCopies(self.tokenizer)  # one per concurrent caller, kept across threads
         self._copy_lock = threading.Lock()
         self.model_id = BUNDLED_MODEL_ID if bundled else path.name
         self.dim = int(self.model.config.hidden_size)
@@ -156,27 +157,19 @@ class TransformersEncoder(Encoder):
         queries = "int8 ONNX Runtime" if self.fast_queries else "fp32 ONNX Runtime"
         return f"fp32 PyTorch for documents, {queries} for queries"
 
-    def _tokenizer(self):  # noqa: ANN202 - a transformers fast tokenizer
-        """This thread's own copy of the tokenizer. One instance must not be shared: each call sets padding and
-        truncation on the Rust tokenizer before encoding, so a concurrent call (the reader chunking while the
-        writer encodes, or a query meanwhile) could be encoded with the other's settings."""
-        tokenizer = getattr(self._local, "tokenizer", None)
-        if tokenizer is None:
-            with self._copy_lock:
-                tokenizer = self._local.tokenizer = copy.deepcopy(self.tokenizer)
-        return tokenizer
-
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
-        return _spans(self._tokenizer(), texts)
+        with self._tokenizers.borrow() as tokenizer:
+            return _spans(tokenizer, texts)
 
     def tokenizer_only(self) -> Encoder:
         return TokenizerOnly(self)
 
     def release_memory(self) -> None:
-        if self._fast is not None:
-            self._fast.release_memory(self._tokenizer()([""], return_tensors="np"))
-        if self._pool is not None:
-            self._pool.release_memory(self._tokenizer()([""], return_tensors="np"))
+        with self._tokenizers.borrow() as tokenizer:
+            if self._fast is not None:
+                self._fast.release_memory(tokenizer([""], return_tensors="np"))
+            if self._pool is not None:
+                self._pool.release_memory(tokenizer([""], return_tensors="np"))
         release_freed()
 
     def _query_model(self) -> "OnnxModel | None":
@@ -247,7 +240,7 @@ class TransformersEncoder(Encoder):
             with self._copy_lock:
                 made = self._pool is None
                 self._pool = self._pool or SessionPool(self._fast.path, self._threads)
-            if made:  # warmed (outside the lock: its threads take it to copy the tokenizer)
+            if made:  # warmed (outside the lock)
                 list(self._pool.map(self._onnx_batch, [_CHECK_TEXTS[:2]] * self._threads))
         return self._pool
 
@@ -269,15 +262,15 @@ class TransformersEncoder(Encoder):
 
     def _tokenize(self, texts: list[str], tensors: str):  # noqa: ANN202 - a transformers BatchEncoding
         """A padded batch (on the tokenizer's padding side) of the model's inputs, the EOS id appended when the encoder appends one."""
-        tokenizer = self._tokenizer()
-        if self.eos_id is None:
-            batch = tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors=tensors)
-        else:
-            encoded = tokenizer(texts, truncation=True, max_length=self.max_length - 1)
-            for key, tail in (("input_ids", self.eos_id), ("attention_mask", 1), ("token_type_ids", 0)):
-                if key in encoded:
-                    encoded[key] = [row + [tail] for row in encoded[key]]
-            batch = tokenizer.pad(encoded, return_tensors=tensors)
+        with self._tokenizers.borrow() as tokenizer:
+            if self.eos_id is None:
+                batch = tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors=tensors)
+            else:
+                encoded = tokenizer(texts, truncation=True, max_length=self.max_length - 1)
+                for key, tail in (("input_ids", self.eos_id), ("attention_mask", 1), ("token_type_ids", 0)):
+                    if key in encoded:
+                        encoded[key] = [row + [tail] for row in encoded[key]]
+                batch = tokenizer.pad(encoded, return_tensors=tensors)
         return {name: batch[name] for name in self._inputs}
 
     def _onnx_batch(self, model: "OnnxModel", texts: list[str]) -> np.ndarray:
@@ -329,8 +322,9 @@ class TransformersEncoder(Encoder):
     def _window_inputs(self, texts: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Late chunking's batch (tokenized as `_tokenize` does, up to the model's window), with each token's char
         offsets and a mask of its special tokens (the appended EOS and the padding among them)."""
-        encoded = self._tokenizer()(texts, truncation=True, max_length=self.window_limit - (self.eos_id is not None),
-                                    return_offsets_mapping=True, return_special_tokens_mask=True)
+        with self._tokenizers.borrow() as tokenizer:
+            encoded = tokenizer(texts, truncation=True, max_length=self.window_limit - (self.eos_id is not None),
+                                return_offsets_mapping=True, return_special_tokens_mask=True)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         columns = padded_inputs(encoded["input_ids"], pad, self.tokenizer.padding_side == "left", self.eos_id,
                                 {"offsets": (encoded["offset_mapping"], (0, 0)), "special": (encoded["special_tokens_mask"], 1)})

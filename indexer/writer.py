@@ -4,6 +4,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -26,8 +27,34 @@ class RunHooks:
     applied: Callable[[], None] | None = None  # after each request, before its future resolves (readers catch up)
 
 
+class PathsJob:
+    """An update of some paths (as the index names them) on the writer; paths asked for while it waits join it."""
+
+    def __init__(self, root: Path, paths: list[str], kind: str, hooks: RunHooks) -> None:
+        self.root, self.paths, self.kind, self.hooks = root, list(dict.fromkeys(paths)), kind, hooks
+        self.future: "Future[RunSummary] | None" = None
+        self._started = False
+        self._lock = threading.Lock()
+
+    def join(self, paths: list[str], kind: str) -> bool:
+        """Add these paths to the update unless it has started (or is of another kind); whether they were added."""
+        with self._lock:
+            if self._started or kind != self.kind or self.future is None or self.future.done():
+                return False
+            known = set(self.paths)
+            self.paths += [p for p in dict.fromkeys(paths) if p not in known]
+            return True
+
+    def __call__(self, ix: Indexer) -> RunSummary:
+        with self._lock:
+            self._started = True
+        return ix.run(self.root, only=self.paths, kind=self.kind, progress=self.hooks.progress, on_file=self.hooks.on_file)
+
+
 class IndexWriter:
-    """A bounded queue of write requests served by one thread; submitters get a Future of the result."""
+    """A bounded queue of write requests served by one thread; submitters get a Future of the result. Updates of
+    paths queued one after another are applied as one run (a watcher's changes that come while the writer is busy:
+    one commit, and one snapshot for the searches, instead of one each)."""
 
     def __init__(self, indexer: Indexer, root: Path, maxsize: int = 256,
                  on_error: Callable[[BaseException], None] | None = None, nice: int = 19, hooks: RunHooks = RunHooks()) -> None:
@@ -39,12 +66,20 @@ class IndexWriter:
         self._queue: queue.Queue = queue.Queue(maxsize=maxsize)
         self._pending = 0  # requests submitted and not finished
         self._count_lock = threading.Lock()
+        self._tail_lock = threading.Lock()  # taken around queueing, so that `_tail` is the last request queued
+        self._tail: PathsJob | None = None  # the last request queued when it is an update of paths not started yet
+        self._applying_since: float | None = None  # when the request being applied began (monotonic)
         self._thread = threading.Thread(target=self._serve, name="lodex-writer", daemon=True)
 
     @property
     def depth(self) -> int:
         """Requests waiting."""
         return self._queue.qsize()
+
+    def applying_for(self) -> float | None:
+        """Seconds the request being applied has run so far; None when none is."""
+        since = self._applying_since
+        return None if since is None else time.monotonic() - since
 
     @property
     def busy(self) -> bool:
@@ -59,6 +94,11 @@ class IndexWriter:
     def submit(self, job: Callable[[Indexer], T]) -> "Future[T]":
         """Queue a job (blocks while the queue is full, which slows producers down); once halted, the future fails at
         once with Interrupted."""
+        with self._tail_lock:
+            self._tail = None
+            return self._put(job)
+
+    def _put(self, job: Callable[[Indexer], T]) -> "Future[T]":
         future: Future = Future()
         if self.indexer.cancel.is_set():
             future.set_exception(Interrupted())
@@ -73,8 +113,16 @@ class IndexWriter:
         return self.submit(lambda ix: ix.run(self.root, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file))
 
     def paths(self, paths: list[str], kind: str = "watch") -> "Future[RunSummary]":
-        """Queue an update of these paths, as the index names them (path_key): files or folders, present or gone."""
-        return self.submit(lambda ix: ix.run(self.root, only=paths, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file))
+        """Queue an update of these paths, as the index names them (path_key): files or folders, present or gone.
+        When the last request queued is an update of the same kind that has not started, they join it (its future)."""
+        with self._tail_lock:
+            if self._tail is not None and self._tail.join(paths, kind):
+                assert self._tail.future is not None
+                return self._tail.future
+            job = PathsJob(self.root, paths, kind, self.hooks)
+            job.future = self._put(job)
+            self._tail = job
+            return job.future
 
     def halt(self) -> None:
         """Begin stopping: the request being applied stops at its next check (what it committed stays), queued ones
@@ -109,8 +157,10 @@ class IndexWriter:
             job, future = item
             try:
                 if future.set_running_or_notify_cancel():
+                    self._applying_since = time.monotonic()
                     self._apply(job, future)
             finally:
+                self._applying_since = None
                 with self._count_lock:
                     self._pending -= 1
 

@@ -3,7 +3,7 @@ the query path, and swapped in whole; searches take the latest prepared one and 
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -16,6 +16,10 @@ from lodex.store.vector_index import VectorIndex
 log = logging.getLogger(__name__)
 
 OWNER_COLUMNS = ["id", "document_id", "content_hash"]
+# While the writer of the process applies a request begun less than this long ago, the background thread leaves the
+# versions it commits to the writer, which prepares the last one before answering: a small change commits up to
+# three versions (chunks added, the documents row, replaced chunks removed), each prepared at O(documents) CPU.
+WRITER_GRACE_S = 2.0
 
 
 class SharedIndex:
@@ -85,6 +89,7 @@ class SnapshotSource:
         self._retired: list[tuple[Snapshot, np.ndarray]] = []  # older snapshots, and the chunk ids only they hold
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._writer_busy_for: Callable[[], float | None] = lambda: None
 
     # ---- for searches -------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -112,6 +117,12 @@ class SnapshotSource:
         """Be the only in-memory vector index of the process: `writer` (the same index's write side) keeps none and
         has this source save its index whenever it would save its own."""
         writer.lend_index(self.save_index)
+
+    def follow_writer(self, applying_for: Callable[[], float | None]) -> None:
+        """Let the writer of this process (`applying_for`: seconds its current request has run, None when idle), which
+        refreshes after each request, prepare the versions of its short requests: the background thread skips them
+        for the first WRITER_GRACE_S of a request (a long run's commits it prepares as they come)."""
+        self._writer_busy_for = applying_for
 
     def save_index(self) -> None:
         """Save the index as the file of the latest committed version: that version prepared first, the vectors only
@@ -149,6 +160,9 @@ class SnapshotSource:
 
     def _follow(self) -> None:
         while not self._stop.wait(self.poll_s):
+            busy_for = self._writer_busy_for()
+            if busy_for is not None and busy_for < WRITER_GRACE_S:
+                continue
             try:
                 self.refresh()
             except Exception:  # noqa: BLE001 — searches keep the snapshot they have; the next tick tries again

@@ -66,6 +66,14 @@ def ensure_text_index(table: Any) -> None:
             raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from exc
 
 
+def ensure_scalar_indexes(table: Any, columns: list[str]) -> None:
+    """Give these columns a scalar index (by-value lookups) unless they have one."""
+    existing = {tuple(ix.columns) for ix in table.list_indices()}
+    for column in columns:
+        if (column,) not in existing:
+            table.create_scalar_index(column)
+
+
 def select(table: Any, predicate: str, columns: list[str]) -> pa.Table:
     """These columns of the rows matching a predicate (built by `lance_sql`), at the handle's version."""
     return run(async_table(table).query().where(predicate).select(columns).to_arrow())

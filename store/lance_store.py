@@ -7,7 +7,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from lodex.store import base, lance_bridge
 from lodex.store.ann_policy import AnnPolicy
 from lodex.store.base import DocRecord
 from lodex.store.chunk_owners import ChunkOwners, version_keys
+from lodex.store.compactor import Compactor
 from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
@@ -49,8 +49,9 @@ class LanceStore(base.Store):
         self.remote = remote
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
-            self.db = (lancedb.connect(remote.lance_uri, storage_options=remote.options) if remote is not None
-                       else lancedb.connect(str(data_dir / "lance")))
+            uri, options = (remote.lance_uri, remote.options) if remote is not None else (str(data_dir / "lance"), None)
+            self.db = lancedb.connect(uri, storage_options=options)
+            self._compactor = Compactor(uri, options)  # optimizes here, or in a helper process once told (optimize_apart)
             self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
             lance_bridge.ensure_text_index(self.chunks)
@@ -329,10 +330,7 @@ class LanceStore(base.Store):
         """Delete chunks that belong to no current document version (replaced, deleted, or left by a crash): at this
         handle's first collection those of every document, then only those of documents its commits touched since."""
         with self._writing("remove replaced chunks"):
-            return self._collect_garbage()
-
-    def _collect_garbage(self) -> int:
-        return self._stale.collect(self.documents, self.chunks, self._delete_chunks)
+            return self._stale.collect(self.documents, self.chunks, self._delete_chunks)
 
     def _delete_chunks(self, ids: list[int]) -> None:
         for predicate in in_lists("id", ids):
@@ -351,15 +349,21 @@ class LanceStore(base.Store):
         with self._writing("optimize the index"):
             self._optimize()
 
+    def optimize_apart(self, nice: int) -> None:
+        """From now on optimize large tables in a helper process at CPU priority `nice` (a serving writer: `compactor`)."""
+        self._compactor.nice = nice
+
+    def close(self) -> None:
+        """Stop the optimizing helper process, if any."""
+        self._compactor.close()
+
     def _optimize(self) -> None:
-        for table, columns in ((self.chunks, ("id", "document_id")), (self.documents, ("id",))):
-            if table.count_rows() == 0:
-                continue
-            existing = {tuple(ix.columns) for ix in table.list_indices()}
-            for column in columns:
-                if (column,) not in existing:
-                    table.create_scalar_index(column)
-            table.optimize(cleanup_older_than=timedelta(minutes=10))
+        documents_before = self.documents.version
+        tables = [(name, table) for name, table in (("chunks", self.chunks), ("documents", self.documents)) if table.count_rows()]
+        for _, table in tables:
+            lance_bridge.ensure_scalar_indexes(table, ["id", "document_id"] if table is self.chunks else ["id"])
+        self._compactor.optimize(tables)
+        self._records.moved(documents_before, self.documents.version)
         release_freed()
         self._optimized_at, self._optimized_time, self._unoptimized_rows = self.chunks.version, time.monotonic(), 0
         self._faiss.compacted()

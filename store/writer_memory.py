@@ -23,6 +23,13 @@ class KeptRecords:
             self._records = (version, read_all())
         return dict(self._records[1])
 
+    def moved(self, before: int, after: int) -> None:
+        """The documents table went from version `before` to `after` with the same rows (this writer compacted it or
+        indexed a column): records kept for `before` are those of `after` (re-reading them took ~0.7 s of CPU at
+        41,940 documents, at the first run after each optimize)."""
+        if self._records is not None and self._records[0] == before:
+            self._records = (after, self._records[1])
+
     def patch(self, documents: Any, before: int, upserted: list[str], deleted: list[str]) -> None:
         """Bring the records kept for version `before` to the documents table's current version by what a commit just
         wrote there (the upserted rows read back by id); forget them when they were of another version."""

@@ -92,8 +92,9 @@ def test_chunking_and_encoding_at_once_do_not_share_tokenizer_settings(real_enco
 
     def encode() -> None:  # the tokenizing half of an encoder batch, as the writer or a query thread does it
         while not stop.is_set():
-            real_encoder._tokenizer()(["a short query", "and another, longer one " * 100], padding=True, truncation=True,
-                                      max_length=real_encoder.max_length, return_tensors="np")
+            with real_encoder._tokenizers.borrow() as tokenizer:
+                tokenizer(["a short query", "and another, longer one " * 100], padding=True, truncation=True,
+                          max_length=real_encoder.max_length, return_tensors="np")
 
     worker = threading.Thread(target=encode)
     interval = sys.getswitchinterval()
@@ -106,6 +107,25 @@ def test_chunking_and_encoding_at_once_do_not_share_tokenizer_settings(real_enco
         stop.set()
         worker.join()
         sys.setswitchinterval(interval)
+
+
+@pytest.mark.slow
+def test_threads_one_after_another_share_one_tokenizer_copy(real_encoder, monkeypatch) -> None:
+    """Each indexing run reads on a new thread: it borrows a tokenizer copy made before instead of making its own
+    (a copy cost ~0.1 s of CPU, a third of a small watcher commit's work); two threads at once get two copies."""
+    import copy
+
+    real_encoder.token_spans(["warm"])
+    copies: list[object] = []
+    deepcopy = copy.deepcopy
+    monkeypatch.setattr(copy, "deepcopy", lambda obj, *args: copies.append(obj) or deepcopy(obj, *args))
+    for _ in range(5):
+        worker = threading.Thread(target=real_encoder.token_spans, args=(["a file read on a new thread"],))
+        worker.start()
+        worker.join()
+    assert not [c for c in copies if c is real_encoder.tokenizer]
+    with real_encoder._tokenizers.borrow() as first, real_encoder._tokenizers.borrow() as second:
+        assert first is not second and real_encoder.tokenizer not in (first, second)
 
 
 @pytest.mark.slow

@@ -229,3 +229,22 @@ def test_title_prefix_is_encoded_and_recorded(tmp_path: Path) -> None:
     settings.chunking.title_prefix = False
     with pytest.raises(OriginMismatchError, match="title_prefix"):
         open_store(settings, encoder, tmp_path / "data", create=False)
+
+
+def test_the_writer_keeps_its_document_records_across_its_own_optimize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compaction changes the documents table's version, not its rows: the writer's next run does not read every
+    document again (~0.7 s of CPU at 41,940 documents, after each optimize while serving)."""
+    from lodex.store.lance_store import Store
+
+    root, _, store, indexer, _, _ = _indexed(tmp_path, {"a.txt": _doc_text("alpha"), "b.txt": _doc_text("beta")})
+    _write(root, "a.txt", _doc_text("gamma"))
+    indexer.run(root, only=["a.txt"])  # a patched version of the records is kept
+    before = store.documents.version
+    store.optimize()
+    assert store.documents.version > before
+    reads: list[int] = []
+    full_read = store.document_table
+    monkeypatch.setattr(store, "document_table", lambda *args, **kw: reads.append(1) or full_read(*args, **kw))
+    records = store.document_records()
+    assert not reads
+    assert records == Store(tmp_path / "data", store.dim).document_records()

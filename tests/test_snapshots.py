@@ -194,6 +194,45 @@ def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_pa
         source.close()
 
 
+def test_the_versions_of_a_short_write_are_left_to_the_writer_and_a_long_one_s_followed(tmp_path: Path, monkeypatch) -> None:
+    """While the writer of the process applies a request begun less than WRITER_GRACE_S ago, the background thread
+    prepares none of the versions it commits (up to three for one changed file): the writer prepares the last one
+    when the request ends. Past that, commits are followed as they come."""
+    import time
+
+    from lodex.search import snapshot_source
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha " * 20)
+    encoder = FakeEncoder()
+    _, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", encoder.dim), poll_s=0.01).start()
+    prepared: list[tuple[int, int]] = []
+    prepare = source._next
+    monkeypatch.setattr(source, "_next", lambda previous, versions: prepared.append(versions) or prepare(previous, versions))
+    busy_for: list[float | None] = [0.0]
+    source.follow_writer(lambda: busy_for[0])
+    try:
+        (root / "a.txt").write_text("alpha and bravo " * 20)  # a change: chunks added, the document row, old chunks removed
+        indexer.run(root)
+        time.sleep(0.3)
+        assert prepared == []
+        source.refresh()  # as the writer does at the end of its request
+        assert prepared == [(indexer.store.documents.version, indexer.store.chunks.version)]
+        busy_for[0] = snapshot_source.WRITER_GRACE_S + 0.1  # a long run: its commits are followed
+        (root / "b.txt").write_text("charlie " * 20)
+        indexer.run(root)
+        deadline = time.monotonic() + 30
+        latest = (indexer.store.documents.version, indexer.store.chunks.version)
+        while source.snapshot().versions != latest and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(prepared) >= 2 and prepared[-1] == latest
+    finally:
+        source.close()
+
+
 def _kind(snap: Snapshot) -> str:
     return (snap.index.index if isinstance(snap.index, SharedIndex) else snap.index).kind  # type: ignore[attr-defined]
 

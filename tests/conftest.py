@@ -87,6 +87,17 @@ def make_pipeline(data_dir: Path, encoder, max_tokens: int | None = None, overla
     return store, indexer, Searcher(store, encoder)
 
 
+def notes_and_settings(tmp_path: Path, notes: int) -> tuple[Path, Settings]:
+    """A folder of `notes` small notes (tmp_path/docs) and settings whose data dir is tmp_path/data, as a service gets."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(notes):
+        (root / f"{i}.txt").write_text(f"note {i} about wings and lift topic{i} " * 4)
+    settings = Settings(base_dir=tmp_path)
+    settings.index.data_dir = str(tmp_path / "data")
+    return root, settings
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(base_dir=tmp_path)

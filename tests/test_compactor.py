@@ -11,7 +11,7 @@ import pytest
 from lodex.search.results import SearchFilters
 from lodex.store.errors import StoreError
 from lodex.store.lance_store import Store
-from tests.conftest import make_pipeline
+from tests.conftest import make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
 from tests.invariants import check_index
 
@@ -81,14 +81,8 @@ def test_a_helper_that_dies_fails_that_optimize_only(tmp_path: Path) -> None:
 
 def test_serve_optimizes_its_large_tables_apart_and_stops_the_helper_when_it_closes(tmp_path: Path) -> None:
     from lodex.api.service import LodexService
-    from lodex.api.settings import Settings
 
-    root = tmp_path / "docs"
-    root.mkdir()
-    for i in range(4):
-        (root / f"{i}.txt").write_text(f"note {i} about wings and lift topic{i} " * 4)
-    settings = Settings(base_dir=tmp_path)
-    settings.index.data_dir = str(tmp_path / "data")
+    root, settings = notes_and_settings(tmp_path, 4)
     settings.watch.writer_nice = 5
     service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
     try:

@@ -7,13 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lodex.indexer.pipeline import Indexer
 from lodex.search.results import SearchFilters
 from lodex.search.searcher import Searcher
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SharedIndex, SnapshotSource
 from lodex.store import faiss_lifecycle
 from lodex.store.lance_store import AnnPolicy, Store
-from tests.conftest import make_pipeline
+from tests.conftest import make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
 
 WORDS = [f"w{i}" for i in range(300)]
@@ -155,14 +156,19 @@ def test_a_pinned_snapshot_keeps_the_vectors_of_chunks_a_newer_version_dropped(t
     assert sorted(new.index.index.ids().tolist()) == lance_ids  # released once nothing held the old one
 
 
-def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_path: Path, monkeypatch) -> None:
+def _alpha_and_its_source(tmp_path: Path) -> tuple[Path, FakeEncoder, Indexer, SnapshotSource]:
+    """One indexed note (docs/a.txt) and a started snapshot source following its index."""
     root = tmp_path / "docs"
     root.mkdir()
     (root / "a.txt").write_text("alpha " * 20)
     encoder = FakeEncoder()
     _, indexer, _ = make_pipeline(tmp_path / "data", encoder)
     indexer.run(root)
-    source = SnapshotSource(Store(tmp_path / "data", encoder.dim), poll_s=0.01).start()
+    return root, encoder, indexer, SnapshotSource(Store(tmp_path / "data", encoder.dim), poll_s=0.01).start()
+
+
+def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_path: Path, monkeypatch) -> None:
+    root, encoder, indexer, source = _alpha_and_its_source(tmp_path)
     searcher = Searcher(Store(tmp_path / "data", encoder.dim), encoder, source=source)  # a query thread's own handle
     entered, gate = threading.Event(), threading.Event()
     prepare = source._next
@@ -202,13 +208,7 @@ def test_the_versions_of_a_short_write_are_left_to_the_writer_and_a_long_one_s_f
 
     from lodex.search import snapshot_source
 
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "a.txt").write_text("alpha " * 20)
-    encoder = FakeEncoder()
-    _, indexer, _ = make_pipeline(tmp_path / "data", encoder)
-    indexer.run(root)
-    source = SnapshotSource(Store(tmp_path / "data", encoder.dim), poll_s=0.01).start()
+    root, encoder, indexer, source = _alpha_and_its_source(tmp_path)
     prepared: list[tuple[int, int]] = []
     prepare = source._next
     monkeypatch.setattr(source, "_next", lambda previous, versions: prepared.append(versions) or prepare(previous, versions))
@@ -243,16 +243,10 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
     import weakref
 
     from lodex.api.service import LodexService
-    from lodex.api.settings import Settings
     from lodex.store.vector_index import VectorIndex
     from tests.invariants import check_index
 
-    root = tmp_path / "docs"
-    root.mkdir()
-    for i in range(5):
-        (root / f"{i}.txt").write_text(f"note {i} about wings and lift topic{i} " * 4)
-    settings = Settings(base_dir=tmp_path)
-    settings.index.data_dir = str(tmp_path / "data")
+    root, settings = notes_and_settings(tmp_path, 5)
     settings.api.query_threads = 3
     if kind == "compressed":
         settings.index.ann = _compressed_from_the_start(monkeypatch).kind

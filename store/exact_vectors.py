@@ -15,7 +15,7 @@ _MAGIC = b"LODEXF32"
 _HEADER = 32  # magic, dim (int64), rows (int64), reserved
 _FILE_SHIFT = 40  # a vector's locator: its file's number << 40 | its row there
 _ROW_MASK = (1 << _FILE_SHIFT) - 1
-MAX_SEGMENTS = 8  # segment files before a save merges them into one
+MAX_SEGMENTS = 8  # segment files before a save merges the newest of them
 _COPY_ROWS = 16_384  # rows copied at a time when segments are merged
 _EMPTY = np.zeros(0, np.int64)
 
@@ -47,8 +47,9 @@ class _File:
 class ExactVectors:
     """The float32 vector of each chunk id, in files under `directory`, none of it held in memory but a sorted id →
     locator map (16 bytes a chunk). The vectors of a chunk id never change, so every version's index can share the
-    published segments; the one writer publishes its own additions as a new segment when its index is saved, and
-    merges the segments into one when they hold twice the live vectors or number more than MAX_SEGMENTS."""
+    published segments; the one writer publishes its own additions as a new segment when its index is saved, merges
+    the newer, smaller segments when there are MAX_SEGMENTS of them, and rewrites the live vectors into one segment
+    when the segments hold twice as many."""
 
     def __init__(self, directory: Path, dim: int) -> None:
         self.directory, self.dim = directory, dim
@@ -184,19 +185,30 @@ class ExactVectors:
     # ---- saving (the one writer) -------------------------------------------------------------
     def save(self, live: np.ndarray) -> None:
         """Publish the vectors added since the last save as a segment, so that the index saved next finds them in
-        any process; with many segments or much garbage (vectors of chunks no longer in `live`), rewrite the live
-        vectors into one segment instead and delete the others."""
+        any process. With MAX_SEGMENTS segments, merge the newest ones (size-tiered: an older segment that holds more
+        than all newer ones together stays as it is, so the big one is not rewritten for a few new vectors); with much
+        garbage (vectors of chunks no longer in `live`), rewrite the live vectors into one segment."""
         for stale in self.directory.glob(".chunks.exact.*.part"):
             stale.unlink(missing_ok=True)  # left by a writer that died while saving
         saved = _saved_segments(self.directory)
-        rows = (self._files[self._tail].rows if self._tail is not None else 0) + sum(self._rows_of(p) for _, p in saved)
-        if len(saved) < MAX_SEGMENTS and rows <= 2 * len(live) + 4096:
-            if self._tail is not None and self._files[self._tail].rows:
+        sizes = [self._rows_of(path) for _, path in saved]
+        tail_rows = self._files[self._tail].rows if self._tail is not None else 0
+        live = np.asarray(live, np.int64)
+        if tail_rows + sum(sizes) > 2 * len(live) + 4096:
+            kept = 0
+        elif len(saved) < MAX_SEGMENTS:
+            if tail_rows and self._tail is not None:
                 self._publish(np.concatenate(self._tail_ids), [self._tail], saved)
             return
-        live = np.asarray(live, np.int64)
-        self._publish(live[np.argsort(self._locate(live), kind="stable")], [i for i, f in enumerate(self._files) if f.fd >= 0], saved)
-        for _, path in saved:
+        else:
+            kept = next((i for i in range(len(saved)) if sizes[i] <= sum(sizes[i + 1 :]) + tail_rows), len(saved))
+            kept = max(0, min(kept, len(saved) - 2))  # at least two segments become one
+        merged_paths = {path for _, path in saved[kept:]}
+        merged = [n for n, f in enumerate(self._files) if f.fd >= 0 and (not kept or n == self._tail or f.path in merged_paths)]
+        locs = self._locate(live)
+        moving = np.isin(locs >> _FILE_SHIFT, merged) & (locs >= 0)
+        self._publish(live[moving][np.argsort(locs[moving], kind="stable")], merged, saved)
+        for path in merged_paths:
             path.unlink(missing_ok=True)
 
     def _rows_of(self, path: Path) -> int:

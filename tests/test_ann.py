@@ -175,6 +175,8 @@ def test_a_compressed_index_round_trips_through_its_files(tmp_path: Path, monkey
     assert loaded is not None and loaded.kind == "compressed" and (loaded.index.nprobe, loaded.refine) == (4, 2)
     assert np.array_equal(loaded.ids(), np.sort(ids)) and not len(loaded.missing_vectors())
     assert np.array_equal(loaded.vectors(ids[::7]), vectors[::7])
+    (big,) = tmp_path.glob("chunks.exact.*.f32")
+    written, size = big.stat().st_mtime_ns, big.stat().st_size
     for version in range(8, 14):  # each save publishes what was added since; segments are merged before they pile up
         fresh = _clustered(50, seed=version)
         loaded.remove(ids[version * 50 : version * 50 + 50])
@@ -182,15 +184,22 @@ def test_a_compressed_index_round_trips_through_its_files(tmp_path: Path, monkey
         loaded.save(tmp_path, version)
         segments = sorted(p.name for p in tmp_path.glob("chunks.exact.*.f32"))
         assert 1 <= len(segments) <= 3 and [p.name for p in tmp_path.glob("chunks.v*.faiss")] == [f"chunks.v{version}.faiss"]
+        assert segments[0] == big.name and big.stat().st_mtime_ns == written  # only the small new ones were merged
     again = VectorIndex.load(tmp_path, 13, 32)
     assert again is not None and np.array_equal(again.vectors(ids[650:700]), fresh)
     assert np.array_equal(again.vectors(ids[:400]), vectors[:400])
+    loaded.remove(ids[1_000:])  # most vectors are garbage now: the live ones are rewritten into one segment
+    loaded.save(tmp_path, 14)
+    (only,) = tmp_path.glob("chunks.exact.*.f32")
+    assert not big.exists() and only.stat().st_size < size / 5
+    rewritten = VectorIndex.load(tmp_path, 14, 32)
+    assert rewritten is not None and np.array_equal(rewritten.vectors(ids[650:700]), fresh)
     for path in tmp_path.glob("chunks.exact.*.f32"):
         path.unlink()  # another host's copy of the index, or files lost: the vectors are to come from Lance
-    lost = VectorIndex.load(tmp_path, 13, 32)
-    assert lost is not None and np.array_equal(np.sort(lost.missing_vectors()), np.sort(ids))
+    lost = VectorIndex.load(tmp_path, 14, 32)
+    assert lost is not None and np.array_equal(np.sort(lost.missing_vectors()), np.sort(ids[:1_000]))
     assert not list(tmp_path.glob(".chunks.exact.*"))  # nothing left behind but the published files
-    loaded.to_flat().save(tmp_path, 14)  # an index of another kind needs no vector files
+    loaded.to_flat().save(tmp_path, 15)  # an index of another kind needs no vector files
     assert not list(tmp_path.glob("chunks.exact.*"))
 
 

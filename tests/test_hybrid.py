@@ -165,6 +165,24 @@ def test_each_document_ranking_ranks_by_its_own_property(ranked_index, ranking: 
         assert hybrid.index("spike.txt") < hybrid.index("steady.txt"), hybrid
 
 
+@pytest.mark.parametrize("ranking", ["max", "blend"])
+def test_best_chunks_taken_from_a_few_dense_candidates_are_the_exact_ones(ranked_index, ranking: str) -> None:
+    """A document's best chunk is read off the dense candidates when it has one there (it outscores the document's
+    other chunks, so it is among them), and computed from all its chunks when only BM25 found it: both give the
+    scores that reading every chunk of every document gives."""
+    store, encoder, searcher = ranked_index
+    vector = encoder.embed([" ".join(QUERY)], kind="query")[0]
+    with searcher.source.pinned() as snap:
+        scores, ids = snap.index.search_batch(vector[None, :], 6)  # a few of the 46 chunks: not every document's
+        hits = Hits(ids[0], snap.rows(ids[0]), scores[0].astype(np.float64))
+        rows = np.arange(len(snap.docs))
+        assert 0 < len(np.unique(hits.rows)) < len(rows)
+        fast = searcher._dense_scores(snap, rows, vector, ranking, hits=hits)
+        assert np.allclose(fast, searcher._dense_scores(snap, rows, vector, ranking), atol=1e-6)
+    expected = dense_document_scores(store, vector, ranking, searcher.fusion.top_m, searcher.fusion.blend_alpha)
+    assert dict(zip(snap.docs.rows(rows.tolist(), "paths"), fast.tolist())) == pytest.approx(expected, abs=1e-5)
+
+
 def test_passage_highlights_mark_query_words_with_exact_offsets(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     root.mkdir()

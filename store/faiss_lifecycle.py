@@ -24,6 +24,10 @@ _SCAN_BATCH = 16_384  # chunk rows per batch when streaming vectors out of Lance
 # and the next save rebuilds (or catches up) the index from Lance a batch at a time, in the kind its size calls
 # for: memory stays at one index of the final kind, never a float32 copy of every new vector on top of it.
 HOLD_ROWS = 65_536
+# The share of the time routine saves of the index may take: with `min_interval_s`, a save is also skipped until
+# 1/SAVE_SHARE times the last one's duration has passed (at 3M chunks a save writes ~1.2 GB, and the writer, whose
+# next commit waits for it, would spend seconds of every 30 on it).
+SAVE_SHARE = 0.02
 
 
 class FaissLifecycle:
@@ -40,6 +44,7 @@ class FaissLifecycle:
         self._index_version = -1
         self._unsaved = 0  # vectors added to the in-memory index since it was loaded, built or saved
         self._persisted_at = float("-inf")
+        self._save_s = 0.0  # how long the last save took
         self.keeper: Callable[[], None] | None = None  # who keeps the one index of the process instead, and saves it
 
     def lend(self, keeper: Callable[[], None]) -> None:
@@ -107,14 +112,20 @@ class FaissLifecycle:
 
     def persist(self, min_interval_s: float = 0.0) -> None:
         """Save the index as the reflection of the current chunks version (converted first when the policy wants
-        another kind); with `min_interval_s`, skip it when the last save is more recent (readers catch a stale
-        file up from Lance by chunk id)."""
-        if min_interval_s and time.monotonic() - self._persisted_at < min_interval_s:
+        another kind); with `min_interval_s`, skip it when the last save is more recent, or more recent than
+        1/SAVE_SHARE times its duration (readers catch a stale file up from Lance by chunk id)."""
+        if min_interval_s and time.monotonic() - self._persisted_at < max(min_interval_s, self._save_s / SAVE_SHARE):
             return
+        started = time.monotonic()
         if self.keeper is not None:
             self.keeper()
-            self._persisted_at = time.monotonic()
-            return
+        else:
+            self._save()
+        self._persisted_at = time.monotonic()
+        self._save_s = self._persisted_at - started
+
+    def _save(self) -> None:
+        """Save this process's index as the current version's file (converted first when the policy wants another kind)."""
         index = self.current()
         kind = self.ann.rebuild(index)
         if kind is not None:
@@ -125,7 +136,6 @@ class FaissLifecycle:
             index.save(self.data_dir, self.chunks.version)
             self._upload(self.chunks.version)
         self._index_version, self._unsaved = self.chunks.version, 0
-        self._persisted_at = time.monotonic()
 
     # ---- on object storage -------------------------------------------------------------------
     def _fetch(self, version: int | None = None) -> None:

@@ -6,6 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from lodex.store import faiss_lifecycle
+from lodex.store.ann_policy import AnnPolicy
 from lodex.store.errors import OriginMismatchError, StoreError
 from lodex.store.lance_store import ChunkOwners, Store
 from lodex.store.origin import make_origin
@@ -66,6 +68,29 @@ def test_faiss_index_is_rebuilt_when_missing_or_stale(tmp_path: Path) -> None:
     store.chunks.delete("ordinal = 0")  # Lance moves on without the FAISS file: it is stale now
     rebuilt = Store(tmp_path / "data", encoder.dim).vector_index()
     assert len(rebuilt) == chunks - 4
+
+
+def test_routine_saves_of_a_slow_to_save_index_come_less_often(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """persist(min_interval_s) also waits 1/SAVE_SHARE times the last save's duration: a big index is not rewritten
+    every 30 s while the writer's next commit waits; a forced save (no interval) still happens at once."""
+    clock = [1000.0]
+    monkeypatch.setattr(faiss_lifecycle.time, "monotonic", lambda: clock[0])
+    saves: list[float] = []
+
+    def keeper() -> None:  # a save that takes 2 s
+        saves.append(clock[0])
+        clock[0] += 2.0
+
+    lifecycle = faiss_lifecycle.FaissLifecycle(tmp_path, 8, None, AnnPolicy())
+    lifecycle.lend(keeper)
+    lifecycle.persist(30)
+    for _ in range(40):  # a commit every 5 s for 200 s
+        clock[0] += 5.0
+        lifecycle.persist(30)
+    gap = 2.0 / faiss_lifecycle.SAVE_SHARE
+    assert len(saves) >= 2 and gap > 30 and all(b - a >= gap for a, b in zip(saves, saves[1:]))
+    lifecycle.persist()
+    assert clock[0] - saves[-1] == 2.0  # at once
 
 
 def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:

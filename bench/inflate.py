@@ -1,5 +1,6 @@
 """Grow a real lodex index to N chunks with pushed copies of its documents: vectors jittered, texts varied per copy."""
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -24,7 +25,9 @@ def _varied(texts: list[str], copy: int, words: list[str]) -> list[str]:
 def inflate(data: Path, target: int, vary_text: bool = False, progress: bool = False) -> dict[str, float]:
     """Add pushed copies of the documents first indexed (not of earlier copies) until the index holds `target`
     chunks: each copy's chunk vectors are the originals plus N(0, JITTER) noise, re-normalized, its document vector the
-    normalized mean of those, and (with `vary_text`) its texts varied per copy. Compacts the tables and saves the
+    normalized mean of those, and (with `vary_text`) its texts varied per copy, under a content hash of their own (with
+    the original's, a file edited back to its original text was given a copy's chunks, and the next edit of it found
+    none of its chunk texts to keep and encoded it whole). Compacts the tables and saves the
     vector index (rebuilt as the kind the size calls for); returns the chunk count and the seconds of each phase."""
     store = Store(data, 384)
     chunks = store.chunks.search().limit(None).to_arrow()
@@ -55,10 +58,13 @@ def inflate(data: Path, target: int, vary_text: bool = False, progress: bool = F
             part = chunks.take(pa.array(idx)).to_pydict()
             part.update({"id": rng.integers(1, 2**62, len(idx)), "document_id": [new_id] * len(idx),
                          "vector": pa.FixedSizeListArray.from_arrays(pa.array(jitter.reshape(-1)), 384)})
-            if vary_text:
+            content_hash = doc["content_hash"]
+            if vary_text:  # other texts: another content, so another hash (lodex re-uses the chunks of equal hashes)
                 part["text"] = _varied(part["text"], copy, words)
+                content_hash = hashlib.sha256(f"{content_hash} copy{copy}".encode()).hexdigest()[: len(content_hash)]
+                part["content_hash"] = [content_hash] * len(idx)
             rows.append(pa.Table.from_pydict(part, schema=chunks_schema(384)))
-            doc_rows.append({**doc, "id": new_id, "path": path, "metadata": "{}",
+            doc_rows.append({**doc, "id": new_id, "path": path, "metadata": "{}", "content_hash": content_hash,
                              "vector": (mean / np.linalg.norm(mean)).astype(np.float32).tolist()})
             total += len(idx)
             if total >= target:

@@ -108,8 +108,8 @@ def run_clients(port: int, queries: list[str], clients: int, seconds: float, pee
 
 def keep_changing(folder: Path, every: float, stop: threading.Event) -> int:
     """Rewrite one of the folder's files every `every` seconds (a line appended, a different file each time) until
-    `stop`; how many were written."""
-    files = sorted(folder.glob("*.txt"))
+    `stop`; how many were written. The folder's own files, or those of its subfolders (bench/scale.py's work dirs)."""
+    files = sorted(folder.glob("*.txt")) or sorted(folder.rglob("*.txt"))
     written = 0
     while not stop.wait(every):
         path = files[written % len(files)]

@@ -81,8 +81,9 @@ class QueryBatcher:
             live = [pair for batch, _, _, _ in encoded for pair in batch]
             try:
                 vectors = np.concatenate([v for _, v, _, _ in encoded])
-                keywords = [hits for _, _, _, wait in encoded for hits in wait()]
-                responses = searcher.search_many([q for q, _ in live], vectors, min(t for _, _, t, _ in encoded), keywords)
+                waits = [wait for _, _, _, wait in encoded]  # called by the search once its dense half is done
+                responses = searcher.search_many([q for q, _ in live], vectors, min(t for _, _, t, _ in encoded),
+                                                 lambda: [hits for wait in waits for hits in wait()])
                 for (_, future), response in zip(live, responses):
                     future.set_result(response)
             except Exception as exc:  # noqa: BLE001 — one bad query must not fail its neighbours: each alone, once more

@@ -26,6 +26,9 @@ from lodex.store.schema import LOCATION_COLUMNS
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
 
 KeywordHits = tuple[int, np.ndarray, np.ndarray]  # a query's BM25 hits: chunks version, Lance row ids, scores
+# Each query's BM25 hits (None: none started for it), or the function that waits for them (called once the batch's
+# dense search is done, so that it runs while Lance answers).
+Keywords = list[KeywordHits | None] | Callable[[], list[KeywordHits | None]]
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,10 @@ class Searcher:
         return answer
 
     def search_many(self, queries: list[Query], vectors: np.ndarray | None = None, started: float | None = None,
-                    keywords: "list[KeywordHits | None] | None" = None) -> list[SearchResponse]:
+                    keywords: Keywords | None = None) -> list[SearchResponse]:
         """Several searches against one committed version of the index, sharing the encoder call and the scans;
         `vectors`: the queries already encoded (from `started`, a perf_counter time, for took_ms); `keywords`: their
-        BM25 hits from `start_keyword_search`."""
+        BM25 hits from `start_keyword_search`, or its function that waits for them."""
         started = time.perf_counter() if started is None else started
         if vectors is None:
             vectors = self.encoder.embed([q.text for q in queries], kind="query")
@@ -97,7 +100,7 @@ class Searcher:
             return self._search_snapshot(snap, queries, vectors, started, keywords)
 
     def _search_snapshot(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, started: float,
-                         keywords: "list[KeywordHits | None] | None") -> list[SearchResponse]:
+                         keywords: Keywords | None) -> list[SearchResponse]:
         widths = [self._width(q) for q in queries]
         first = self._retrieve_batch(snap, queries, vectors, widths, keywords)
         tops, chunk_order = [], []
@@ -126,10 +129,10 @@ class Searcher:
         return max(self.candidates, 10 * q.k)
 
     def _retrieve_batch(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, widths: list[int],
-                        keywords: "list[KeywordHits | None] | None" = None) -> list[tuple[Hits, Hits, np.ndarray]]:
-        """(dense hits, BM25 hits, the vector dense search used) per query: one FAISS scan for the batch, one round
-        of keyword queries (for those `keywords` has not answered at this version), one more scan for hybrid queries'
-        feedback vectors."""
+                        keywords: Keywords | None = None) -> list[tuple[Hits, Hits, np.ndarray]]:
+        """(dense hits, BM25 hits, the vector dense search used) per query: one FAISS scan for the batch (while the
+        keyword queries already started run), one round of keyword queries (for those `keywords` has not answered at
+        this version), one more scan for hybrid queries' feedback vectors."""
         modes = [q.mode or self.mode for q in queries]
         dense = [Hits.empty() for _ in queries]
         keyword = [Hits.empty() for _ in queries]
@@ -137,6 +140,8 @@ class Searcher:
         if picked:
             self._dense_hits(snap, queries, vectors[picked], widths, picked, dense)
         worded = [i for i, m in enumerate(modes) if m != "dense"]
+        if callable(keywords):
+            keywords = keywords()
         given = {i: k[1:] for i in worded if keywords and (k := keywords[i]) is not None and k[0] == snap.version}
         asked = [i for i in worded if i not in given]
         if asked:

@@ -119,22 +119,29 @@ class ExactVectors:
 
     def read(self, ids: "np.ndarray | list[int]") -> np.ndarray:
         """The vectors of these chunk ids, in their order: one read per run of consecutive rows (a document's chunks
-        are stored together), straight into the array (read, not mapped: the page cache holds them, not this process)."""
+        are stored together), straight into the array (read, not mapped: the page cache holds them, not this process).
+        Ids given a document's chunks at a time are read in place; scattered ones in file order, then put in place."""
         locs = self._locate(np.asarray(ids, np.int64))
         if (locs < 0).any():
             raise LookupError(f"{int((locs < 0).sum())} chunk ids have no stored vector")
+        out = np.empty((len(locs), self.dim), np.float32)
+        if len(locs) >= 4 * (np.count_nonzero(np.diff(locs) != 1) + 1):  # runs of 4 or more on average
+            self._read_runs(locs, out)
+            return out
         order = np.argsort(locs, kind="stable")
-        ordered = locs[order]
-        rows = np.empty((len(locs), self.dim), np.float32)  # in locator order
-        view, size = rows.data.cast("B"), self._row_bytes
-        bounds = (np.flatnonzero(np.diff(ordered) != 1) + 1).tolist()
-        for start, end, loc in zip([0, *bounds], [*bounds, len(ordered)], ordered[[0, *bounds]].tolist() if len(ordered) else []):
+        rows = np.empty_like(out)  # in locator order
+        self._read_runs(locs[order], rows)
+        out[order] = rows
+        return out
+
+    def _read_runs(self, locs: np.ndarray, into: np.ndarray) -> None:
+        """Read the vectors at these locators into the rows of `into`, one read per run of consecutive locators."""
+        view, size = into.data.cast("B"), self._row_bytes
+        bounds = (np.flatnonzero(np.diff(locs) != 1) + 1).tolist()
+        for start, end, loc in zip([0, *bounds], [*bounds, len(locs)], locs[[0, *bounds]].tolist() if len(locs) else []):
             file = self._files[loc >> _FILE_SHIFT]
             if os.preadv(file.fd, [view[start * size : end * size]], file.offset + (loc & _ROW_MASK) * size) != (end - start) * size:
                 raise OSError(f"{file.path or 'the vectors file'} is shorter than its index says")
-        out = np.empty_like(rows)
-        out[order] = rows
-        return out
 
     def rescored(self, queries: np.ndarray, candidates: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-n (scores, ids) per query among its candidate ids (-1: none), scored exactly by inner product with the

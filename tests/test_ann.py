@@ -341,3 +341,20 @@ def test_vectors_stream_out_of_lance_by_one_scan_every_kth_row_across_batches(tm
         ids = np.concatenate([i for i, _ in batches])
         assert ids.tolist() == lance["id"].to_pylist()[::every]
         assert np.array_equal(np.concatenate([v for _, v in batches]), vectors_of(lance)[::every])
+
+
+def test_stored_vectors_come_back_in_the_order_asked_whether_in_runs_or_scattered(tmp_path: Path) -> None:
+    """Documents' chunks asked a document at a time (long runs of rows, read in place) and scattered candidates (read
+    in file order, then put in place) both come back as asked, across the saved segment and the private tail."""
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(3_000, 16)).astype(np.float32)
+    ids = rng.permutation(10**9)[:3_000].astype(np.int64)
+    stored = exact_vectors.ExactVectors(tmp_path, 16)
+    stored.append(ids[:2_000], vectors[:2_000])
+    stored.save(ids[:2_000])
+    stored.append(ids[2_000:], vectors[2_000:])  # not saved: in the tail
+    documents = [np.arange(s, s + 60) for s in rng.permutation(np.arange(0, 2_940, 60))[:20]]  # runs, some across both files
+    by_document = np.concatenate(documents)
+    scattered = rng.permutation(3_000)[:500]
+    for positions in (by_document, scattered, by_document[::-1]):
+        assert np.array_equal(stored.read(ids[positions]), vectors[positions])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from lodex.indexer.encoder import Encoder
+from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
 from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
@@ -188,7 +189,7 @@ class Searcher:
             if ranking == "max":
                 return dense.best_per_document(), dense
             rows = dense.rows[dense.firsts()]
-            return Hits(rows, rows, self._dense_scores(snap, rows, vector, ranking, hits=dense)), dense
+            return Hits(rows, rows, dense_scores(snap, rows, vector, ranking, f.top_m, f.blend_alpha, dense)), dense
         fused = f.fuse(dense, keyword)
         first = fused.firsts()
         rows = fused.rows[first]
@@ -204,54 +205,10 @@ class Searcher:
         # blend / mean: a dense score per document (for the feedback vector), fused with BM25's best chunk per
         # document, at document level
         alpha = f.hybrid_blend_alpha if ranking == "blend" else 0.0
-        dense_scores = self._dense_scores(snap, rows, moved, "blend", alpha, dense)
-        order = np.argsort(-dense_scores, kind="stable")
-        dense_docs = Hits(rows[order], rows[order], dense_scores[order])
+        scores = fused_dense_scores(snap, rows, moved, alpha, dense, self._doc_fusion.depth)
+        order = np.argsort(-scores, kind="stable")
+        dense_docs = Hits(rows[order], rows[order], scores[order])
         return self._doc_fusion.fuse(dense_docs, keyword.best_per_document()), fused
-
-    def _dense_scores(self, snap: Snapshot, rows: np.ndarray, vector: np.ndarray, ranking: str, alpha: float | None = None,
-                      hits: Hits | None = None) -> np.ndarray:
-        """Documents' dense scores under `ranking` (`hits`: the dense candidates of `vector`, whose scores are exact;
-        other chunks scored in one matrix product); `alpha`: the blend's best-chunk share."""
-        if not len(rows):
-            return np.zeros(0, np.float64)
-        if ranking == "topm":
-            _, chunk_vectors, lengths = snap.chunk_vectors(rows)
-            sims = chunk_vectors @ vector
-            return np.array([float(np.sort(sims[s:s + n])[-self.fusion.top_m:].mean()) if n else 0.0
-                             for s, n in zip((np.cumsum(lengths) - lengths).tolist(), lengths.tolist())])
-        best = self._best_chunks(snap, rows, vector, hits) if ranking != "mean" else np.zeros(len(rows))
-        if ranking == "max":
-            return best
-        vectors, found = snap.mean_vectors(rows)
-        means = np.where(found, vectors @ vector, 0.0).astype(np.float64)
-        alpha = self.fusion.blend_alpha if alpha is None else alpha
-        return means if ranking == "mean" else alpha * best + (1 - alpha) * means
-
-    @staticmethod
-    def _best_chunks(snap: Snapshot, rows: np.ndarray, vector: np.ndarray, hits: Hits | None) -> np.ndarray:
-        """Each document's best chunk cosine to `vector`. A document among `hits` (the candidates of a search for
-        `vector`, best first) takes its best hit: its best chunk scores at least as high as that hit, so it is
-        among them too (up to what the vector index misses). The others' chunks are read and scored (at 1M chunks,
-        reading every chunk of 100 candidate documents took ~12 ms a query)."""
-        best = np.zeros(len(rows), np.float64)
-        todo = np.ones(len(rows), bool)
-        if hits is not None and len(hits.ids):
-            per = hits.best_per_document()
-            order = np.argsort(per.rows, kind="stable")
-            known, scores = per.rows[order], per.scores[order]
-            at = np.minimum(np.searchsorted(known, rows), len(known) - 1)
-            found = known[at] == rows
-            best[found], todo = scores[at[found]], ~found
-        if todo.any():
-            _, chunk_vectors, lengths = snap.chunk_vectors(rows[todo])
-            sims = chunk_vectors @ vector
-            has = lengths > 0
-            part = np.zeros(int(todo.sum()), np.float64)
-            if has.any():
-                part[has] = np.maximum.reduceat(sims, (np.cumsum(lengths) - lengths)[has]).astype(np.float64)
-            best[todo] = part
-        return best
 
     def _passages(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[int, float]]],
                   chunk_order: list[Hits]) -> dict[tuple[int, int], list[Passage]]:

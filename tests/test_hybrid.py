@@ -7,6 +7,7 @@ import pytest
 
 from lodex.api.factory import build_indexer
 from lodex.api.settings import Settings
+from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
 from lodex.search.searcher import RANKINGS
@@ -165,6 +166,12 @@ def test_each_document_ranking_ranks_by_its_own_property(ranked_index, ranking: 
         assert hybrid.index("spike.txt") < hybrid.index("steady.txt"), hybrid
 
 
+def _few_dense_hits(searcher, snap, vector: np.ndarray, n: int) -> Hits:
+    """The dense candidates of a search for `vector` cut to `n` chunks."""
+    scores, ids = snap.index.search_batch(vector[None, :], n)
+    return Hits(ids[0], snap.rows(ids[0]), scores[0].astype(np.float64))
+
+
 @pytest.mark.parametrize("ranking", ["max", "blend"])
 def test_best_chunks_taken_from_a_few_dense_candidates_are_the_exact_ones(ranked_index, ranking: str) -> None:
     """A document's best chunk is read off the dense candidates when it has one there (it outscores the document's
@@ -172,15 +179,42 @@ def test_best_chunks_taken_from_a_few_dense_candidates_are_the_exact_ones(ranked
     scores that reading every chunk of every document gives."""
     store, encoder, searcher = ranked_index
     vector = encoder.embed([" ".join(QUERY)], kind="query")[0]
+    f = searcher.fusion
     with searcher.source.pinned() as snap:
-        scores, ids = snap.index.search_batch(vector[None, :], 6)  # a few of the 46 chunks: not every document's
-        hits = Hits(ids[0], snap.rows(ids[0]), scores[0].astype(np.float64))
+        hits = _few_dense_hits(searcher, snap, vector, 6)  # a few of the 46 chunks: not every document's
         rows = np.arange(len(snap.docs))
         assert 0 < len(np.unique(hits.rows)) < len(rows)
-        fast = searcher._dense_scores(snap, rows, vector, ranking, hits=hits)
-        assert np.allclose(fast, searcher._dense_scores(snap, rows, vector, ranking), atol=1e-6)
-    expected = dense_document_scores(store, vector, ranking, searcher.fusion.top_m, searcher.fusion.blend_alpha)
+        fast = dense_scores(snap, rows, vector, ranking, f.top_m, f.blend_alpha, hits)
+        assert np.allclose(fast, dense_scores(snap, rows, vector, ranking, f.top_m, f.blend_alpha), atol=1e-6)
+    expected = dense_document_scores(store, vector, ranking, f.top_m, f.blend_alpha)
     assert dict(zip(snap.docs.rows(rows.tolist(), "paths"), fast.tolist())) == pytest.approx(expected, abs=1e-5)
+
+
+def test_documents_only_bm25_found_are_read_only_when_they_can_reach_the_normalized_range(ranked_index, monkeypatch) -> None:
+    """Hybrid document fusion normalizes the `depth` best dense document scores and gives 0 below them: a document
+    that only BM25 found and whose bound (the lowest dense hit) keeps it below them is not read, and the fused
+    ranking and scores are those of reading every document's chunks."""
+    _, encoder, searcher = ranked_index
+    vector = encoder.embed([" ".join(QUERY)], kind="query")[0]
+    with searcher.source.pinned() as snap:
+        hits = _few_dense_hits(searcher, snap, vector, 6)
+        rows = np.arange(len(snap.docs))
+        keyword = Hits(rows, rows, np.linspace(3.0, 1.0, len(rows)))  # every document found by BM25, distinct scores
+        exact = dense_scores(snap, rows, vector, "blend", 3, 0.6)
+        read: list[int] = []
+        chunk_vectors = snap.chunk_vectors
+        monkeypatch.setattr(snap, "chunk_vectors", lambda r: (read.extend(r.tolist()), chunk_vectors(r))[1])
+        for depth in (1, len(rows)):
+            read.clear()
+            fast = fused_dense_scores(snap, rows, vector, 0.6, hits, depth)
+            fusion = Fusion(dense_weight=0.7, depth=depth)
+            fused = [fusion.fuse(Hits(rows[o], rows[o], s[o]), keyword) for s in (fast, exact) for o in [np.argsort(-s, kind="stable")]]
+            assert fused[0].ids.tolist() == fused[1].ids.tolist() and np.allclose(fused[0].scores, fused[1].scores)
+            assert not set(read) & set(hits.rows.tolist())  # documents with a dense hit are never read
+            if depth == 1:
+                assert len(set(read)) < len(rows) - len(set(hits.rows.tolist())), "every other document was read"
+            else:
+                assert set(read) == set(rows.tolist()) - set(hits.rows.tolist())
 
 
 def test_passage_highlights_mark_query_words_with_exact_offsets(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ immutable segment files in the data dir that every process reads, plus a private
 import os
 import re
 import tempfile
+import threading
 import weakref
 from pathlib import Path
 from typing import IO
@@ -18,6 +19,7 @@ _ROW_MASK = (1 << _FILE_SHIFT) - 1
 MAX_SEGMENTS = 8  # segment files before a save merges the newest of them
 _COPY_ROWS = 16_384  # rows copied at a time when segments are merged
 _EMPTY = np.zeros(0, np.int64)
+_PREFETCH_BYTES = 4 << 20  # read into the page cache this much at a time
 
 
 def _segment_name(seq: int) -> str:
@@ -85,7 +87,34 @@ class ExactVectors:
             locs.append(keep + ((len(out._files) - 1) << _FILE_SHIFT))
         if ids:
             out._map = (*_latest(np.concatenate(ids), np.concatenate(locs)), _EMPTY, _EMPTY)
+        out._prefetch()
         return out
+
+    def _prefetch(self) -> None:
+        """Read the segments' vectors once from a background thread, so that the page cache holds them, when they fit
+        in half of the memory available: the refine step reads ~400 scattered vectors a query, ~0.1 ms each from disk
+        (at 3M chunks, ~100 ms a query on a cold cache against ~3 ms warm), so a freshly started server would answer
+        its first minutes of queries at disk speed. Sequential reads of 4 MiB into one buffer: nothing is held in this
+        process's memory, and the kernel may drop the pages again. (POSIX_FADV_WILLNEED reads only the first ~128 KiB
+        of a range on Linux.)"""
+        ranges = [(f.fd, f.offset, f.rows * self._row_bytes) for f in self._files if f.path is not None and f.rows]
+        if not ranges or sum(n for _, _, n in ranges) > _available_bytes() // 2:
+            return
+        fds = [(os.dup(fd), offset, n) for fd, offset, n in ranges]  # its own descriptors: the index may close its files
+
+        def read_ahead() -> None:
+            buffer = bytearray(_PREFETCH_BYTES)
+            for fd, offset, n in fds:
+                try:
+                    for at in range(offset, offset + n, _PREFETCH_BYTES):
+                        if not os.preadv(fd, [buffer], at):
+                            break
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+
+        threading.Thread(target=read_ahead, name="lodex-vector-readahead", daemon=True).start()
 
     def _read_segment(self, fd: int, path: Path) -> np.ndarray | None:
         """Register a segment file; its chunk ids, or None when it is not one of this dimension."""
@@ -262,6 +291,17 @@ def _merged(ids: np.ndarray, locs: np.ndarray, new_ids: np.ndarray, new_locs: np
     order = np.argsort(new_ids, kind="stable")
     at = np.searchsorted(ids, new_ids[order], side="right")
     return np.insert(ids, at, new_ids[order]), np.insert(locs, at, new_locs[order])
+
+
+def _available_bytes() -> int:
+    """Memory available for the page cache without swapping (MemAvailable), 0 when unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _close(file: _File) -> None:

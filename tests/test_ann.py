@@ -1,6 +1,7 @@
 """Large-index mode: the IVF index and the compressed one (8-bit codes, candidates re-scored from float32 vectors on
 disk) keep deletes and updates exact and survive saving, and the store switches between them and the flat one by size."""
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -358,3 +359,32 @@ def test_stored_vectors_come_back_in_the_order_asked_whether_in_runs_or_scattere
     scattered = rng.permutation(3_000)[:500]
     for positions in (by_document, scattered, by_document[::-1]):
         assert np.array_equal(stored.read(ids[positions]), vectors[positions])
+
+
+def test_opening_segments_reads_their_vectors_ahead_only_when_they_fit_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded compressed index's segment files are read once in the background (into the page cache, so that its
+    first refine steps do not wait on the disk): every byte of their vectors, with descriptors of its own; not when
+    they would take more than half of the memory available."""
+    rng = np.random.default_rng(5)
+    ids = np.arange(1, 5_001, dtype=np.int64)
+    vectors = rng.normal(size=(5_000, 16)).astype(np.float32)
+    stored = exact_vectors.ExactVectors(tmp_path, 16)
+    stored.append(ids[:3_000], vectors[:3_000])
+    stored.save(ids[:3_000])
+    stored.append(ids[3_000:], vectors[3_000:])
+    stored.save(ids)  # two segments
+    monkeypatch.setattr(exact_vectors, "_PREFETCH_BYTES", 4096)
+    read: list[int] = []
+    preadv = exact_vectors.os.preadv
+    monkeypatch.setattr(exact_vectors.os, "preadv", lambda fd, bufs, at: read.append(n := preadv(fd, bufs, at)) or n)
+    threads = set(threading.enumerate())
+    opened = exact_vectors.ExactVectors.open(tmp_path, 16, ids)
+    for thread in set(threading.enumerate()) - threads:
+        thread.join(timeout=30)
+    assert sum(read) >= 5_000 * 16 * 4 and len(read) >= 5_000 * 16 * 4 // 4096  # every vector byte, 4 KiB at a time
+    assert np.array_equal(opened.read(ids), vectors)  # the index's own descriptors still open
+    read.clear()
+    monkeypatch.setattr(exact_vectors, "_available_bytes", lambda: 5_000 * 16 * 4)  # twice the vectors: too little
+    threads = set(threading.enumerate())
+    exact_vectors.ExactVectors.open(tmp_path, 16, ids)
+    assert set(threading.enumerate()) == threads and not read

@@ -19,6 +19,7 @@ from lodex.indexer.layer_cache import LayerCache
 from lodex.indexer.layer_weights import Prefetcher, TensorSlot, fp32_bytes, read_tensor, tensor_index
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.heap import release_freed
+from lodex.store.system_memory import available_bytes
 
 SPILL_PREFIX = "lodex-stream-spill-"
 # Tokens per call (~500 chunks of 128): reading the weights once per call then costs under 2% of the compute even from
@@ -28,20 +29,9 @@ MIN_AGREEMENT = 0.99  # compressed layers: mean cosine to float32, as fast mode'
 log = logging.getLogger(__name__)
 
 
-def available_bytes() -> int:
-    """Memory available now (MemAvailable), or 4 GiB when it cannot be read."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 4 << 30
-
-
 def memory_budget(budget_mb: int) -> int:
     """The memory budget in bytes: `budget_mb`, or (0) half the memory available at start."""
-    return budget_mb << 20 if budget_mb > 0 else available_bytes() // 2
+    return budget_mb << 20 if budget_mb > 0 else available_bytes(4 << 30) // 2
 
 
 def streaming_reason(model_dir: Path, budget_mb: int, forced: bool) -> str:

@@ -11,6 +11,8 @@ from typing import IO
 
 import numpy as np
 
+from lodex.store.system_memory import available_bytes
+
 _SEGMENT = re.compile(r"^chunks\.exact\.(\d+)\.f32$")
 _MAGIC = b"LODEXF32"
 _HEADER = 32  # magic, dim (int64), rows (int64), reserved
@@ -20,6 +22,7 @@ MAX_SEGMENTS = 8  # segment files before a save merges the newest of them
 _COPY_ROWS = 16_384  # rows copied at a time when segments are merged
 _EMPTY = np.zeros(0, np.int64)
 _PREFETCH_BYTES = 4 << 20  # read into the page cache this much at a time
+_READ_AHEAD: set[tuple[int, ...]] = set()  # the segment files this process has read ahead (they never change)
 
 
 def _segment_name(seq: int) -> str:
@@ -97,9 +100,11 @@ class ExactVectors:
         its first minutes of queries at disk speed. Sequential reads of 4 MiB into one buffer: nothing is held in this
         process's memory, and the kernel may drop the pages again. (POSIX_FADV_WILLNEED reads only the first ~128 KiB
         of a range on Linux.)"""
-        ranges = [(f.fd, f.offset, f.rows * self._row_bytes) for f in self._files if f.path is not None and f.rows]
-        if not ranges or sum(n for _, _, n in ranges) > _available_bytes() // 2:
+        ranges = [(f.fd, f.offset, f.rows * self._row_bytes) for f in self._files if f.path is not None and f.rows
+                  and _file_key(f.fd) not in _READ_AHEAD]  # a later load of the same files reads nothing again
+        if not ranges or sum(n for _, _, n in ranges) > available_bytes(0) // 2:
             return
+        _READ_AHEAD.update(_file_key(fd) for fd, _, _ in ranges)
         fds = [(os.dup(fd), offset, n) for fd, offset, n in ranges]  # its own descriptors: the index may close its files
 
         def read_ahead() -> None:
@@ -293,15 +298,10 @@ def _merged(ids: np.ndarray, locs: np.ndarray, new_ids: np.ndarray, new_locs: np
     return np.insert(ids, at, new_ids[order]), np.insert(locs, at, new_locs[order])
 
 
-def _available_bytes() -> int:
-    """Memory available for the page cache without swapping (MemAvailable), 0 when unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+def _file_key(fd: int) -> tuple[int, ...]:
+    """An open file's identity: device and inode, with size and modification time (an inode is reused once freed)."""
+    stat = os.fstat(fd)
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _close(file: _File) -> None:

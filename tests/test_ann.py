@@ -364,7 +364,7 @@ def test_stored_vectors_come_back_in_the_order_asked_whether_in_runs_or_scattere
 def test_opening_segments_reads_their_vectors_ahead_only_when_they_fit_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A loaded compressed index's segment files are read once in the background (into the page cache, so that its
     first refine steps do not wait on the disk): every byte of their vectors, with descriptors of its own; not when
-    they would take more than half of the memory available."""
+    they would take more than half of the memory available, nor twice for the same files."""
     rng = np.random.default_rng(5)
     ids = np.arange(1, 5_001, dtype=np.int64)
     vectors = rng.normal(size=(5_000, 16)).astype(np.float32)
@@ -374,6 +374,7 @@ def test_opening_segments_reads_their_vectors_ahead_only_when_they_fit_in_memory
     stored.append(ids[3_000:], vectors[3_000:])
     stored.save(ids)  # two segments
     monkeypatch.setattr(exact_vectors, "_PREFETCH_BYTES", 4096)
+    monkeypatch.setattr(exact_vectors, "_READ_AHEAD", set())
     read: list[int] = []
     preadv = exact_vectors.os.preadv
     monkeypatch.setattr(exact_vectors.os, "preadv", lambda fd, bufs, at: read.append(n := preadv(fd, bufs, at)) or n)
@@ -384,7 +385,11 @@ def test_opening_segments_reads_their_vectors_ahead_only_when_they_fit_in_memory
     assert sum(read) >= 5_000 * 16 * 4 and len(read) >= 5_000 * 16 * 4 // 4096  # every vector byte, 4 KiB at a time
     assert np.array_equal(opened.read(ids), vectors)  # the index's own descriptors still open
     read.clear()
-    monkeypatch.setattr(exact_vectors, "_available_bytes", lambda: 5_000 * 16 * 4)  # twice the vectors: too little
+    threads = set(threading.enumerate())
+    exact_vectors.ExactVectors.open(tmp_path, 16, ids)  # the same files again: already read by this process
+    assert set(threading.enumerate()) == threads and not read
+    monkeypatch.setattr(exact_vectors, "_READ_AHEAD", set())
+    monkeypatch.setattr(exact_vectors, "available_bytes", lambda unknown: 5_000 * 16 * 4)  # half of it: too little
     threads = set(threading.enumerate())
     exact_vectors.ExactVectors.open(tmp_path, 16, ids)
     assert set(threading.enumerate()) == threads and not read

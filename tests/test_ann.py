@@ -393,3 +393,38 @@ def test_opening_segments_reads_their_vectors_ahead_only_when_they_fit_in_memory
     threads = set(threading.enumerate())
     exact_vectors.ExactVectors.open(tmp_path, 16, ids)
     assert set(threading.enumerate()) == threads and not read
+
+
+def test_segment_files_deleted_while_read_ahead_break_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer may merge segments away (delete them) while a reader's read-ahead runs: the read-ahead finishes on
+    its own descriptors without an error, and the index still answers from the ones it holds."""
+    rng = np.random.default_rng(6)
+    ids = np.arange(1, 3_001, dtype=np.int64)
+    vectors = rng.normal(size=(3_000, 16)).astype(np.float32)
+    stored = exact_vectors.ExactVectors(tmp_path, 16)
+    stored.append(ids, vectors)
+    stored.save(ids)
+    monkeypatch.setattr(exact_vectors, "_PREFETCH_BYTES", 4096)
+    monkeypatch.setattr(exact_vectors, "_READ_AHEAD", set())
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    gate = threading.Event()
+    preadv = exact_vectors.os.preadv
+
+    def slow_preadv(fd: int, buffers: list, at: int) -> int:
+        if threading.current_thread().name == "lodex-vector-readahead":
+            gate.wait(10)  # the files go away while it reads
+        return preadv(fd, buffers, at)
+
+    monkeypatch.setattr(exact_vectors.os, "preadv", slow_preadv)
+    threads = set(threading.enumerate())
+    opened = exact_vectors.ExactVectors.open(tmp_path, 16, ids)
+    paths = sorted(tmp_path.glob("chunks.exact.*.f32"))
+    assert paths
+    for path in paths:
+        path.unlink()
+    gate.set()
+    for thread in set(threading.enumerate()) - threads:
+        thread.join(timeout=30)
+    assert not failures
+    assert np.array_equal(opened.read(ids), vectors)

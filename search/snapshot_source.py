@@ -202,7 +202,8 @@ class SnapshotSource:
     def _advance(self, previous: Snapshot, version: int, docs: DocumentView) -> tuple[ChunkOwners, SharedIndex]:
         """Owners and index of a later chunks version: rows added after the previous one's last row id, and rows gone
         (looked for among those of document versions that are not current, which are all the writer deletes, and
-        in every row id when the row count says others went too: a compaction moves every row)."""
+        in every row id when the row count says others went too: a compaction moves every row of a table without
+        stable row ids, one an earlier lodex created)."""
         store, before = self.store, previous.owners
         added = store.chunk_rows_after(before.last_row_id, OWNER_COLUMNS)
         count = store.chunk_count()
@@ -213,7 +214,7 @@ class SnapshotSource:
             if len(before) - len(gone) + added.num_rows != count:
                 gone = np.setdiff1d(before.sorted_row_ids, store.chunk_row_ids(), assume_unique=True)
         owners = before.updated(gone, added)
-        new = ~before.has(added["id"].to_numpy())  # not moved by a compaction: new chunks
+        new = ~before.has(added["id"].to_numpy())  # not moved by a compaction (no stable row ids): new chunks
         index = previous.index
         if not isinstance(index, SharedIndex) or new.sum() > len(owners) // 2:  # most of it new: loaded or built afresh
             return owners, SharedIndex(store.detached_vector_index(version, owners.ids))

@@ -12,7 +12,7 @@ from lodex.search.results import SearchFilters
 from lodex.search.searcher import Searcher
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SharedIndex, SnapshotSource
-from lodex.store import faiss_lifecycle
+from lodex.store import faiss_lifecycle, lance_bridge
 from lodex.store.lance_store import AnnPolicy, Store
 from tests.conftest import make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
@@ -92,8 +92,13 @@ def _compressed_from_the_start(monkeypatch) -> AnnPolicy:
     return AnnPolicy(kind="compressed")
 
 
-@pytest.mark.parametrize("seed, kind", [(0, "auto"), (1, "auto"), (2, "auto"), (3, "compressed")])
-def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, seed: int, kind: str, monkeypatch) -> None:
+@pytest.mark.parametrize("seed, kind, stable", [(0, "auto", True), (1, "auto", False), (2, "auto", True), (3, "compressed", True),
+                                               (4, "compressed", False)])
+def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, seed: int, kind: str, stable: bool, monkeypatch) -> None:
+    """With stable row ids (tables lodex creates) and without (tables an earlier lodex created: a compaction moves
+    every row)."""
+    if not stable:
+        monkeypatch.setattr(lance_bridge, "NEW_TABLE_OPTIONS", {})
     rng = random.Random(seed)
     ann = _compressed_from_the_start(monkeypatch) if kind == "compressed" else AnnPolicy()
     root = tmp_path / "docs"
@@ -123,7 +128,7 @@ def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, s
         _step(rng, root, serial)
         indexer.run(root, on_file=compare)  # some refreshes land between a run's commits
         if serial % 5 == 4:
-            store.optimize()  # compaction: every row moves to a new row id
+            store.optimize()  # compaction: without stable row ids, every row moves to a new row id
         snap = source.refresh()
         _assert_same(_state(snap), _from_scratch(tmp_path / "data", encoder.dim, snap.versions, ann))
         assert kind != "compressed" or _kind(snap) == "compressed"
@@ -154,6 +159,30 @@ def test_a_pinned_snapshot_keeps_the_vectors_of_chunks_a_newer_version_dropped(t
     source.refresh()
     lance_ids = sorted(store.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist())
     assert sorted(new.index.index.ids().tolist()) == lance_ids  # released once nothing held the old one
+
+
+def test_after_an_optimize_the_next_snapshot_reads_no_chunk_rows_again(tmp_path: Path, monkeypatch) -> None:
+    """A compaction keeps every row id (stable row ids): the next snapshot keeps the previous one's chunk owners and
+    index, reading no chunk row and no row id list (an O(chunks) read on the query threads' CPU otherwise)."""
+    root, settings = notes_and_settings(tmp_path, 30)
+    store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
+    for i in range(4):  # several fragments: something for the compaction to merge
+        (root / f"extra{i}.txt").write_text(f"extra note {i} " * 30)
+        indexer.run(root)
+    source = SnapshotSource(Store(tmp_path / "data", store.dim))
+    before = source.refresh()
+    rows_before = before.owners.row_ids.copy()
+    store.optimize()
+    reads: list[str] = []
+    for name in ("chunk_rows_after", "chunk_row_ids", "chunks_at_rows", "detached_vector_index"):
+        original = getattr(Store, name)
+        monkeypatch.setattr(Store, name, lambda self, *a, _name=name, _f=original, **k: reads.append(_name) or _f(self, *a, **k))
+    after = source.refresh()
+    assert after.version > before.version
+    assert after.owners.row_ids.tolist() == rows_before.tolist() and after.index is before.index
+    assert reads == ["chunk_rows_after"]  # the rows after the last one: none
+    assert not after.owners.ids.size or len(after.owners) == len(before.owners)
+    _assert_same(_state(after), _from_scratch(tmp_path / "data", store.dim, after.versions, AnnPolicy()))
 
 
 def _alpha_and_its_source(tmp_path: Path) -> tuple[Path, FakeEncoder, Indexer, SnapshotSource]:

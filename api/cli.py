@@ -228,7 +228,6 @@ def search(
 ) -> None:
     """Rank indexed documents by meaning and keywords and show their best passages, query words marked (asked of the
     `lodex serve` of the same data dir when one runs: no model to load)."""
-    from lodex.api.factory import require_index
     from lodex.api.forward import ask_server
     from lodex.api.render import print_search
     from lodex.search.names import MODES
@@ -240,13 +239,15 @@ def search(
     query = query.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes the shell gave that are not UTF-8
     if mode is not None and mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
-    require_index(settings)
     k = k or settings.search.k
     body = {"q": query, "k": k, "path": path, "ext": ext, "mode": mode or settings.search.mode}
     answer = ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", body) if not local else None
     if answer is not None and answer.body is not None:
         response = SearchResponse.from_dict(answer.body)
     else:
+        from lodex.api.factory import require_index  # not before a server answered: it imports the search stack (~0.3 s)
+
+        require_index(settings)
         if answer is not None and answer.reason:
             err.print(f"{answer.reason}; searching the index here", highlight=False, markup=False)
         response = _search_here(settings, query, k, SearchFilters(path, tuple(ext or ())), mode)

@@ -69,6 +69,10 @@ def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: P
         asked = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "sesame"})
         assert asked.returncode == 0 and "searching the index here" not in asked.stderr
         assert "loading" not in asked.stderr
+        traced = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "sesame", "PYTHONPROFILEIMPORTTIME": "1"})
+        imported = {line.rsplit("|", 1)[1].strip() for line in traced.stderr.splitlines() if line.startswith("import time:")}
+        assert "lodex.api.forward" in imported  # the trace works
+        assert not imported & {"lodex.api.factory", "numpy", "pyarrow", "lancedb", "onnxruntime", "torch"}, "a forwarded search imports the search stack"
         assert json.loads(asked.stdout)["results"] == json.loads(local.stdout)["results"]
         human = _cli(data, "search", "swept wings drag", env={"LODEX_API__API_KEY": "sesame"})
         assert "wings.md" in human.stdout and "1. " in human.stdout

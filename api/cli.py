@@ -107,7 +107,7 @@ def retry(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Try the files that failed again (after fixing them), and index those that now work."""
-    from lodex.api.factory import read_job_log
+    from lodex.api.index_files import read_job_log
 
     settings = _settings(ctx, config, data_dir)
     jobs = read_job_log(settings)
@@ -245,7 +245,7 @@ def search(
     if answer is not None and answer.body is not None:
         response = SearchResponse.from_dict(answer.body)
     else:
-        from lodex.api.factory import require_index  # not before a server answered: it imports the search stack (~0.3 s)
+        from lodex.api.index_files import require_index
 
         require_index(settings)
         if answer is not None and answer.reason:
@@ -312,7 +312,7 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
-    from lodex.api.factory import read_job_log
+    from lodex.api.index_files import read_job_log
     from lodex.api.forward import ask_server
     from lodex.api.render import print_failures, print_status
     from lodex.indexer.cpu import cpu_info

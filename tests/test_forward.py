@@ -53,6 +53,14 @@ def _wait_listening(server: Server, timeout: float = 120) -> None:
     raise AssertionError(f"serve not listening: {server.output()}")
 
 
+HEAVY = {"lodex.api.factory", "numpy", "pyarrow", "lancedb", "onnxruntime", "torch"}  # what a forwarded command never needs
+
+
+def _imports(done: subprocess.CompletedProcess) -> set[str]:
+    """The modules a CLI run with PYTHONPROFILEIMPORTTIME=1 imported."""
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
 @pytest.mark.slow
 def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: Path) -> None:
     root, data = tmp_path / "docs", tmp_path / "data"
@@ -70,14 +78,16 @@ def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: P
         assert asked.returncode == 0 and "searching the index here" not in asked.stderr
         assert "loading" not in asked.stderr
         traced = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "sesame", "PYTHONPROFILEIMPORTTIME": "1"})
-        imported = {line.rsplit("|", 1)[1].strip() for line in traced.stderr.splitlines() if line.startswith("import time:")}
-        assert "lodex.api.forward" in imported  # the trace works
-        assert not imported & {"lodex.api.factory", "numpy", "pyarrow", "lancedb", "onnxruntime", "torch"}, "a forwarded search imports the search stack"
+        assert "lodex.api.forward" in _imports(traced)  # the trace works
+        assert not _imports(traced) & HEAVY, "a forwarded search imports the search stack"
         assert json.loads(asked.stdout)["results"] == json.loads(local.stdout)["results"]
         human = _cli(data, "search", "swept wings drag", env={"LODEX_API__API_KEY": "sesame"})
         assert "wings.md" in human.stdout and "1. " in human.stdout
         status = json.loads(_cli(data, "status", "--json", env={"LODEX_API__API_KEY": "sesame"}).stdout)
         assert status["documents"] == 2 and status["chunks"] >= 2
+        traced = _cli(data, "status", "--json", env={"LODEX_API__API_KEY": "sesame", "PYTHONPROFILEIMPORTTIME": "1"})
+        assert json.loads(traced.stdout)["documents"] == 2
+        assert not _imports(traced) & HEAVY, "a forwarded status imports the search stack"
         refused = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "wrong"})
         assert refused.returncode == 0 and "answered 401 (check api.api_key); searching the index here" in refused.stderr
         assert json.loads(refused.stdout)["results"] == json.loads(local.stdout)["results"]

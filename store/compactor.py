@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from lodex.store.errors import StoreError
+from lodex.store.lancedb_import import import_lancedb
 
 # Old table versions are kept this long after an optimize (a reader may still be on one).
 KEEP_VERSIONS = timedelta(minutes=10)
@@ -26,7 +27,7 @@ def optimize_here(table: Any) -> None:
 class Compactor:
     """Optimizes tables of the Lance database at `uri` in the calling process, or once given a CPU priority (`nice`),
     those of APART_ROWS rows or more in one long-lived helper process running at it (started at the first such optimize;
-    importing lancedb costs it ~3 s of CPU once). The caller waits for it: it is the writer, nothing else writes."""
+    importing lancedb costs it ~1 s of CPU once). The caller waits for it: it is the writer, nothing else writes."""
 
     def __init__(self, uri: str, options: dict[str, str] | None, nice: int | None = None, apart_rows: int = APART_ROWS) -> None:
         self.uri, self.options, self.nice, self.apart_rows = uri, options, nice, apart_rows
@@ -91,7 +92,7 @@ def main() -> None:
         os.setpriority(os.PRIO_PROCESS, 0, max(int(sys.argv[1]), os.getpriority(os.PRIO_PROCESS, 0)))
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    import lancedb
+    lancedb = import_lancedb()
 
     for line in sys.stdin:
         request = json.loads(line)

@@ -23,6 +23,7 @@ from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
+from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, with_readers, write_json_atomic
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
@@ -42,8 +43,7 @@ class LanceStore(base.Store):
     origin record and the persisted FAISS index live on object storage and data_dir is their local cache."""
 
     def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None) -> None:
-        import lancedb
-
+        lancedb = import_lancedb()
         self.data_dir = data_dir
         self.dim = dim
         self.remote = remote

@@ -14,7 +14,7 @@ from typing import Any
 # (`from lance_namespace_urllib3_client import ApiClient`), and then runs in full. Pylance made the same change
 # upstream (lance-format/lance#9273); lancedb has not.
 CLIENT = "lance_namespace_urllib3_client"
-_installed = threading.Lock()
+_finder_lock = threading.Lock()
 
 
 class _DeferredInit(importlib.abc.Loader):
@@ -53,7 +53,7 @@ class _ClientFinder(importlib.abc.MetaPathFinder):
 def import_lancedb() -> ModuleType:
     """The lancedb module, imported (once per process) with the REST client's package `__init__` deferred."""
     if "lancedb" not in sys.modules:
-        with _installed:
+        with _finder_lock:
             if CLIENT not in sys.modules and not any(isinstance(f, _ClientFinder) for f in sys.meta_path):
                 sys.meta_path.insert(0, _ClientFinder())
     import lancedb as module

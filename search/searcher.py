@@ -229,7 +229,7 @@ class Searcher:
                 keys = np.lexsort((np.arange(n), -sims[part], -ranked[part]))[: self.passages]
                 chosen[(i, row)] = [(float(sims[part][j]), int(ids[part][j])) for j in keys]
         wanted = np.unique(np.array([chunk_id for picks in chosen.values() for _, chunk_id in picks], np.int64))
-        rows = snap.owners.row_ids[np.searchsorted(snap.owners.ids, wanted)]  # every chosen chunk is of this version
+        rows = snap.owners.row_ids_of(wanted)  # every chosen chunk is of this version
         texts = {r["id"]: r for r in self.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()}
         stems = [query_stems(q.text) for q in queries]
         return {

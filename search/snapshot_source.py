@@ -200,17 +200,21 @@ class SnapshotSource:
         return owners, SharedIndex(self.store.detached_vector_index(version, owners.ids))
 
     def _advance(self, previous: Snapshot, version: int, docs: DocumentView) -> tuple[ChunkOwners, SharedIndex]:
-        """Owners and index of a later chunks version: rows added after the previous one's last row id, and rows gone
-        (looked for among those of document versions that are not current, which are all the writer deletes, and
-        in every row id when the row count says others went too: a compaction moves every row of a table without
-        stable row ids, one an earlier lodex created)."""
+        """Owners and index of a later chunks version: rows added after the previous one's last row id (read by row
+        id with stable row ids, else, or when the row count says some were missed, by a scan), and rows gone (looked
+        for among those of document versions that are not current, which are all the writer deletes, and in every
+        row id when the row count says others went too: a compaction moves every row of a table without stable row
+        ids, one an earlier lodex created)."""
         store, before = self.store, previous.owners
-        added = store.chunk_rows_after(before.last_row_id, OWNER_COLUMNS)
         count = store.chunk_count()
-        gone = np.zeros(0, np.uint64)
-        if len(before) + added.num_rows != count:
-            stale = before.rows_of(~pc.is_in(before.keys, value_set=docs.keys).to_numpy(zero_copy_only=False))
-            gone = np.setdiff1d(stale, store.existing_chunk_rows(stale), assume_unique=True)
+        added = store.chunk_rows_following(before.last_row_id, OWNER_COLUMNS, count - len(before))  # None: ids not stable
+        if added is not None:
+            gone = self._stale_gone(before, docs)
+            if len(before) - len(gone) + added.num_rows != count:
+                added = None  # new rows past a gap in row ids (rows added and deleted again since): a scan finds them
+        if added is None:
+            added = store.chunk_rows_after(before.last_row_id, OWNER_COLUMNS)
+            gone = np.zeros(0, np.uint64) if len(before) + added.num_rows == count else self._stale_gone(before, docs)
             if len(before) - len(gone) + added.num_rows != count:
                 gone = np.setdiff1d(before.sorted_row_ids, store.chunk_row_ids(), assume_unique=True)
         owners = before.updated(gone, added)
@@ -224,6 +228,12 @@ class SnapshotSource:
         dropped = before.ids_at_rows(gone)
         self._retired.append((previous, dropped[~owners.has(dropped)]))  # not moved by a compaction: gone
         return owners, index
+
+    def _stale_gone(self, before: ChunkOwners, docs: DocumentView) -> np.ndarray:
+        """The row ids of `before` that the refreshed version no longer has, among the chunks of document versions
+        that are not current (all that lodex's writer deletes)."""
+        stale = before.rows_of(~pc.is_in(before.keys, value_set=docs.keys).to_numpy(zero_copy_only=False))
+        return np.setdiff1d(stale, self.store.existing_chunk_rows(stale), assume_unique=True)
 
     def _release(self) -> None:
         """Remove from the index the chunks that only unpinned older snapshots held, oldest first."""

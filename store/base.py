@@ -105,6 +105,11 @@ class Store(ABC):
         """These columns and `_rowid` of the chunk rows after this row id (all for -1), at the refreshed version;
         the rows a later version adds all come after those of an earlier one."""
 
+    def chunk_rows_following(self, row_id: int, columns: list[str], at_least: int = 0) -> pa.Table | None:
+        """Like `chunk_rows_after` by direct reads of the row ids after this one, in row id order, where new rows are
+        numbered on from the last (rows past a wide gap may be missed); None where they are not (by default)."""
+        return None
+
     @abstractmethod
     def chunk_row_ids(self) -> np.ndarray:
         """Every chunk's row id at the refreshed version."""

@@ -78,7 +78,8 @@ class Searcher:
         snap = self.snapshot()
         self.store.pin(snap.versions)
         version = snap.version
-        wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version)
+        wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version,
+                                              snap.keywords)
 
         def answer() -> list[KeywordHits | None]:
             out: list[KeywordHits | None] = [None] * len(queries)
@@ -146,7 +147,8 @@ class Searcher:
         given = {i: k[1:] for i in worded if keywords and (k := keywords[i]) is not None and k[0] == snap.version}
         asked = [i for i in worded if i not in given]
         if asked:
-            given |= dict(zip(asked, self.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version)()))
+            given |= dict(zip(asked, self.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version,
+                                                                     snap.keywords)()))
         for i, (row_ids, scores) in given.items():
             keyword[i] = self._candidates(snap, queries[i], *snap.owners.ranked(row_ids, scores))
         f = self.fusion

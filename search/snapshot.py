@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lodex.search.results import SearchFilters
+from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.lance_store import ChunkOwners, Store, vectors_of, version_keys
 
 
@@ -105,7 +106,7 @@ class Snapshot:
     made; `pins` counts the searches using it (its source frees what it alone needed once they are done)."""
 
     def __init__(self, versions: tuple[int, int], index: "SearchIndex", docs: DocumentView, versions_map: VersionMap,
-                 owners: ChunkOwners, means: MeanVectors) -> None:
+                 owners: ChunkOwners, means: MeanVectors, keywords: KeywordDelta | None = None) -> None:
         self.versions = versions  # (documents, chunks) table versions
         self.version = versions[1]  # of the chunks table
         self.index = index
@@ -113,6 +114,7 @@ class Snapshot:
         self.docs = docs
         self.versions_map = versions_map
         self.means = means
+        self.keywords = keywords  # the chunk rows the keyword index lacks (None: Lance scans them itself)
         self.pins = 0
         self._allowed: dict[tuple[SearchFilters, int], bool] = {}
 

@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow.compute as pc
 
 from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
+from lodex.store.keyword_delta import MAX_ROWS as MAX_DELTA_ROWS
+from lodex.store.keyword_delta import SAMPLE_ROWS, IndexTerms, KeywordDelta
 from lodex.store.lance_store import ChunkOwners, Store, vectors_of
 from lodex.store.vector_index import VectorIndex
 
@@ -83,6 +85,7 @@ class SnapshotSource:
         self.store = store
         self.poll_s = poll_s
         self.means = MeanVectors(store)
+        self.index_terms = IndexTerms()  # the keyword index's figures that scoring the rows it lacks needs
         self._current: Snapshot | None = None
         self._preparing = threading.Lock()  # one refresh at a time
         self._pinning = threading.Lock()  # taking a pin and swapping the current snapshot
@@ -138,7 +141,7 @@ class SnapshotSource:
             assert snap is not None and isinstance(snap.index, SharedIndex)
             converted = self.store.converted_vector_index(snap.index.index)
             if converted is not None:
-                snap = Snapshot(snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means)
+                snap = Snapshot(snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means, snap.keywords)
                 with self._pinning:
                     self._current = snap
             with snap.index.reading():
@@ -193,7 +196,22 @@ class SnapshotSource:
         versions_map = previous.versions_map if previous is not None and same_docs and owners is previous.owners else VersionMap(owners, docs)
         if not same_docs:
             self.means.prefetch(docs)  # read here, not by the searches: the vectors of changed documents
-        return Snapshot(versions, index, docs, versions_map, owners, self.means)
+        keywords = self._keywords(previous, owners, versions[1])
+        return Snapshot(versions, index, docs, versions_map, owners, self.means, keywords)
+
+    def _keywords(self, previous: Snapshot | None, owners: ChunkOwners, version: int) -> KeywordDelta | None:
+        """The rows of this version the keyword index lacks (the newest ones: the index folds in all rows up to an
+        optimize), with their terms, from the previous snapshot's (only rows new to it read); None when there are
+        more than keyword_delta.MAX_ROWS (Lance's own plan scans them)."""
+        indexed, unindexed = self.store.text_index_rows(version)
+        if unindexed > MAX_DELTA_ROWS:
+            return None
+        terms = self.index_terms
+        terms.indexed = indexed
+        if unindexed and terms.needs_sample():
+            terms.measure(list(self.store.chunk_texts_at_rows(owners.sample_rows(SAMPLE_ROWS)).values()))
+        held = previous.keywords if previous is not None else None
+        return KeywordDelta.build(held, owners.newest_rows(unindexed), self.store.chunk_texts_at_rows, terms)
 
     def _full(self, version: int) -> tuple[ChunkOwners, SharedIndex]:
         owners = ChunkOwners(self.store.chunk_rows_after(-1, OWNER_COLUMNS))

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lodex.store.chunk_owners import ChunkOwners
+from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.schema import DOCUMENT_COLUMNS, vectors_of
 from lodex.store.vector_index import VectorIndex
 
@@ -136,9 +137,18 @@ class Store(ABC):
         caller has them)."""
 
     @abstractmethod
-    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
+                             delta: "KeywordDelta | None" = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer: per text, the row ids
-        and scores of its best `limit` chunks at this chunks version."""
+        and scores of its best `limit` chunks at this chunks version (`delta`: its rows the keyword index lacks)."""
+
+    @abstractmethod
+    def text_index_rows(self, version: int) -> tuple[int, int]:
+        """(rows the keyword index holds, chunk rows it does not) at this chunks version."""
+
+    @abstractmethod
+    def chunk_texts_at_rows(self, row_ids: np.ndarray) -> dict[int, str]:
+        """The text of the chunk rows at these row ids, by row id (ids not found left out)."""
 
     # ---- writing (one writer at a time) --------------------------------------------------
     @abstractmethod

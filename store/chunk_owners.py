@@ -139,6 +139,25 @@ class ChunkOwners:
             top -= 1
         return int(base[top - 1]) if top else -1
 
+    def newest_rows(self, n: int) -> np.ndarray:
+        """The n highest Lance row ids of this version (the rows committed last), in ascending order."""
+        delta = self._delta.row_ids
+        if n <= 0:
+            return _EMPTY_ROWS
+        if len(delta) >= n:
+            return delta[len(delta) - n:]
+        base, take = self._base.row_ids, n - len(delta)
+        tail = base[max(0, len(base) - take - len(self._gone_rows)):]
+        return np.concatenate([tail[~_member(tail, self._gone_rows)][-take:], delta])
+
+    def sample_rows(self, n: int, seed: int = 0) -> np.ndarray:
+        """Up to n Lance row ids of this version picked at random (the same ones for the same version and seed)."""
+        base = self._base.row_ids
+        if not len(base):
+            return self._delta.row_ids[:n]
+        picked = base[np.unique(np.random.default_rng(seed).integers(0, len(base), n + len(self._gone_rows)))]
+        return picked[~_member(picked, self._gone_rows)][:n]
+
     # ---- lookups ------------------------------------------------------------------------------------------
     def _by_id(self, chunk_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For each chunk id: found in this version, its code and its row id (where found)."""

@@ -22,6 +22,7 @@ from lodex.store.compactor import Compactor
 from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
+from lodex.store.keyword_delta import KeywordDelta, merged
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
@@ -33,8 +34,8 @@ from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_her
 
 __all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "Store", "vectors_of", "version_keys"]
 
-# Chunk rows added since the last optimize from which one is due: until then keyword search scans them one by one
-# (about 20 µs per row and query at 100k chunks, against ~4 ms for a query the full-text index covers).
+# Chunk rows added since the last optimize from which one is due: until then the full-text index lacks them and lodex
+# scores them itself beside it (`keyword_delta`, up to its MAX_ROWS; above, Lance scans them at ~17 µs a row and query).
 OPTIMIZE_ROWS = 500
 # Row ids read at once after a snapshot's last one, looking for the rows a later version added (`chunk_rows_following`).
 FOLLOWING_WINDOW = 1024
@@ -71,7 +72,7 @@ class LanceStore(base.Store):
         self._optimized_time = time.monotonic()
         self._unoptimized_rows = 0  # chunk rows added since the last optimize (not yet in the full-text index)
         self._stable_ids = False  # whether the chunks table is seen to have stable row ids (`_stable_row_ids`)
-        self._text_covered = (-1, False)  # (chunks version, whether the full-text index holds all its rows)
+        self._text_rows = (-1, (0, 0))  # (chunks version, (rows the full-text index holds, rows it does not))
         self._marks = (IntervalMarks(remote.uri, remote.refresh_s) if remote is not None
                        else VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")]))
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
@@ -148,21 +149,24 @@ class LanceStore(base.Store):
         rows = self.documents.search().where(equals("id", doc_id)).select(DOCUMENT_COLUMNS).limit(None).to_arrow().to_pylist()
         return rows[0] if rows else None
 
-    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
+                             delta: KeywordDelta | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer, so that other work
         (encoding the same queries) goes on meanwhile: per text, the Lance row ids and scores of its best `limit`
         chunks (`ChunkOwners.ranked` of this version turns them into chunk ids, best first). The queries run
         concurrently in Lance's runtime at this handle's checked-out version (`version`, when the caller has just
-        read it), one round trip for all; row ids spare Lance a read of the id column (a third of its work)."""
+        read it), one round trip for all; row ids spare Lance a read of the id column (a third of its work). With
+        `delta` (the rows of this version the full-text index does not hold), Lance searches its index alone and
+        the delta's hits are merged in; without, Lance also scans the rows its index lacks, if any."""
         table = lance_bridge.async_table(self.chunks)
-        covered = version is not None and self._text_index_covers(version)
+        covered = delta is not None or (version is not None and self._text_index_covers(version))
         limits = [limit] * len(texts) if isinstance(limit, int) else limit
 
         async def one(text: str, n: int) -> pa.Table | None:
             if not text.strip():
                 return None
             query = table.query().nearest_to_text(text)
-            if covered:  # nothing outside the full-text index: skip planning a scan of unindexed rows (~1 ms a query)
+            if covered:  # nothing outside the full-text index: skip planning a scan of unindexed rows (~5 ms a query)
                 query = query.fast_search()
             return await query.select(["_score"]).with_row_id().limit(n).to_arrow()
 
@@ -172,22 +176,63 @@ class LanceStore(base.Store):
         pending = lance_bridge.start(every())
 
         def answer() -> list[tuple[np.ndarray, np.ndarray]]:
-            return [(np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else
+            hits = [(np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else
                     (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in pending.result()]
+            if delta is None or not len(delta):
+                return hits
+            self._learn_terms(delta, texts)
+            return [merged(h, delta.scores(text, n), n) for h, text, n in zip(hits, texts, limits)]
 
         return answer
 
-    def _text_index_covers(self, version: int) -> bool:
-        """Whether the full-text index holds every chunk row of this version (asked once per version)."""
-        if self._text_covered[0] != version:
+    def _learn_terms(self, delta: KeywordDelta, texts: list[str]) -> None:
+        """Find the idf of the queries' terms that rows of the delta have and the index's figures lack: one round
+        trip for the index's best row of each term alone, one read of those rows' texts."""
+        wanted: dict[str, str] = {}
+        for text in texts:
+            wanted |= delta.wanted_terms(text)
+        missing = delta.index_terms.missing(wanted)
+        if not missing:
+            return
+        table = lance_bridge.async_table(self.chunks)
+
+        async def best(word: str) -> pa.Table:
+            return await table.query().nearest_to_text(word).fast_search().select(["_score"]).with_row_id().limit(1).to_arrow()
+
+        async def every() -> list[pa.Table]:
+            return await asyncio.gather(*(best(word) for word in missing.values()))
+
+        tops = lance_bridge.run(every())
+        rows = [int(t["_rowid"][0].as_py()) if t.num_rows else None for t in tops]
+        texts_at = self.chunk_texts_at_rows(np.array([r for r in rows if r is not None], np.uint64))
+        for term, top, row in zip(missing, tops, rows):
+            found = row is not None and row in texts_at
+            delta.index_terms.learn(term, (float(top["_score"][0].as_py()), texts_at[row]) if found and row is not None else None)
+
+    def text_index_rows(self, version: int) -> tuple[int, int]:
+        """(rows the full-text index holds, chunk rows it does not) at this chunks version (asked once per version)."""
+        if self._text_rows[0] != version:
             table = lance_bridge.async_table(self.chunks)
 
-            async def unindexed() -> int:
+            async def stats() -> tuple[int, int]:
                 name = next(ix.name for ix in await table.list_indices() if ix.columns == ["text"])
-                return (await table.index_stats(name)).num_unindexed_rows
+                got = await table.index_stats(name)
+                return got.num_indexed_rows, got.num_unindexed_rows
 
-            self._text_covered = (version, lance_bridge.run(unindexed()) == 0)
-        return self._text_covered[1]
+            self._text_rows = (version, lance_bridge.run(stats()))
+        return self._text_rows[1]
+
+    def _text_index_covers(self, version: int) -> bool:
+        """Whether the full-text index holds every chunk row of this version."""
+        return self.text_index_rows(version)[1] == 0
+
+    def chunk_texts_at_rows(self, row_ids: np.ndarray) -> dict[int, str]:
+        """The text of the chunk rows at these Lance row ids, by row id (ids not found left out)."""
+        if not len(row_ids):
+            return {}
+        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(["text"]).with_row_id()
+        got = lance_bridge.run(take.to_arrow())
+        return dict(zip(got["_rowid"].to_pylist(), got["text"].to_pylist()))
 
     def chunks_of(self, doc_id: str, content_hash: str, columns: list[str]) -> pa.Table:
         """The chunk rows of one document version (any order)."""

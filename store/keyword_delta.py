@@ -1,0 +1,138 @@
+"""BM25 over the chunk rows Lance's full-text index does not hold yet (those committed since the last optimize), scored
+as the index scores its own rows, so that keyword search asks the index alone (its fast plan) and merges these: Lance's
+plan that also scans unindexed rows costs each query ~5 ms more, plus ~17 µs per such row (it re-tokenizes them)."""
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lodex.store.fts_terms import terms, words_and_terms
+
+K1, B = 1.2, 0.75  # Lance's BM25 parameters
+MAX_ROWS = 2000  # above this many unindexed rows, Lance's own plan scans them (a long run between optimizes)
+SAMPLE_ROWS = 512  # indexed rows read to estimate the mean row length in terms
+RESAMPLE_SHARE = 0.1  # the mean length and the terms' weights are re-read once the index grew or shrank this much
+
+
+@dataclass
+class IndexTerms:
+    """What BM25 needs of the full-text index for rows outside it, kept across versions: how many rows it holds, their
+    mean length in terms (from a sample), and each term's inverse document frequency (idf), which lancedb does not
+    expose: lodex derives it from the index's own score of its best row for the term alone."""
+
+    indexed: int = 0  # rows the index holds at the latest version prepared
+    mean_length: float = 0.0
+    measured_at: int = 0  # rows it held when the mean length was measured
+    _idf: dict[str, tuple[float, int, bool]] = field(default_factory=dict)  # term → (idf, rows indexed then, found)
+
+    def needs_sample(self) -> bool:
+        """Whether the mean length is to be measured (first use, or the index grew or shrank by RESAMPLE_SHARE)."""
+        return self.mean_length <= 0 or abs(self.indexed - self.measured_at) > RESAMPLE_SHARE * max(self.measured_at, 1)
+
+    def measure(self, sample_texts: Sequence[str]) -> None:
+        """Take the mean row length from these texts of indexed rows."""
+        lengths = [len(terms(t)) for t in sample_texts]
+        self.measured_at, self.mean_length = self.indexed, (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
+
+    def missing(self, wanted: dict[str, str]) -> dict[str, str]:
+        """The terms (→ a word that makes each) whose idf is to be asked for: not known, known absent from an index
+        that changed since, or known for an index RESAMPLE_SHARE smaller or larger."""
+        def stale(got: tuple[float, int, bool] | None) -> bool:
+            return got is None or (not got[2] and got[1] != self.indexed) or abs(got[1] - self.indexed) > RESAMPLE_SHARE * max(got[1], 1)
+        return {t: w for t, w in wanted.items() if stale(self._idf.get(t))}
+
+    def learn(self, term: str, best: tuple[float, str] | None) -> None:
+        """A term's idf from the index's score of its best row for the term alone and that row's text (None: no
+        indexed row has it)."""
+        if best is not None:
+            score, text = best
+            row = terms(text)
+            tf = row.count(term)
+            if tf:
+                weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(row) / max(self.mean_length, 1e-9)))
+                self._idf[term] = (score / weight, self.indexed, True)
+                return
+        self._idf[term] = (self._formula(0 if best is None else 1), self.indexed, best is not None)
+
+    def _formula(self, df: int) -> float:
+        return math.log(1 + (self.indexed - df + 0.5) / (df + 0.5))
+
+    def idf(self, term: str) -> float:
+        """The term's idf (that of a term no indexed row has, when not known)."""
+        got = self._idf.get(term)
+        return got[0] if got is not None else self._formula(0)
+
+
+class KeywordDelta:
+    """The chunk rows of one chunks version that the full-text index does not hold (by Lance row id), their terms
+    counted; `merged` adds their BM25 hits to the index's. Made from the previous version's delta by reading only
+    the rows it lacks."""
+
+    def __init__(self, rows: dict[int, tuple[Counter, int]], index_terms: IndexTerms) -> None:
+        self.rows = rows  # row id → (term counts, length in terms)
+        self.index_terms = index_terms
+        self._row_ids = np.fromiter(rows, np.uint64, len(rows))
+        self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    @classmethod
+    def build(cls, previous: "KeywordDelta | None", row_ids: np.ndarray, texts_of: Callable[[np.ndarray], dict[int, str]],
+              index_terms: IndexTerms) -> "KeywordDelta":
+        """The delta of these row ids (the version's unindexed rows), reading with `texts_of` the texts of those
+        the previous delta did not hold."""
+        held = previous.rows if previous is not None else {}
+        wanted = [int(r) for r in row_ids]
+        new = np.array([r for r in wanted if r not in held], np.uint64)
+        texts = texts_of(new) if len(new) else {}
+        rows = {}
+        for r in wanted:
+            if r in held:
+                rows[r] = held[r]
+            elif r in texts:
+                counts = Counter(terms(texts[r]))
+                rows[r] = (counts, sum(counts.values()))
+        return cls(rows, index_terms)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _posting(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """The positions (in `_row_ids`) of the rows with this term, and its count in each."""
+        got = self._postings.get(term)
+        if got is None:
+            hits = [(i, counts[term]) for i, (counts, _) in enumerate(self.rows.values()) if term in counts]
+            got = (np.array([i for i, _ in hits], np.int64), np.array([c for _, c in hits], np.float64))
+            self._postings[term] = got  # several query threads may fill it at once: the same value
+        return got
+
+    def wanted_terms(self, text: str) -> dict[str, str]:
+        """The query's terms that some row here has (→ a word of the query that makes each)."""
+        return {term: word for word, term in words_and_terms(text) if len(self._posting(term)[0])}
+
+    def scores(self, text: str, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The row ids and BM25 scores of this delta's best `limit` rows for the query (terms' idf known)."""
+        query = terms(text)
+        if not query or not self.rows:
+            return np.zeros(0, np.uint64), np.zeros(0, np.float32)
+        lengths = np.fromiter((n for _, n in self.rows.values()), np.float64, len(self.rows))
+        norm = K1 * (1 - B + B * lengths / max(self.index_terms.mean_length, 1e-9))
+        total = np.zeros(len(self.rows))
+        for term in query:  # a repeated query word counts each time, as in Lance
+            at, tf = self._posting(term)
+            if len(at):
+                total[at] += self.index_terms.idf(term) * tf * (K1 + 1) / (tf + norm[at])
+        hit = np.flatnonzero(total > 0)
+        best = hit[np.argsort(-total[hit], kind="stable")[:limit]]
+        return self._row_ids[best], total[best].astype(np.float32)
+
+
+def merged(index_hits: tuple[np.ndarray, np.ndarray], delta_hits: tuple[np.ndarray, np.ndarray], limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best `limit` of both hit lists (row ids, scores), a row in both kept once with the index's score."""
+    rows, scores = index_hits
+    extra = ~np.isin(delta_hits[0], rows)
+    rows = np.concatenate([rows.astype(np.uint64), delta_hits[0][extra]])
+    scores = np.concatenate([scores.astype(np.float32), delta_hits[1][extra]])
+    order = np.argsort(-scores, kind="stable")[:limit]
+    return rows[order], scores[order]

@@ -13,6 +13,7 @@ from lodex.store.fts_terms import terms, words_and_terms
 
 K1, B = 1.2, 0.75  # Lance's BM25 parameters
 MAX_ROWS = 2000  # above this many unindexed rows, Lance's own plan scans them (a long run between optimizes)
+MAX_ASKED = 256  # terms whose idf one request may ask Lance for (a long query's others count as absent from the index)
 SAMPLE_ROWS = 512  # indexed rows read to estimate the mean row length in terms
 RESAMPLE_SHARE = 0.1  # the mean length and the terms' weights are re-read once the index grew or shrank this much
 
@@ -76,6 +77,7 @@ class KeywordDelta:
         self.index_terms = index_terms
         self._row_ids = np.fromiter(rows, np.uint64, len(rows))
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._vocabulary: frozenset[str] | None = None
 
     @classmethod
     def build(cls, previous: "KeywordDelta | None", row_ids: np.ndarray, texts_of: Callable[[np.ndarray], dict[int, str]],
@@ -109,7 +111,14 @@ class KeywordDelta:
 
     def wanted_terms(self, text: str) -> dict[str, str]:
         """The query's terms that some row here has (→ a word of the query that makes each)."""
-        return {term: word for word, term in words_and_terms(text) if len(self._posting(term)[0])}
+        vocabulary = self._terms()
+        return {term: word for word, term in words_and_terms(text) if term in vocabulary}
+
+    def _terms(self) -> frozenset[str]:
+        """Every term some row here has (made at the first query of a version: a long query looks each word up once)."""
+        if self._vocabulary is None:
+            self._vocabulary = frozenset(term for counts, _ in self.rows.values() for term in counts)
+        return self._vocabulary
 
     def scores(self, text: str, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """The row ids and BM25 scores of this delta's best `limit` rows for the query (terms' idf known)."""
@@ -119,7 +128,10 @@ class KeywordDelta:
         lengths = np.fromiter((n for _, n in self.rows.values()), np.float64, len(self.rows))
         norm = K1 * (1 - B + B * lengths / max(self.index_terms.mean_length, 1e-9))
         total = np.zeros(len(self.rows))
+        vocabulary = self._terms()
         for term in query:  # a repeated query word counts each time, as in Lance
+            if term not in vocabulary:
+                continue
             at, tf = self._posting(term)
             if len(at):
                 total[at] += self.index_terms.idf(term) * tf * (K1 + 1) / (tf + norm[at])

@@ -22,7 +22,7 @@ from lodex.store.compactor import Compactor
 from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
-from lodex.store.keyword_delta import KeywordDelta, merged
+from lodex.store.keyword_delta import MAX_ASKED, KeywordDelta, merged
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
@@ -191,7 +191,7 @@ class LanceStore(base.Store):
         wanted: dict[str, str] = {}
         for text in texts:
             wanted |= delta.wanted_terms(text)
-        missing = delta.index_terms.missing(wanted)
+        missing = dict(list(delta.index_terms.missing(wanted).items())[:MAX_ASKED])
         if not missing:
             return
         table = lance_bridge.async_table(self.chunks)

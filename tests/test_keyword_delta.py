@@ -132,3 +132,25 @@ def test_a_word_only_new_rows_have_is_found_before_any_optimize(tmp_path: Path, 
     snap = searcher.source.refresh()
     assert snap.keywords is None
     assert sorted(h.path for h in searcher.search("zeppelinoid", 3, mode="bm25").results) == ["n3.txt", "n4.txt"]
+
+
+def test_a_long_query_asks_the_index_for_a_bounded_number_of_terms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query of thousands of words (the API takes 100,000 characters) asks Lance for at most MAX_ASKED terms' idf,
+    and still finds a new row by its words."""
+    from lodex.store import keyword_delta
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    for i in range(20):
+        (root / f"n{i}.txt").write_text(f"note {i} on wings and lift " * 5)
+    indexer.run(root)
+    many = " ".join(f"word{i}x" for i in range(3000))
+    (root / "big.txt").write_text(many)
+    indexer.run(root, only=["big.txt"])
+    searcher.source.refresh()
+    asked: list[int] = []
+    original = keyword_delta.IndexTerms.learn
+    monkeypatch.setattr(keyword_delta.IndexTerms, "learn", lambda self, *a: asked.append(1) or original(self, *a))
+    results = searcher.search(many, 3, mode="bm25").results
+    assert [h.path for h in results] == ["big.txt"] and 0 < len(asked) <= keyword_delta.MAX_ASKED

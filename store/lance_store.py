@@ -54,7 +54,7 @@ class LanceStore(base.Store):
             data_dir.mkdir(parents=True, exist_ok=True)
             uri, options = (remote.lance_uri, remote.options) if remote is not None else (str(data_dir / "lance"), None)
             self.db = lancedb.connect(uri, storage_options=options)
-            self._compactor = Compactor(uri, options)  # optimizes here, or in a helper process once told (optimize_apart)
+            self._compactor = Compactor(options)  # optimizes here, or in a helper process once told (optimize_apart)
             self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
             lance_bridge.ensure_text_index(self.chunks)

@@ -87,6 +87,19 @@ def make_pipeline(data_dir: Path, encoder, max_tokens: int | None = None, overla
     return store, indexer, Searcher(store, encoder)
 
 
+def indexed_notes(tmp_path: Path, texts: dict[str, str]) -> tuple[Path, Store, Indexer, Searcher]:
+    """A folder tmp_path/docs of these files (name → text), indexed with the fake encoder into tmp_path/data."""
+    from tests.fakes import FakeEncoder
+
+    root = tmp_path / "docs"
+    root.mkdir(parents=True)
+    for name, text in texts.items():
+        (root / name).write_text(text)
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    indexer.run(root)
+    return root, store, indexer, searcher
+
+
 def notes_and_settings(tmp_path: Path, notes: int) -> tuple[Path, Settings]:
     """A folder of `notes` small notes (tmp_path/docs) and settings whose data dir is tmp_path/data, as a service gets."""
     root = tmp_path / "docs"

@@ -12,7 +12,7 @@ from lodex.search.results import SearchFilters
 from lodex.store import compactor
 from lodex.store.errors import StoreError
 from lodex.store.lance_store import Store
-from tests.conftest import make_pipeline, notes_and_settings
+from tests.conftest import indexed_notes, make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
 from tests.invariants import check_index
 
@@ -117,12 +117,7 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
     monkeypatch.setattr(compactor, "COMPACT_ROWS", 4)
     monkeypatch.setattr(compactor, "DELTA_FROM_ROWS", 10)
     monkeypatch.setattr(compactor, "MAX_SEGMENTS", 2)
-    root = tmp_path / "docs"
-    root.mkdir()
-    for i in range(12):
-        (root / f"{i}.txt").write_text(f"note {i} on wings, lift and drag; topic{i} " * 12)
-    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
-    indexer.run(root)
+    root, store, indexer, searcher = indexed_notes(tmp_path, {f"{i}.txt": f"note {i} on wings, lift and drag; topic{i} " * 12 for i in range(12)})
     store.optimize()
     files = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments()
              if f.metadata.physical_rows >= 4}

@@ -16,7 +16,7 @@ from lodex.store import lance_bridge
 from lodex.store.fts_terms import STOP_WORDS, terms
 from lodex.store.lance_store import Store
 from lodex.store.lancedb_import import import_lancedb
-from tests.conftest import EVALDATA, make_pipeline
+from tests.conftest import EVALDATA, indexed_notes, make_pipeline
 from tests.fakes import FakeEncoder
 
 CRANFIELD = EVALDATA / "cranfield"
@@ -113,12 +113,7 @@ def test_new_rows_rank_as_the_index_will_rank_them_once_folded_in(tmp_path: Path
 def test_a_word_only_new_rows_have_is_found_before_any_optimize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed file's new word is a keyword hit at the next snapshot, through the delta; with more unindexed rows
     than the delta takes, Lance's own plan finds it (no delta)."""
-    root = tmp_path / "docs"
-    root.mkdir()
-    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
-    for i in range(30):
-        (root / f"n{i}.txt").write_text(f"note {i} on wings and lift and flutter " * 5)
-    indexer.run(root)
+    root, store, indexer, searcher = indexed_notes(tmp_path, {f"n{i}.txt": f"note {i} on wings and lift and flutter " * 5 for i in range(30)})
     (root / "n3.txt").write_text("the zeppelinoid airship floats on hydrogen " * 3)
     indexer.run(root, only=["n3.txt"])
     snap = searcher.source.refresh()
@@ -139,12 +134,7 @@ def test_a_long_query_asks_the_index_for_a_bounded_number_of_terms(tmp_path: Pat
     and still finds a new row by its words."""
     from lodex.store import keyword_delta
 
-    root = tmp_path / "docs"
-    root.mkdir()
-    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
-    for i in range(20):
-        (root / f"n{i}.txt").write_text(f"note {i} on wings and lift " * 5)
-    indexer.run(root)
+    root, store, indexer, searcher = indexed_notes(tmp_path, {f"n{i}.txt": f"note {i} on wings and lift " * 5 for i in range(20)})
     many = " ".join(f"word{i}x" for i in range(3000))
     (root / "big.txt").write_text(many)
     indexer.run(root, only=["big.txt"])

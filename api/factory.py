@@ -23,6 +23,7 @@ from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.searcher import Fusion, Searcher
 from lodex.search.snapshot_source import SnapshotSource
+from lodex.store.blas_threads import single_threaded_numpy_blas
 from lodex.store.errors import ConfigError, StoreError
 from lodex.store.job_log import JobLog
 from lodex.store.lance_store import AnnPolicy, Store
@@ -30,6 +31,8 @@ from lodex.store.lease import LEASE_FILE
 from lodex.store.object_store import ObjectStore
 from lodex.store.origin import ORIGIN_FILE, make_origin, read_origin
 from lodex.store.write_lock import LOCK_FILE, WriteLock
+
+single_threaded_numpy_blas()  # every process that loads the search or index stack (a forwarded CLI search does not)
 
 
 def _transformers(cfg: EncoderSettings, spill_dir: Path | None = None) -> Encoder:

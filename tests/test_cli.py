@@ -142,3 +142,18 @@ def test_progress_bar_draws_on_a_terminal_and_runs_no_redraw_thread_elsewhere() 
     with progress_bar(Console(file=terminal, force_terminal=True, width=100)) as update:
         update(Progress(files_total=3, files_done=1, chunks=7))
     assert "1/3" in terminal.getvalue() and "7 chunks" in terminal.getvalue()
+
+
+def test_the_search_stack_runs_numpy_blas_on_one_thread() -> None:
+    """OpenBLAS's idle workers spin after each call: loading lodex's search and index stack caps numpy's to one thread
+    even when the environment asks for four, and leaves FAISS's own OpenBLAS alone."""
+    probe = ("import faiss, numpy, threadpoolctl\n"
+             "def blas():\n    return {i['filepath'].split('/')[-2]: i['num_threads'] for i in threadpoolctl.threadpool_info()"
+             " if i['user_api'] == 'blas'}\n"
+             "before = blas()\nimport lodex.api.factory\n"
+             "print([before, blas()])")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "4", "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120, check=True)
+    before, after = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 — the two dicts the probe printed
+    assert after["numpy.libs"] == 1
+    assert after.get("faiss_cpu.libs") == before.get("faiss_cpu.libs")

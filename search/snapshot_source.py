@@ -207,7 +207,7 @@ class SnapshotSource:
         if unindexed > MAX_DELTA_ROWS:
             return None
         terms = self.index_terms
-        terms.indexed = indexed
+        terms.saw(indexed, unindexed)
         if unindexed and terms.needs_sample():
             terms.measure(list(self.store.chunk_texts_at_rows(owners.sample_rows(SAMPLE_ROWS)).values()))
         held = previous.keywords if previous is not None else None

@@ -27,7 +27,17 @@ class IndexTerms:
     indexed: int = 0  # rows the index holds at the latest version prepared
     mean_length: float = 0.0
     measured_at: int = 0  # rows it held when the mean length was measured
-    _idf: dict[str, tuple[float, int, bool]] = field(default_factory=dict)  # term → (idf, rows indexed then, found)
+    grown: int = 0  # how many times rows may have joined the index (a term absent before may be there since)
+    _outside: int = 0  # rows outside the index at the latest version prepared
+    _idf: dict[str, tuple[float, int, bool, int]] = field(default_factory=dict)  # term → (idf, rows indexed then, found, grown then)
+
+    def saw(self, indexed: int, outside: int) -> None:
+        """The index's figures at the version being prepared: rows it holds, rows it does not. Rows joined it when it
+        holds more than before, or fewer lie outside it; a commit's deletions only lower what it holds (a term known
+        absent stays absent, where it was asked again after every commit: ~50 ms of the query path at 1M chunks)."""
+        if indexed > self.indexed or outside < self._outside:
+            self.grown += 1
+        self.indexed, self._outside = indexed, outside
 
     def needs_sample(self) -> bool:
         """Whether the mean length is to be measured (first use, or the index grew or shrank by RESAMPLE_SHARE)."""
@@ -40,9 +50,9 @@ class IndexTerms:
 
     def missing(self, wanted: dict[str, str]) -> dict[str, str]:
         """The terms (→ a word that makes each) whose idf is to be asked for: not known, known absent from an index
-        that changed since, or known for an index RESAMPLE_SHARE smaller or larger."""
-        def stale(got: tuple[float, int, bool] | None) -> bool:
-            return got is None or (not got[2] and got[1] != self.indexed) or abs(got[1] - self.indexed) > RESAMPLE_SHARE * max(got[1], 1)
+        that rows joined since, or known for an index RESAMPLE_SHARE smaller or larger."""
+        def stale(got: tuple[float, int, bool, int] | None) -> bool:
+            return got is None or (not got[2] and got[3] != self.grown) or abs(got[1] - self.indexed) > RESAMPLE_SHARE * max(got[1], 1)
         return {t: w for t, w in wanted.items() if stale(self._idf.get(t))}
 
     def learn(self, term: str, best: tuple[float, str] | None) -> None:
@@ -54,9 +64,9 @@ class IndexTerms:
             tf = row.count(term)
             if tf:
                 weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(row) / max(self.mean_length, 1e-9)))
-                self._idf[term] = (score / weight, self.indexed, True)
+                self._idf[term] = (score / weight, self.indexed, True, self.grown)
                 return
-        self._idf[term] = (self._formula(0 if best is None else 1), self.indexed, best is not None)
+        self._idf[term] = (self._formula(0 if best is None else 1), self.indexed, best is not None, self.grown)
 
     def _formula(self, df: int) -> float:
         return math.log(1 + (self.indexed - df + 0.5) / (df + 0.5))

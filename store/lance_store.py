@@ -157,10 +157,14 @@ class LanceStore(base.Store):
         concurrently in Lance's runtime at this handle's checked-out version (`version`, when the caller has just
         read it), one round trip for all; row ids spare Lance a read of the id column (a third of its work). With
         `delta` (the rows of this version the full-text index does not hold), Lance searches its index alone and
-        the delta's hits are merged in; without, Lance also scans the rows its index lacks, if any."""
+        the delta's hits are merged in; the idf of query terms the delta has and `delta.index_terms` lacks is asked
+        for in the same round trip (the index's best row for each term alone, with its text), so that learning it
+        overlaps the encoding instead of following the search; without a delta, Lance also scans the rows its index
+        lacks, if any."""
         table = lance_bridge.async_table(self.chunks)
         covered = delta is not None or (version is not None and self._text_index_covers(version))
         limits = [limit] * len(texts) if isinstance(limit, int) else limit
+        learning = _terms_to_learn(delta, texts)
 
         async def one(text: str, n: int) -> pa.Table | None:
             if not text.strip():
@@ -170,44 +174,26 @@ class LanceStore(base.Store):
                 query = query.fast_search()
             return await query.select(["_score"]).with_row_id().limit(n).to_arrow()
 
+        async def best(word: str) -> pa.Table:
+            return await table.query().nearest_to_text(word).fast_search().select(["_score", "text"]).limit(1).to_arrow()
+
         async def every() -> list[pa.Table | None]:
-            return await asyncio.gather(*(one(text, n) for text, n in zip(texts, limits)))
+            return await asyncio.gather(*(one(text, n) for text, n in zip(texts, limits)), *(best(word) for word in learning.values()))
 
         pending = lance_bridge.start(every())
 
         def answer() -> list[tuple[np.ndarray, np.ndarray]]:
+            got = pending.result()
             hits = [(np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else
-                    (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in pending.result()]
+                    (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in got[:len(texts)]]
             if delta is None or not len(delta):
                 return hits
-            self._learn_terms(delta, texts)
+            for term, top in zip(learning, got[len(texts):]):
+                assert top is not None
+                delta.index_terms.learn(term, (float(top["_score"][0].as_py()), top["text"][0].as_py()) if top.num_rows else None)
             return [merged(h, delta.scores(text, n), n) for h, text, n in zip(hits, texts, limits)]
 
         return answer
-
-    def _learn_terms(self, delta: KeywordDelta, texts: list[str]) -> None:
-        """Find the idf of the queries' terms that rows of the delta have and the index's figures lack: one round
-        trip for the index's best row of each term alone, one read of those rows' texts."""
-        wanted: dict[str, str] = {}
-        for text in texts:
-            wanted |= delta.wanted_terms(text)
-        missing = dict(list(delta.index_terms.missing(wanted).items())[:MAX_ASKED])
-        if not missing:
-            return
-        table = lance_bridge.async_table(self.chunks)
-
-        async def best(word: str) -> pa.Table:
-            return await table.query().nearest_to_text(word).fast_search().select(["_score"]).with_row_id().limit(1).to_arrow()
-
-        async def every() -> list[pa.Table]:
-            return await asyncio.gather(*(best(word) for word in missing.values()))
-
-        tops = lance_bridge.run(every())
-        rows = [int(t["_rowid"][0].as_py()) if t.num_rows else None for t in tops]
-        texts_at = self.chunk_texts_at_rows(np.array([r for r in rows if r is not None], np.uint64))
-        for term, top, row in zip(missing, tops, rows):
-            found = row is not None and row in texts_at
-            delta.index_terms.learn(term, (float(top["_score"][0].as_py()), texts_at[row]) if found and row is not None else None)
 
     def text_index_rows(self, version: int) -> tuple[int, int]:
         """(rows the full-text index holds, chunk rows it does not) at this chunks version (asked once per version)."""
@@ -474,4 +460,16 @@ class LanceStore(base.Store):
                 index.save(self.data_dir, version)
 
 
+def _terms_to_learn(delta: KeywordDelta | None, texts: list[str]) -> dict[str, str]:
+    """The queries' terms that rows of the delta have and whose idf the index's figures lack (→ a word of a query
+    that makes each), at most MAX_ASKED: a long query's others count as absent from the index."""
+    if delta is None or not len(delta):
+        return {}
+    wanted: dict[str, str] = {}
+    for text in texts:
+        wanted |= delta.wanted_terms(text)
+    return dict(list(delta.index_terms.missing(wanted).items())[:MAX_ASKED])
+
+
 Store = LanceStore  # the name lodex has always opened its store by
+

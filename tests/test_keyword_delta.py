@@ -144,3 +144,52 @@ def test_a_long_query_asks_the_index_for_a_bounded_number_of_terms(tmp_path: Pat
     monkeypatch.setattr(keyword_delta.IndexTerms, "learn", lambda self, *a: asked.append(1) or original(self, *a))
     results = searcher.search(many, 3, mode="bm25").results
     assert [h.path for h in results] == ["big.txt"] and 0 < len(asked) <= keyword_delta.MAX_ASKED
+
+
+def test_the_idf_of_new_terms_is_learned_in_the_searchs_own_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query terms a delta has and the index's figures lack are asked for with the keyword queries, in one round
+    trip to Lance (it overlaps the encoding), not in more round trips after them on the query path; then they are known."""
+    root, store, indexer, searcher = indexed_notes(tmp_path, {f"n{i}.txt": f"note {i} on wings and lift and flutter " * 5 for i in range(30)})
+    (root / "n3.txt").write_text("the flutter of wings in a zeppelinoid airship " * 3)
+    indexer.run(root, only=["n3.txt"])
+    snap = searcher.source.refresh()
+    assert snap.keywords is not None and len(snap.keywords) > 0
+    text = "flutter of zeppelinoid wings"
+    assert set(snap.keywords.index_terms.missing(snap.keywords.wanted_terms(text))) == {"flutter", "wing", "zeppelinoid"}
+    reader = Store(tmp_path / "data", store.dim)
+    reader.pin(snap.versions)
+    wait = reader.start_keyword_search([text], 10, snap.version, snap.keywords)
+    calls: list[object] = []
+    monkeypatch.setattr(lance_bridge, "run", lambda *a, **k: calls.append(a) or pytest.fail("a round trip after the search"))
+    (rows, scores), = wait()
+    assert not calls and snap.keywords.index_terms.missing(snap.keywords.wanted_terms(text)) == {}
+    assert set(rows.tolist()) & set(snap.keywords.rows) and (scores > 0).all()
+
+
+def test_a_term_known_absent_is_asked_again_only_once_rows_may_have_joined_the_index() -> None:
+    """A commit's deletions only shrink the index (a term absent stays absent: not asked again after every commit);
+    a fold of new rows into it (it holds more, or fewer rows lie outside it) may have brought the term."""
+    from lodex.store.keyword_delta import IndexTerms
+
+    terms_ = IndexTerms()
+    terms_.saw(1000, 0)
+    terms_.learn("zeppelinoid", None)
+    terms_.learn("wing", (3.0, "wing lift wing"))
+    wanted = {"zeppelinoid": "zeppelinoid", "wing": "wing"}
+    assert terms_.missing(wanted) == {}
+    terms_.saw(980, 20)  # a changed file: 20 indexed rows deleted, 20 new ones outside the index
+    assert terms_.missing(wanted) == {}
+    terms_.saw(960, 40)
+    assert terms_.missing(wanted) == {}
+    terms_.saw(1000, 0)  # folded in
+    assert terms_.missing(wanted) == {"zeppelinoid": "zeppelinoid"}
+    terms_.learn("zeppelinoid", None)
+    terms_.saw(990, 0)  # deletions of rows that lay outside (a file changed twice before the fold) and a fold at once
+    terms_.saw(990, 0)
+    assert terms_.missing(wanted) == {}
+    terms_.saw(980, 0)
+    terms_.saw(975, 20)
+    terms_.saw(975, 10)  # fewer outside the index: some joined it
+    assert terms_.missing(wanted) == {"zeppelinoid": "zeppelinoid"}
+    terms_.saw(1200, 0)  # 10% more rows: a known term's idf is asked again too
+    assert set(terms_.missing(wanted)) == {"zeppelinoid", "wing"}

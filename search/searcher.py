@@ -71,7 +71,8 @@ class Searcher:
     def start_keyword_search(self, queries: list[Query]) -> "Callable[[], list[KeywordHits | None]]":
         """Start these queries' BM25 at the latest prepared snapshot's version (it needs no query vector) and return
         the function that waits for it: run it while the queries are encoded, and pass its answer to `search_many`
-        (which uses it if its own snapshot is of the same version). Dense-mode queries get None."""
+        (which uses it if its own snapshot is of the same version, or of a later one with the same row ids: then the
+        keyword hits are those of the earlier version less the chunks gone since). Dense-mode queries get None."""
         worded = [i for i, q in enumerate(queries) if (q.mode or self.mode) != "dense"]
         if not worded:
             return lambda: [None] * len(queries)
@@ -134,7 +135,8 @@ class Searcher:
                         keywords: Keywords | None = None) -> list[tuple[Hits, Hits, np.ndarray]]:
         """(dense hits, BM25 hits, the vector dense search used) per query: one FAISS scan for the batch (while the
         keyword queries already started run), one round of keyword queries (for those `keywords` has not answered at
-        this version), one more scan for hybrid queries' feedback vectors."""
+        this version or at an earlier one whose row ids it shares: a commit that came meanwhile costs no second round),
+        one more scan for hybrid queries' feedback vectors."""
         modes = [q.mode or self.mode for q in queries]
         dense = [Hits.empty() for _ in queries]
         keyword = [Hits.empty() for _ in queries]
@@ -144,7 +146,7 @@ class Searcher:
         worded = [i for i, m in enumerate(modes) if m != "dense"]
         if callable(keywords):
             keywords = keywords()
-        given = {i: k[1:] for i in worded if keywords and (k := keywords[i]) is not None and k[0] == snap.version}
+        given = {i: k[1:] for i in worded if keywords and (k := keywords[i]) is not None and snap.rows_since <= k[0] <= snap.version}
         asked = [i for i in worded if i not in given]
         if asked:
             given |= dict(zip(asked, self.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version,

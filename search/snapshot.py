@@ -106,9 +106,12 @@ class Snapshot:
     made; `pins` counts the searches using it (its source frees what it alone needed once they are done)."""
 
     def __init__(self, versions: tuple[int, int], index: "SearchIndex", docs: DocumentView, versions_map: VersionMap,
-                 owners: ChunkOwners, means: MeanVectors, keywords: KeywordDelta | None = None) -> None:
+                 owners: ChunkOwners, means: MeanVectors, keywords: KeywordDelta | None = None, rows_since: int | None = None) -> None:
         self.versions = versions  # (documents, chunks) table versions
         self.version = versions[1]  # of the chunks table
+        # the oldest chunks version whose Lance row ids name the same chunks here (stable row ids: never reused, so
+        # hits an older version gave by row id map through this snapshot's owners, the rows gone since left out)
+        self.rows_since = self.version if rows_since is None else rows_since
         self.index = index
         self.owners = owners
         self.docs = docs

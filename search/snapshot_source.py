@@ -141,7 +141,8 @@ class SnapshotSource:
             assert snap is not None and isinstance(snap.index, SharedIndex)
             converted = self.store.converted_vector_index(snap.index.index)
             if converted is not None:
-                snap = Snapshot(snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means, snap.keywords)
+                snap = Snapshot(snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means, snap.keywords,
+                                snap.rows_since)
                 with self._pinning:
                     self._current = snap
             with snap.index.reading():
@@ -191,13 +192,15 @@ class SnapshotSource:
         docs = previous.docs if previous is not None and same_docs else DocumentView(store.document_table(DOCUMENT_FIELDS))
         if previous is None or previous.version == versions[1]:
             owners, index = (previous.owners, previous.index) if previous is not None else self._full(versions[1])
+            rows_since = previous.rows_since if previous is not None else versions[1]
         else:
-            owners, index = self._advance(previous, versions[1], docs)
+            owners, index, stable = self._advance(previous, versions[1], docs)
+            rows_since = previous.rows_since if stable else versions[1]
         versions_map = previous.versions_map if previous is not None and same_docs and owners is previous.owners else VersionMap(owners, docs)
         if not same_docs:
             self.means.prefetch(docs)  # read here, not by the searches: the vectors of changed documents
         keywords = self._keywords(previous, owners, versions[1])
-        return Snapshot(versions, index, docs, versions_map, owners, self.means, keywords)
+        return Snapshot(versions, index, docs, versions_map, owners, self.means, keywords, rows_since)
 
     def _keywords(self, previous: Snapshot | None, owners: ChunkOwners, version: int) -> KeywordDelta | None:
         """The rows of this version the keyword index lacks (the newest ones: the index folds in all rows up to an
@@ -217,15 +220,16 @@ class SnapshotSource:
         owners = ChunkOwners(self.store.chunk_rows_after(-1, OWNER_COLUMNS))
         return owners, SharedIndex(self.store.detached_vector_index(version, owners.ids))
 
-    def _advance(self, previous: Snapshot, version: int, docs: DocumentView) -> tuple[ChunkOwners, SharedIndex]:
+    def _advance(self, previous: Snapshot, version: int, docs: DocumentView) -> tuple[ChunkOwners, SharedIndex, bool]:
         """Owners and index of a later chunks version: rows added after the previous one's last row id (read by row
         id with stable row ids, else, or when the row count says some were missed, by a scan), and rows gone (looked
         for among those of document versions that are not current, which are all the writer deletes, and in every
         row id when the row count says others went too: a compaction moves every row of a table without stable row
-        ids, one an earlier lodex created)."""
+        ids, one an earlier lodex created); and whether the table has stable row ids."""
         store, before = self.store, previous.owners
         count = store.chunk_count()
         added = store.chunk_rows_following(before.last_row_id, OWNER_COLUMNS, count - len(before))  # None: ids not stable
+        stable = added is not None
         if added is not None:
             gone = self._stale_gone(before, docs)
             if len(before) - len(gone) + added.num_rows != count:
@@ -239,13 +243,13 @@ class SnapshotSource:
         new = ~before.has(added["id"].to_numpy())  # not moved by a compaction (no stable row ids): new chunks
         index = previous.index
         if not isinstance(index, SharedIndex) or new.sum() > len(owners) // 2:  # most of it new: loaded or built afresh
-            return owners, SharedIndex(store.detached_vector_index(version, owners.ids))
+            return owners, SharedIndex(store.detached_vector_index(version, owners.ids)), stable
         if new.any():
             rows = store.chunks_at_rows(added["_rowid"].to_numpy()[new], ["id", "vector"])
             index.add(rows["id"].to_numpy(), vectors_of(rows))
         dropped = before.ids_at_rows(gone)
         self._retired.append((previous, dropped[~owners.has(dropped)]))  # not moved by a compaction: gone
-        return owners, index
+        return owners, index, stable
 
     def _stale_gone(self, before: ChunkOwners, docs: DocumentView) -> np.ndarray:
         """The row ids of `before` that the refreshed version no longer has, among the chunks of document versions

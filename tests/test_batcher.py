@@ -70,7 +70,10 @@ def test_an_encoder_failure_reaches_every_waiting_caller_and_the_batcher_goes_on
     batcher.close()
 
 
-def test_keyword_hits_started_before_a_commit_are_searched_again_at_the_new_version(index: Path) -> None:
+def test_keyword_hits_started_before_a_commit_answer_from_their_version_less_the_chunks_gone(index: Path) -> None:
+    """A batch whose keyword search started before a commit is not searched again (a second round of Lance's BM25 on
+    the query path after every commit): its hits are those of the version it started at, less the chunks that
+    version's successor no longer has (row ids are stable, never reused). Without stable row ids it is searched again."""
     encoder = FakeEncoder()
     early = Searcher(Store(index, encoder.dim), encoder, mode="bm25")  # the batcher's encoding stage
     searcher = Searcher(Store(index, encoder.dim), encoder, mode="bm25")  # its search stage
@@ -84,7 +87,15 @@ def test_keyword_hits_started_before_a_commit_are_searched_again_at_the_new_vers
 
     root = index.parent / "docs"
     (root / "new.txt").write_text("novelword " * 30)
+    (root / "doc03.txt").write_text("rewritten " + " ".join(f"word3x{j}" for j in range(60)))
     make_pipeline(index, FakeEncoder())[1].run(root)  # a commit lands between encoding and searching
+    snap = searcher.snapshot()
+    assert snap.version > current[0][0] >= snap.rows_since
     later = searcher.search_many(queries, vectors, keywords=current)
-    assert [h.path for h in later[1].results] == ["new.txt"]  # searched again at the new version, not the stale hits
-    assert later[0].results[0].path == "doc03.txt"
+    assert later[0].results == []  # doc03's old chunks are gone: not answered from the stale hits
+    assert later[1].results == []  # new.txt came after the version the hits are of
+    assert [h.path for h in searcher.search("novelword", k=3).results] == ["new.txt"]  # the next search has it
+
+    snap.rows_since = snap.version  # a table without stable row ids: an older version's row ids may name other rows
+    again = searcher.search_many(queries, vectors, keywords=current)
+    assert [h.path for h in again[1].results] == ["new.txt"] and again[0].results == []  # searched again at the new version

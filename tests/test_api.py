@@ -294,3 +294,20 @@ def test_a_window_of_a_documents_text(client: TestClient) -> None:
     assert tail["text"] == "" and tail["start"] == tail["end"]
     _error(client.get("/documents/0123456789abcdef/text"), 404, "not_found")
     _error(client.get(f"/documents/{docs['heat.txt']}/text", params={"start": -1}), 422, "invalid_request")
+
+
+def test_a_service_leaves_what_loading_made_out_of_the_collectors_full_passes(tmp_path: Path) -> None:
+    """The objects a serving process made while loading (modules, models) are frozen out of the cyclic collector's
+    full passes (each took ~0.3 s, every thread stopped, at 1M chunks), and back in once the service closes."""
+    import gc
+
+    from lodex.search.results import SearchFilters
+
+    gc.unfreeze()
+    service = _service(tmp_path)
+    try:
+        assert gc.get_freeze_count() > 1000
+        assert service.search("swept wings", 1, SearchFilters(), None).result(timeout=60).results[0].path == "wings.md"
+    finally:
+        service.close()
+    assert gc.get_freeze_count() == 0

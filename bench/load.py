@@ -1,6 +1,6 @@
 """Load: 8 concurrent clients against `lodex serve` on loopback for 60 s, over ≥ 100,000 chunks, while indexing.
 
-usage: python bench/load.py [--clients 8] [--seconds 60] [--chunks 100000] [--commits-every S] [--peer]
+usage: python bench/load.py [--clients 8] [--seconds 60] [--chunks 100000] [--commits-every S [--rounds N]] [--peer]
 Builds a real index of Cranfield (real model), inflates it past --chunks with copies of its chunks
 (pushed documents, their vectors jittered and re-normalized), starts `lodex serve` on a free loopback
 port, copies the CISI collection into the watched folder (so the server indexes while it answers), and
@@ -8,7 +8,8 @@ runs the clients with keep-alive connections. Prints errors, p50/p99 latency, qu
 RSS at start, every sixth of the run and at the end, and once the indexing is done (waiting up to --settle
 seconds), and the latency of the same queries on an idle server measured first (baseline).
 With --commits-every S, the clients run twice instead, in one server: with no indexing, then while a changed file is
-written into the watched folder every S seconds (each one a small commit), and the ratio of the two p99s is printed.
+written into the watched folder every S seconds (each one a small commit), and the ratio of the two p99s is printed;
+with --rounds N, N such pairs alternate (windows of --seconds/N), each phase's latencies pooled, per-round ratios shown.
 With --peer, no indexing: the same clients against a hand-rolled FastAPI + sentence-transformers + FAISS flat server over
 the same chunks (bench/peer_server.py, dense only), txtai's API in hybrid mode over them (bench/txtai_peer.py, its index
 built once under the work dir), then `lodex serve` in its default hybrid mode and in dense mode, each in turn on the same
@@ -106,15 +107,16 @@ def run_clients(port: int, queries: list[str], clients: int, seconds: float, pee
     return latencies, errors, time.monotonic() - started
 
 
-def keep_changing(folder: Path, every: float, stop: threading.Event) -> int:
-    """Rewrite one of the folder's files every `every` seconds (a line appended, a different file each time) until
-    `stop`; how many were written. The folder's own files, or those of its subfolders (bench/scale.py's work dirs)."""
+def keep_changing(folder: Path, every: float, stop: threading.Event, start: int = 0) -> int:
+    """Rewrite one of the folder's files every `every` seconds (a line appended, a different file each time, from the
+    `start`-th) until `stop`; how many were written. The folder's own files, or those of its subfolders (bench/scale.py's
+    work dirs)."""
     files = sorted(folder.glob("*.txt")) or sorted(folder.rglob("*.txt"))
     written = 0
     while not stop.wait(every):
-        path = files[written % len(files)]
+        path = files[(start + written) % len(files)]
         with path.open("a", encoding="utf-8") as fh:
-            fh.write(f"\nrevision {written} of this note.\n")
+            fh.write(f"\nrevision {start + written} of this note.\n")
         written += 1
     return written
 
@@ -125,18 +127,35 @@ def summary(latencies: list[float], errors: list[str], seconds: float) -> dict:
 
 
 def with_commits(port: int, folder: Path, queries: list[str], args: argparse.Namespace) -> dict:
-    """p99 of the clients with no indexing, then while a changed file is committed every `args.commits_every` s."""
-    quiet = summary(*run_clients(port, queries, args.clients, args.seconds))
-    stop = threading.Event()
-    written: list[int] = []
-    changer = threading.Thread(target=lambda: written.append(keep_changing(folder, args.commits_every, stop)), daemon=True)
-    changer.start()
-    busy = summary(*run_clients(port, queries, args.clients, args.seconds))
-    stop.set()
-    changer.join()
-    wait_until_indexed(port, args.settle)
-    return {"no_indexing": quiet, "commits": busy, "files_changed": written[0] if written else 0,
-            "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None}
+    """p99 of the clients with no indexing, then while a changed file is committed every `args.commits_every` s; with
+    `args.rounds` > 1, that many such pairs of windows of `args.seconds / rounds` each, alternating, the latencies of each
+    phase pooled (a drift over the run, such as the page cache filling after the start, then falls on both phases)."""
+    rounds = max(1, args.rounds)
+    seconds = args.seconds / rounds
+    phases: dict[str, tuple[list[float], list[str], float]] = {"no_indexing": ([], [], 0.0), "commits": ([], [], 0.0)}
+    written, per_round = 0, []
+
+    def add(phase: str, got: tuple[list[float], list[str], float]) -> dict:
+        lat, err, took = phases[phase]
+        phases[phase] = (lat + got[0], err + got[1], took + got[2])
+        return summary(*got)
+
+    for _ in range(rounds):
+        quiet = add("no_indexing", run_clients(port, queries, args.clients, seconds))
+        stop = threading.Event()
+        count: list[int] = []
+        changer = threading.Thread(target=lambda: count.append(keep_changing(folder, args.commits_every, stop, written)), daemon=True)
+        changer.start()
+        busy = add("commits", run_clients(port, queries, args.clients, seconds))
+        stop.set()
+        changer.join()
+        written += count[0] if count else 0
+        wait_until_indexed(port, args.settle)
+        per_round.append(round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None)
+    quiet, busy = summary(*phases["no_indexing"]), summary(*phases["commits"])
+    return {"no_indexing": quiet, "commits": busy, "files_changed": written,
+            "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None,
+            **({"rounds": rounds, "p99_ratio_per_round": per_round} if rounds > 1 else {})}
 
 
 def start_server(cmd: list[str], env: dict[str, str], port: int, log_path: Path, peer: Peer = LODEX) -> subprocess.Popen:
@@ -190,6 +209,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep the built index here and re-use it on later runs")
     parser.add_argument("--commits-every", type=float, default=0, metavar="S",
                         help="compare p99 with no indexing and with a changed file committed every S seconds (no CISI copy)")
+    parser.add_argument("--rounds", type=int, default=1, metavar="N",
+                        help="with --commits-every: N alternating pairs of windows (no indexing, commits) of --seconds/N each, pooled")
     parser.add_argument("--peer", action="store_true", help="compare with a FastAPI + sentence-transformers + FAISS server and txtai's API")
     parser.add_argument("--settle", type=float, default=600, help="after the load, wait up to this long for the indexing to finish, then read RSS again")
     args = parser.parse_args()

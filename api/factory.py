@@ -134,7 +134,8 @@ def scan_rules(settings: Settings) -> ScanRules:
 
 def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False) -> Indexer:
     """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
-    keep the full-text index caught up as they go (watch.optimize_every_s), and it indexes locally whatever index.engine."""
+    keep the full-text index caught up as they go (watch.optimize_every_s), its small updates save the vector index
+    at most every watch.save_index_every_s, and it indexes locally whatever index.engine."""
     chunker, late = build_chunker(settings, encoder), late_plan(settings, encoder, store.data_dir)
     if settings.index.engine == "ray" and not long_lived:
         return _ray_indexer(settings, encoder, store, chunker, late, jobs)
@@ -142,6 +143,7 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
                       title_prefix=settings.chunking.title_prefix, late=late)
     if long_lived:
         indexer.optimize_every_s = settings.watch.optimize_every_s
+        store.persist_every_s = settings.watch.save_index_every_s
     return indexer
 
 

@@ -46,6 +46,7 @@ class WatchSettings(Section):
     polling: bool = False
     poll_interval_s: float = Field(1.0, gt=0)
     optimize_every_s: float = Field(30.0, ge=0)
+    save_index_every_s: float = Field(300.0, ge=0)
     writer_nice: int = Field(19, ge=0, le=19)
     ignore: list[str] = ["*.swp", "*.swx", "*.swo", "*~", "*.tmp", "*.temp", ".#*", "#*#", "4913", "*.part", "*.crdownload", "~$*"]
 

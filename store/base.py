@@ -17,8 +17,9 @@ from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.schema import DOCUMENT_COLUMNS, vectors_of
 from lodex.store.vector_index import VectorIndex
 
-# Small updates (watch batches, API pushes) save the vector index at most this often; full runs and a
-# stopping writer always save it. Between saves, readers catch the last file up from the chunks table.
+# Small updates (watch batches, API pushes) save the vector index at most this often (a watching or serving writer:
+# watch.save_index_every_s); full runs and a stopping writer always save it. Between saves, readers catch the last
+# file up from the chunks table.
 PERSIST_EVERY_S = 30.0
 
 
@@ -44,6 +45,7 @@ class Store(ABC):
     of the last `refresh`; writes come from one writer at a time."""
 
     dim: int  # the length of every vector
+    persist_every_s: float = PERSIST_EVERY_S  # small updates save the vector index at most this often
 
     # ---- reading -------------------------------------------------------------------------
     @abstractmethod
@@ -206,19 +208,19 @@ class Store(ABC):
 
     def after_run(self, full: bool) -> None:
         """After an indexing run that was not interrupted: collect, optimize (always after a full run) and save the
-        vector index (a partial run's at most every PERSIST_EVERY_S)."""
+        vector index (a partial run's at most every `persist_every_s`)."""
         self.collect_garbage()
         self.maybe_optimize(force=full)
-        self.persist_index(0 if full else PERSIST_EVERY_S)
+        self.persist_index(0 if full else self.persist_every_s)
 
     def after_small_change(self) -> None:
         """After one pushed document was indexed: collect, optimize when due, save the index at most every
-        PERSIST_EVERY_S."""
+        `persist_every_s`."""
         self.collect_garbage()
         self.maybe_optimize()
-        self.persist_index(PERSIST_EVERY_S)
+        self.persist_index(self.persist_every_s)
 
     def after_removal(self) -> None:
-        """After documents were deleted by id: collect their chunks, save the index at most every PERSIST_EVERY_S."""
+        """After documents were deleted by id: collect their chunks, save the index at most every `persist_every_s`."""
         self.collect_garbage()
-        self.persist_index(PERSIST_EVERY_S)
+        self.persist_index(self.persist_every_s)

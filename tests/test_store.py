@@ -206,3 +206,31 @@ def test_kept_document_records_match_a_full_read_through_runs_of_changes(tmp_pat
         assert store.document_records() == BaseStore.document_records(Store(tmp_path / "data", encoder.dim)), action
         check_index(store, root, encoder=FakeEncoder())
         assert store.chunks.count_rows() == store.counts()["chunks"], action  # nothing stale left behind
+
+
+def test_a_watching_writers_small_updates_save_the_index_at_most_every_save_index_every_s(tmp_path: Path) -> None:
+    """A long-lived indexer (watch, serve) has its store save the vector index after small updates at most every
+    watch.save_index_every_s (a save at 1M chunks writes ~0.4 GB on the writer's time, beside the queries); `lodex
+    index`'s store keeps PERSIST_EVERY_S; a full run still saves at once, and readers catch an older file up."""
+    from lodex.api.factory import build_indexer
+    from lodex.store.base import PERSIST_EVERY_S
+    from tests.conftest import notes_and_settings
+
+    root, settings = notes_and_settings(tmp_path, 6)
+    settings.watch.save_index_every_s = 3600.0
+    encoder = FakeEncoder()
+    store, _, _ = make_pipeline(tmp_path / "data", encoder)
+    plain = build_indexer(settings, encoder, store)
+    assert store.persist_every_s == PERSIST_EVERY_S
+    watching = build_indexer(settings, encoder, store, long_lived=True)
+    assert store.persist_every_s == 3600.0 and plain.store is watching.store
+    watching.run(root)  # a full run: saved at once
+    saved = store.chunks.version
+    assert (tmp_path / "data" / f"chunks.v{saved}.faiss").exists()
+    for i in range(2):
+        (root / f"{i}.txt").write_text(f"rewritten note {i} about zeppelins " * 4)
+        watching.run(root, only=[f"{i}.txt"])
+    assert store.chunks.version > saved
+    assert sorted(p.name for p in (tmp_path / "data").glob("chunks.v*.faiss")) == [f"chunks.v{saved}.faiss"]  # not saved again
+    reader = Store(tmp_path / "data", encoder.dim)
+    assert len(reader.vector_index()) == store.counts()["chunks"]  # the older file caught up from Lance

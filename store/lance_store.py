@@ -22,7 +22,7 @@ from lodex.store.compactor import Compactor
 from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
-from lodex.store.keyword_delta import MAX_ASKED, KeywordDelta, merged
+from lodex.store.lance_keywords import LanceKeywordSearch
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
@@ -41,7 +41,7 @@ OPTIMIZE_ROWS = 500
 FOLLOWING_WINDOW = 1024
 
 
-class LanceStore(base.Store):
+class LanceStore(LanceKeywordSearch, base.Store):
     """Lance tables plus the FAISS index over chunk vectors, under one data directory; with `remote`, the tables, the
     origin record and the persisted FAISS index live on object storage and data_dir is their local cache."""
 
@@ -148,77 +148,6 @@ class LanceStore(base.Store):
             return None
         rows = self.documents.search().where(equals("id", doc_id)).select(DOCUMENT_COLUMNS).limit(None).to_arrow().to_pylist()
         return rows[0] if rows else None
-
-    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
-                             delta: KeywordDelta | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
-        """Start BM25 over chunk text and return the function that waits for its answer, so that other work
-        (encoding the same queries) goes on meanwhile: per text, the Lance row ids and scores of its best `limit`
-        chunks (`ChunkOwners.ranked` of this version turns them into chunk ids, best first). The queries run
-        concurrently in Lance's runtime at this handle's checked-out version (`version`, when the caller has just
-        read it), one round trip for all; row ids spare Lance a read of the id column (a third of its work). With
-        `delta` (the rows of this version the full-text index does not hold), Lance searches its index alone and
-        the delta's hits are merged in; the idf of query terms the delta has and `delta.index_terms` lacks is asked
-        for in the same round trip (the index's best row for each term alone, with its text), so that learning it
-        overlaps the encoding instead of following the search; without a delta, Lance also scans the rows its index
-        lacks, if any."""
-        table = lance_bridge.async_table(self.chunks)
-        covered = delta is not None or (version is not None and self._text_index_covers(version))
-        limits = [limit] * len(texts) if isinstance(limit, int) else limit
-        learning = _terms_to_learn(delta, texts)
-
-        async def one(text: str, n: int) -> pa.Table | None:
-            if not text.strip():
-                return None
-            query = table.query().nearest_to_text(text)
-            if covered:  # nothing outside the full-text index: skip planning a scan of unindexed rows (~5 ms a query)
-                query = query.fast_search()
-            return await query.select(["_score"]).with_row_id().limit(n).to_arrow()
-
-        async def best(word: str) -> pa.Table:
-            return await table.query().nearest_to_text(word).fast_search().select(["_score", "text"]).limit(1).to_arrow()
-
-        async def every() -> list[pa.Table | None]:
-            return await asyncio.gather(*(one(text, n) for text, n in zip(texts, limits)), *(best(word) for word in learning.values()))
-
-        pending = lance_bridge.start(every())
-
-        def answer() -> list[tuple[np.ndarray, np.ndarray]]:
-            got = pending.result()
-            hits = [(np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else
-                    (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in got[:len(texts)]]
-            if delta is None or not len(delta):
-                return hits
-            for term, top in zip(learning, got[len(texts):]):
-                assert top is not None
-                delta.index_terms.learn(term, (float(top["_score"][0].as_py()), top["text"][0].as_py()) if top.num_rows else None)
-            return [merged(h, delta.scores(text, n), n) for h, text, n in zip(hits, texts, limits)]
-
-        return answer
-
-    def text_index_rows(self, version: int) -> tuple[int, int]:
-        """(rows the full-text index holds, chunk rows it does not) at this chunks version (asked once per version)."""
-        if self._text_rows[0] != version:
-            table = lance_bridge.async_table(self.chunks)
-
-            async def stats() -> tuple[int, int]:
-                name = next(ix.name for ix in await table.list_indices() if ix.columns == ["text"])
-                got = await table.index_stats(name)
-                return got.num_indexed_rows, got.num_unindexed_rows
-
-            self._text_rows = (version, lance_bridge.run(stats()))
-        return self._text_rows[1]
-
-    def _text_index_covers(self, version: int) -> bool:
-        """Whether the full-text index holds every chunk row of this version."""
-        return self.text_index_rows(version)[1] == 0
-
-    def chunk_texts_at_rows(self, row_ids: np.ndarray) -> dict[int, str]:
-        """The text of the chunk rows at these Lance row ids, by row id (ids not found left out)."""
-        if not len(row_ids):
-            return {}
-        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(["text"]).with_row_id()
-        got = lance_bridge.run(take.to_arrow())
-        return dict(zip(got["_rowid"].to_pylist(), got["text"].to_pylist()))
 
     def chunks_of(self, doc_id: str, content_hash: str, columns: list[str]) -> pa.Table:
         """The chunk rows of one document version (any order)."""
@@ -458,17 +387,6 @@ class LanceStore(base.Store):
         with lance_bridge.mapped_errors("save the vector index"):
             if not (self.data_dir / f"chunks.v{version}.faiss").exists():
                 index.save(self.data_dir, version)
-
-
-def _terms_to_learn(delta: KeywordDelta | None, texts: list[str]) -> dict[str, str]:
-    """The queries' terms that rows of the delta have and whose idf the index's figures lack (→ a word of a query
-    that makes each), at most MAX_ASKED: a long query's others count as absent from the index."""
-    if delta is None or not len(delta):
-        return {}
-    wanted: dict[str, str] = {}
-    for text in texts:
-        wanted |= delta.wanted_terms(text)
-    return dict(list(delta.index_terms.missing(wanted).items())[:MAX_ASKED])
 
 
 Store = LanceStore  # the name lodex has always opened its store by

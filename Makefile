@@ -1,11 +1,12 @@
-# lodex: `make run` sets up .venv and serves samples/ (watch + API + search page); `make test` runs the tests.
+# lodex: `make run` sets up .venv and serves samples/ (watch + API + search page); `make test` runs the tests;
+# `make docs` builds the docs site.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run demo test install install-test bench clean
+.PHONY: run demo test install install-test docs bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,10 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	  else echo "install Chromium for the browser test: sudo apt-get install chromium"; exit 1; fi; }
 	touch $@
 
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[docs]"
+	touch $@
+
 install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
@@ -32,7 +37,13 @@ run: install
 test: install-test
 	$(BIN)/lint-imports  # the layers: api > search > indexer > store
 	$(BIN)/mypy  # types of the four packages ([tool.mypy] in pyproject.toml)
+	$(MAKE) --no-print-directory docs
 	$(BIN)/python -m pytest
+
+# the docs site (mkdocs.yml, docs/): the configuration page must match the code, and any warning fails the build
+docs: $(VENV)/.installed-docs
+	$(BIN)/python scripts/config_reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 demo: install
 	$(BIN)/lodex index
@@ -43,4 +54,4 @@ bench: install-test
 	$(BIN)/python bench/quality.py ../shared/evaldata/cranfield
 
 clean:
-	rm -rf $(VENV) .lodex .pytest_cache
+	rm -rf $(VENV) .lodex .pytest_cache site

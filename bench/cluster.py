@@ -1,6 +1,6 @@
 """`lodex index --ray` against the local path on one folder, in one run: `lodex index --rebuild` locally, then on a
 local Ray cluster (started once, its start timed apart) with 1 and with 2 encoder actors; and what the one writer spends
-per commit (a flush of index.flush_tokens), in a local folder and on a moto S3 store, from which README "Scaling out"
+per commit (a flush of index.flush_tokens), in a local folder and on a moto S3 store, from which docs/scaling.md
 works out where the single commit becomes the limit.
 
 usage: python bench/cluster.py [FOLDER] [--docs N] [--rounds 3] [--backend transformers] [--no-moto]

@@ -31,7 +31,7 @@ QUERIES = ["heat transfer in hypersonic boundary layers", "wind tunnel measureme
 
 
 def cpu_flags() -> str:
-    """The CPU's vector flags, as the README asks beside every speed figure."""
+    """The CPU's vector flags, as docs/benchmarks.md asks beside every speed figure."""
     out = subprocess.run(["grep", "-o", "-w", r"avx2\|avx512_vnni\|amx_int8", "/proc/cpuinfo"], capture_output=True, text=True).stdout
     return " ".join(sorted(set(out.split()))) or "none of avx2/avx512_vnni/amx_int8"
 

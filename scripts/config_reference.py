@@ -64,7 +64,8 @@ def comments(config_text: str) -> tuple[dict[str, str], dict[tuple[str, str], st
     values = tomllib.loads(config_text)
     intros: dict[str, str] = {}
     helps: dict[tuple[str, str], str] = {}
-    section, block, after_header = "", [], False
+    section, after_header = "", False
+    block: list[str] = []
     for line in config_text.splitlines():
         stripped = line.strip()
         header = re.fullmatch(r"\[([A-Za-z0-9_]+)\]", stripped)
@@ -123,10 +124,12 @@ def limits(field: FieldInfo) -> str:
 
 
 def markdown_text(text: str) -> str:
-    """A comment as Markdown: code spans kept, `<`, `>` and `*` outside them escaped so that they print as written."""
+    """A comment as Markdown: code spans kept, `<`, `>` and `*` outside them escaped so that they print as written, and
+    the docs pages it names made links (checked by mkdocs --strict)."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):
         parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("*", "\\*")
+        parts[i] = re.sub(r"\bdocs/([a-z_]+)\.md\b", r"[docs/\1.md](\1.md)", parts[i])  # a page named in a comment: a link
     return "`".join(parts)
 
 

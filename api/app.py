@@ -206,9 +206,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         wait=true once it is indexed (201)."""
         if len(body.text.encode("utf-8")) > limits.max_document_kb * 1024:
             raise HTTPException(413, f"document text over {limits.max_document_kb} KiB (api.max_document_kb)")
-        name = body.name.strip()
-        if not name or any(not c.isprintable() for c in name):
-            raise HTTPException(400, "name must be a non-empty single line of printable characters")
+        name = body.name  # checked by PushIn: printable, relative, no '.' or '..' segment
         doc_id, done = service.push(name, body.text, body.title, body.metadata)
         if not wait:
             return JSONResponse(PushOut(id=doc_id, path=PUSHED_PREFIX + name, status="queued", chunks=0).model_dump(), 202)

@@ -206,6 +206,14 @@ class QueuedOut(BaseModel):
     queue_depth: int
 
 
+class IdentityOut(BaseModel):
+    """GET /identity: proof that this is the server recorded in its data dir's server.json."""
+
+    instance: str = Field(description="This server's instance id (random, new at each start), as server.json records it.")
+    proof: str = Field(description="HMAC-SHA256, in hex, of the challenge under the per-start secret server.json holds "
+                                   "(mode 0600); the secret itself is never sent.")
+
+
 class HealthOut(BaseModel):
     status: str
 

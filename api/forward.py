@@ -144,11 +144,11 @@ def read_server(data_dir: Path) -> tuple[ServerRecord | None, str]:
         return None, reason
     try:
         pid, host, port = int(record["pid"]), _client_host(str(record["host"])), int(record["port"])
-        identity = Identity(str(record["instance"]), str(record["secret"]))
-    except KeyError:
-        return None, f"ignoring {data_dir / SERVER_FILE}: a server without an identity secret (an older lodex serve; restart it)"
-    except (ValueError, TypeError):
+    except (KeyError, ValueError, TypeError):
         return None, ""
+    if not isinstance(record.get("instance"), str) or not isinstance(record.get("secret"), str):
+        return None, f"ignoring {data_dir / SERVER_FILE}: a server without an identity secret (an older lodex serve; restart it)"
+    identity = Identity(record["instance"], record["secret"])
     if record.get("hostname") != socket.gethostname():
         return None, ""  # a data dir shared over the network, served from another machine
     if not is_loopback_address(host):
@@ -249,7 +249,7 @@ def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dic
                                 "the key was not sent")
     except (OSError, http.client.HTTPException) as exc:
         if not proven:
-            why = f"no answer within {min(PROOF_S, deadline_s):g} s" if cut.is_set() else type(exc).__name__
+            why = f"no answer within {min(PROOF_S, deadline_s):g} s" if cut.is_set() or isinstance(exc, TimeoutError) else type(exc).__name__
             return Forwarded(reason=f"the listener on {where} did not prove it is the lodex server of this data dir ({why}); "
                                     "the key was not sent")
         if cut.is_set():

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from lodex.api import forward
 from lodex.api.app import create_app
 from lodex.api.cli import app as cli_app
-from lodex.api.forward import SERVER_FILE, Identity, ask_server, record_server, running_server
+from lodex.api.forward import SERVER_FILE, Identity, ask_server, read_server, record_server, running_server
 from lodex.api.service import LodexService
 from tests.test_api import _service
 
@@ -237,6 +237,15 @@ def test_a_record_others_can_read_or_another_user_owns_is_ignored(data: Path) ->
         assert "other users can read or change it" in stderr and not listener.conns, stderr
     finally:
         listener.close()
+
+
+def test_a_record_without_a_secret_is_not_trusted(tmp_path: Path) -> None:
+    _write_record(tmp_path, "127.0.0.1", 9)
+    path = tmp_path / SERVER_FILE
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in record.items() if k not in ("instance", "secret")}))  # as a server before this wrote it
+    found, reason = read_server(tmp_path)
+    assert found is None and "an older lodex serve; restart it" in reason
 
 
 def test_the_record_is_private_and_written_whole(tmp_path: Path) -> None:

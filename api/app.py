@@ -34,7 +34,7 @@ T = TypeVar("T")
 MAX_GLOB_CHARS = 1000  # a search's path glob (fnmatch compiles and caches each one)
 MAX_EXTENSIONS = 50
 PAGE = Path(__file__).parent / "static" / "index.html"
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
 
 def _version() -> str:
@@ -56,8 +56,8 @@ def _document(row: dict[str, Any]) -> DocumentOut:
 
 async def writer_result(done: "Future[T]") -> T:
     """The result of a request queued on the writer; one cancelled because lodex is stopping answers 503."""
-    try:
-        return await asyncio.wrap_future(done)
+    try:  # shielded: a client that goes away does not cancel the write it asked for
+        return await asyncio.shield(asyncio.wrap_future(done))
     except asyncio.CancelledError:
         if done.cancelled():
             raise Interrupted() from None  # the writer dropped it; the request itself was not cancelled
@@ -211,7 +211,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         if len(body.text.encode("utf-8")) > limits.max_document_kb * 1024:
             raise HTTPException(413, f"document text over {limits.max_document_kb} KiB (api.max_document_kb)")
         name = body.name  # checked by PushIn: printable, relative, no '.' or '..' segment
-        doc_id, done = service.push(name, body.text, body.title, body.metadata)
+        loop = asyncio.get_running_loop()  # kept on disk (fsync) off the event loop; queued without waiting for the writer
+        doc_id, done = await loop.run_in_executor(service.writes, service.push, name, body.text, body.title, body.metadata)
         if not wait:
             return JSONResponse(PushOut(id=doc_id, path=PUSHED_PREFIX + name, status="queued", chunks=0).model_dump(), 202)
         record = await writer_result(done)

@@ -75,7 +75,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(LodexError)
     async def lodex_error(request: Request, exc: LodexError) -> JSONResponse:
-        return error(exc.status, exc.one_line(), exc.code)  # each error class names its status
+        retry = getattr(exc, "retry_after", None)  # a busy writer says when to come back
+        headers = {"Retry-After": str(max(1, round(retry)))} if retry is not None else None
+        return error(exc.status, exc.one_line(), exc.code, headers=headers)  # each error class names its status
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

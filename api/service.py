@@ -13,6 +13,7 @@ from typing import Any
 from lodex.api.factory import WriteSide, build_encoder, build_searcher, open_reader, open_store, read_job_log
 from lodex.api.push_spool import PushSpool
 from lodex.api.settings import Settings
+from lodex.api.write_queue import WriteQueue
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary, document_id
@@ -48,7 +49,8 @@ class LodexService:
             assert root is not None, "a writing service mirrors a folder"
             self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
             self.side.store.optimize_apart(settings.watch.writer_nice)  # its seconds of compaction kept off the query threads' runtime
-            self.spool = PushSpool(self.data_dir)
+            api = settings.api
+            self.spool = PushSpool(self.data_dir, api.max_queued_pushes, api.max_queued_push_mb * 2**20)
             self.jobs, self.encoder, self.indexer, self.root = self.side.jobs, self.side.encoder, self.side.indexer, root
         try:
             self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
@@ -80,6 +82,9 @@ class LodexService:
         self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, open_reader(settings, self.encoder.dim), self.snapshots),
                                     lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
+        # the API's writes: kept on disk (a push) on these threads, then queued without waiting for the writer
+        self.writes = ThreadPoolExecutor(4, thread_name_prefix="lodex-push")
+        self.door = WriteQueue(self.writer, settings.api.max_queued_pushes) if self.writer else None
 
     # ---- lifecycle -----------------------------------------------------------------------
     def start(self) -> "LodexService":
@@ -91,13 +96,30 @@ class LodexService:
         else:
             self.writer.start()
             self.writer.submit(lambda ix: ix.store.collect_garbage())
-        for kept, request in self.spool.pending():  # pushes accepted before a stop or a crash, in order
-            self._queue_push(request, kept)
+        kept = self.spool.pending()  # pushes accepted before a stop or a crash, in order: listed, not read, so that
+        for path, doc_id in kept:  # a large spool never delays listening
+            self._queue_push(path, doc_id)
+        if kept:  # the names of those waiting (GET /documents/{id} answers 202 with the path), learnt in the background
+            threading.Thread(target=self._learn_paths, args=(kept,), name="lodex-spool-names", daemon=True).start()
         return self
+
+    def _learn_paths(self, kept: list[tuple[Path, str | None]]) -> None:
+        for path, doc_id in kept:
+            if self._closed:
+                return
+            with self._queued_lock:
+                waiting = doc_id in self._queued and not self._queued[doc_id][0]
+            request = self.spool.load(path) if waiting else None
+            if request is not None and doc_id is not None:
+                with self._queued_lock:
+                    if doc_id in self._queued and not self._queued[doc_id][0]:
+                        self._queued[doc_id] = (PUSHED_PREFIX + request["name"], self._queued[doc_id][1])
 
     def halt(self) -> None:
         """Begin stopping (at SIGTERM, before the server drains its requests): the writer stops at its next check and
         queued changes are cancelled, so requests waiting on them answer at once (pushes stay on disk)."""
+        if self.door is not None:
+            self.door.halt()
         if self.writer is not None:
             self.writer.halt()
 
@@ -106,6 +128,8 @@ class LodexService:
         if self._closed:
             return
         self._closed = True
+        if self.door is not None:
+            self.door.halt()  # what waits there stays on disk (pushes) or is the next start's reconciliation
         if self.watch:
             self.watch.stop()
         elif self.writer is not None:
@@ -114,6 +138,7 @@ class LodexService:
         self.snapshots.close()
         gc.unfreeze()
         self.queries.shutdown(wait=True)
+        self.writes.shutdown(wait=True)
         self._release()
 
     def _release(self) -> None:
@@ -147,8 +172,8 @@ class LodexService:
 
     @property
     def queue_depth(self) -> int:
-        """Changes waiting for the writer (none on a replica)."""
-        return self.writer.depth if self.writer is not None else 0
+        """Changes waiting for the writer, in its queue and the API's (none on a replica)."""
+        return self.writer.depth + (self.door.depth if self.door else 0) if self.writer is not None else 0
 
     @property
     def encode_tokens_per_s(self) -> float:
@@ -181,18 +206,29 @@ class LodexService:
         return self.writer
 
     def push(self, name: str, text: str, title: str, metadata: dict[str, Any]) -> "tuple[str, Future[FileRecord]]":
-        """Keep a pushed text document on disk, then queue it on the writer; returns its id and the future of its
-        record (while it waits, `queued_push` knows it; if lodex stops first, the next start indexes it)."""
-        self.require_writer()
+        """Keep a pushed text document on disk, then queue it for the writer without waiting; returns its id and the
+        future of its record (while it waits, `queued_push` knows it; if lodex stops first, the next start indexes
+        it). Blocks on the disk (call it off the event loop); raises BusyError when the spool is full."""
+        door = self.require_door()
         request = {"name": name, "text": text, "title": title, "metadata": json.dumps(metadata, sort_keys=True)}
-        return self._queue_push(request, self.spool.add(request))
-
-    def _queue_push(self, request: dict[str, Any], kept: Path) -> "tuple[str, Future[FileRecord]]":
-        doc_id, path = document_id(PUSHED_PREFIX + request["name"]), PUSHED_PREFIX + request["name"]
+        doc_id = document_id(PUSHED_PREFIX + name)
+        kept = self.spool.add(request, doc_id)
         with self._queued_lock:
-            self._queued[doc_id] = (path, self._queued.get(doc_id, (path, 0))[1] + 1)
+            self._queued[doc_id] = (PUSHED_PREFIX + name, self._queued.get(doc_id, ("", 0))[1])
+        return doc_id, self._queue_push(kept, doc_id, door)
+
+    def _queue_push(self, kept: Path, doc_id: str | None, door: "WriteQueue | None" = None) -> "Future[FileRecord]":
+        """Queue a kept push on the writer (never refused: it is within the spool's bound already)."""
+        if doc_id is not None:
+            with self._queued_lock:
+                path, waiting = self._queued.get(doc_id, ("", 0))
+                self._queued[doc_id] = (path, waiting + 1)
 
         def apply(ix: Indexer) -> FileRecord:
+            request = self.spool.load(kept)  # read here, on the writer: a start lists the spool without reading it
+            if request is None:
+                self.spool.done(kept)
+                raise ValueError(f"the kept push {kept.name} is unreadable; push the document again")
             try:
                 record = ix.index_text(request["name"], request["text"], request["title"], request["metadata"])
             except Interrupted:
@@ -203,19 +239,20 @@ class LodexService:
             self.spool.done(kept)
             return record
 
-        done = self.require_writer().submit(apply)
-        done.add_done_callback(lambda future: self._pushed(doc_id, path, future))
-        return doc_id, done
+        done = (door or self.require_door()).submit(apply, bounded=False)
+        if doc_id is not None:
+            done.add_done_callback(lambda future: self._pushed(doc_id, future))
+        return done
 
-    def _pushed(self, doc_id: str, path: str, future: "Future[FileRecord]") -> None:
+    def _pushed(self, doc_id: str, future: "Future[FileRecord]") -> None:
         with self._queued_lock:
-            left = self._queued.get(doc_id, (path, 1))[1] - 1
-            if left > 0:
-                self._queued[doc_id] = (path, left)
+            path, left = self._queued.get(doc_id, ("", 1))
+            if left > 1:
+                self._queued[doc_id] = (path, left - 1)
             else:
                 self._queued.pop(doc_id, None)
         if not future.cancelled() and future.exception() is not None and not isinstance(future.exception(), Interrupted) and self._on_file:
-            self._on_file(FileRecord(path, "failed", error=str(future.exception())))
+            self._on_file(FileRecord(path or "@api/?", "failed", error=str(future.exception())))
 
     def queued_push(self, doc_id: str) -> str | None:
         """The path of a pushed document still waiting to be indexed, or None."""
@@ -223,11 +260,18 @@ class LodexService:
             entry = self._queued.get(doc_id)
         return entry[0] if entry else None
 
+    def require_door(self) -> WriteQueue:
+        """The API's queue to the writer, or ReadOnlyError on a read-only replica."""
+        self.require_writer()
+        assert self.door is not None
+        return self.door
+
     def delete(self, doc_id: str) -> "Future[int]":
-        """Delete a pushed document through the writer queue (after any push of it queued before); the future gives
-        how many documents existed."""
-        return self.require_writer().submit(lambda ix: ix.delete_documents([doc_id]))
+        """Delete a pushed document through the writer queue (after any push of it queued before), without waiting;
+        the future gives how many documents existed."""
+        return self.require_door().submit(lambda ix: ix.delete_documents([doc_id]))
 
     def reindex(self) -> "Future[RunSummary]":
-        """Queue a reconciliation with the folder; its future gives the run's summary."""
-        return self.require_writer().reconcile(kind="reindex")
+        """Queue a reconciliation with the folder without waiting (joining one queued already); its future gives the
+        run's summary."""
+        return self.require_door().reindex(self.require_writer().reconcile_job("reindex"))

@@ -32,6 +32,8 @@ class ApiSettings(Section):
     max_body_kb: int = Field(2048, ge=1)
     max_document_kb: int = Field(1024, ge=1)
     query_threads: int = Field(1, ge=1, le=32)
+    max_queued_pushes: int = Field(10_000, ge=1)
+    max_queued_push_mb: int = Field(1024, ge=1)
 
     @field_validator("api_key")
     @classmethod

@@ -108,9 +108,13 @@ class IndexWriter:
         self._queue.put((job, future))
         return future
 
+    def reconcile_job(self, kind: str = "reconcile") -> Callable[[Indexer], RunSummary]:
+        """A full comparison of the folder with the index, as a job for this writer."""
+        return lambda ix: ix.run(self.root, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file)
+
     def reconcile(self, kind: str = "reconcile") -> "Future[RunSummary]":
         """Queue a full comparison of the folder with the index."""
-        return self.submit(lambda ix: ix.run(self.root, kind=kind, progress=self.hooks.progress, on_file=self.hooks.on_file))
+        return self.submit(self.reconcile_job(kind))
 
     def paths(self, paths: list[str], kind: str = "watch") -> "Future[RunSummary]":
         """Queue an update of these paths, as the index names them (path_key): files or folders, present or gone.

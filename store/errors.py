@@ -45,3 +45,15 @@ class ReadOnlyError(LodexError):
 
     code = "read_only"
     status = 409
+
+
+class BusyError(LodexError):
+    """A write refused because as many requests wait already as lodex keeps: the client sends it again later (the
+    API answers 429 with Retry-After)."""
+
+    code = "busy"
+    status = 429
+
+    def __init__(self, message: str, fix: str = "", retry_after: float = 5.0) -> None:
+        super().__init__(message, fix)
+        self.retry_after = retry_after

@@ -15,7 +15,7 @@ from tests.fakes import FakeEncoder
 
 
 def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0,
-             encoder: FakeEncoder | None = None) -> LodexService:
+             encoder: FakeEncoder | None = None, start: bool = True) -> LodexService:
     root = tmp_path / "docs"
     root.mkdir(exist_ok=True)
     (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 8)
@@ -30,8 +30,9 @@ def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=Non
     settings.api.max_document_kb = 4
     settings.api.max_body_kb = 16
     settings.watch.quiet_s = quiet_s
-    service = LodexService(settings, root, watch=watch, encoder=encoder or FakeEncoder(), on_file=on_file).start()
-    service.writer.reconcile().result(timeout=60)
+    service = LodexService(settings, root, watch=watch, encoder=encoder or FakeEncoder(), on_file=on_file)
+    if start:  # started, with the folder indexed
+        service.start().writer.reconcile().result(timeout=60)
     return service
 
 

@@ -17,9 +17,10 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from lodex.api.forward import CHALLENGE_PATTERN, Identity
 from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
 from lodex.api.metrics import Metrics, Timing
-from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut,
+from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut, IdentityOut,
                         PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, TextOut, valid_metadata, valid_text)
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
@@ -71,11 +72,14 @@ def _timestamp(moment: datetime) -> float:
         return float("-inf") if moment.year < 1970 else float("inf")
 
 
-def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None, host: str | None = None) -> FastAPI:
+def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None, host: str | None = None,
+               identity: Identity | None = None) -> FastAPI:
     """A FastAPI app serving `service` (started by the caller); `on_shutdown` runs when the server stops; `host`, the
     address it is served on (default api.host): on a loopback address only loopback Host names (and
-    api.allowed_hosts) are answered."""
+    api.allowed_hosts) are answered; `identity`, what GET /identity proves (the one `lodex serve` records in
+    server.json; default: a new one)."""
     settings = service.settings
+    identity = identity or Identity.new()
     limits = settings.api
 
     @asynccontextmanager
@@ -206,9 +210,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         wait=true once it is indexed (201)."""
         if len(body.text.encode("utf-8")) > limits.max_document_kb * 1024:
             raise HTTPException(413, f"document text over {limits.max_document_kb} KiB (api.max_document_kb)")
-        name = body.name.strip()
-        if not name or any(not c.isprintable() for c in name):
-            raise HTTPException(400, "name must be a non-empty single line of printable characters")
+        name = body.name  # checked by PushIn: printable, relative, no '.' or '..' segment
         loop = asyncio.get_running_loop()  # kept on disk (fsync) off the event loop; queued without waiting for the writer
         doc_id, done = await loop.run_in_executor(service.writes, service.push, name, body.text, body.title, body.metadata)
         if not wait:
@@ -245,6 +247,15 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     async def health() -> HealthOut:
         """Liveness: the process answers (no auth needed)."""
         return HealthOut(status="ok")
+
+    @app.get("/identity", response_model=IdentityOut, responses=ERRORS, tags=["admin"])
+    async def prove_identity(
+        challenge: Annotated[str, Query(pattern=CHALLENGE_PATTERN, description="A fresh random nonce: 32 to 128 lowercase hex digits.")],
+    ) -> IdentityOut:
+        """Proof that this is the server recorded in its data dir's server.json, asked (no key needed) by `lodex
+        search` and `lodex status` before they send the API key: HMAC-SHA256 of the challenge under the per-start
+        secret only that file (mode 0600) holds."""
+        return IdentityOut(instance=identity.instance, proof=identity.proof(challenge))
 
     @app.get("/ready", response_model=ReadyOut, responses=ERRORS, tags=["admin"])
     async def ready() -> ReadyOut:

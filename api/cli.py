@@ -171,7 +171,7 @@ def serve(
     import uvicorn
 
     from lodex.api.app import create_app
-    from lodex.api.forward import forget_server, record_server
+    from lodex.api.forward import Identity, forget_server, record_server
     from lodex.api.http_errors import HaltingServer, JsonErrorsProtocol, is_loopback
     from lodex.api.logs import file_logger
     from lodex.api.render import runtime_line
@@ -203,9 +203,10 @@ def serve(
             err.print("stopped")
 
         # uvicorn runs the app's shutdown (which closes the service) before it re-raises SIGINT/SIGTERM
-        server_config = uvicorn.Config(create_app(service, on_shutdown=shutdown, host=host), host=host, port=port, log_level="warning",
+        identity = Identity.new()  # proven to `lodex search` before it sends the key; its secret only in server.json
+        server_config = uvicorn.Config(create_app(service, on_shutdown=shutdown, host=host, identity=identity), host=host, port=port, log_level="warning",
                                        access_log=False, http=JsonErrorsProtocol, timeout_graceful_shutdown=5)
-        record_server(settings.data_dir, host, port)  # `lodex search` and `lodex status` ask this server from now on
+        record_server(settings.data_dir, host, port, identity)  # `lodex search` and `lodex status` ask this server from now on
         HaltingServer(server_config, on_exit=service.halt).run()
     finally:
         forget_server(settings.data_dir)

@@ -23,7 +23,7 @@ from lodex.store.errors import LodexError
 CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
          409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid_request",
          429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
-OPEN_PATHS = ("/health", "/", "/docs", "/openapi.json", "/static/")
+OPEN_PATHS = ("/health", "/identity", "/", "/docs", "/openapi.json", "/static/")  # answered without the key (the Host rule still applies)
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 
 

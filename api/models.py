@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from lodex.indexer.paths import PUSHED_PREFIX, pushed_name_problem
 from lodex.search.names import Mode
 
 MAX_METADATA_DEPTH = 16  # nesting levels of a pushed document's metadata
@@ -40,6 +41,16 @@ def valid_metadata(value: dict[str, Any]) -> dict[str, Any]:
             raise ValueError("holds NaN or Infinity, which JSON cannot carry")
     if len(json.dumps(value)) > MAX_METADATA_BYTES:
         raise ValueError(f"larger than {MAX_METADATA_BYTES // 1024} KiB as JSON")
+    return value
+
+
+def valid_name(value: str) -> str:
+    """A pushed document's name, without surrounding white space; refused (never rewritten) when it is empty, holds a
+    control character, is absolute or has a `.` or `..` segment (see indexer.paths.pushed_name_problem)."""
+    value = valid_text(value).strip()
+    problem = pushed_name_problem(value)
+    if problem:
+        raise ValueError(f"the name {problem}")
     return value
 
 
@@ -151,7 +162,10 @@ class TextOut(BaseModel):
 class PushIn(BaseModel):
     """POST /documents body: a text document pushed by a tool, indexed like a file."""
 
-    name: Text = Field(min_length=1, max_length=300, description="Unique name; pushing the same name again replaces it.")
+    name: Annotated[str, AfterValidator(valid_name)] = Field(
+        min_length=1, max_length=300, description=f"Unique name; pushing the same name again replaces it. Stored as {PUSHED_PREFIX}<name>: a "
+        "single line of printable characters, relative (no leading /, \\, ~/ or drive letter), without '.' or '..' segments "
+        "(between / or \\); surrounding white space is dropped. Other names answer 422.")
     text: Text = Field(description="The document's text.")
     title: Text = Field("", max_length=1000)
     metadata: Annotated[dict[str, Any], AfterValidator(valid_metadata)] = Field(
@@ -190,6 +204,14 @@ class RunOut(BaseModel):
 class QueuedOut(BaseModel):
     queued: bool
     queue_depth: int
+
+
+class IdentityOut(BaseModel):
+    """GET /identity: proof that this is the server recorded in its data dir's server.json."""
+
+    instance: str = Field(description="This server's instance id (random, new at each start), as server.json records it.")
+    proof: str = Field(description="HMAC-SHA256, in hex, of the challenge under the per-start secret server.json holds "
+                                   "(mode 0600); the secret itself is never sent.")
 
 
 class HealthOut(BaseModel):

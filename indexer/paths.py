@@ -14,6 +14,8 @@ from lodex.indexer.errors import ReadError
 PUSHED_PREFIX = "@api/"
 # A folder file whose path would fall in the pushed namespace is spelled with this prefix instead ("./@api/x").
 _FOLDER_ESCAPE = "./"
+_TRAVERSAL = re.compile(r"(?:^|[/\\])\.{1,2}(?:[/\\]|$)")  # a "." or ".." segment, between slashes or backslashes
+_ABSOLUTE = re.compile(r"^(?:[/\\]|~(?:[/\\]|$)|[A-Za-z]:[/\\])")  # /x, \\server\x, ~/x, C:\x
 _ESCAPES = re.compile(r"\\\\|\\x([89a-f][0-9a-f])")
 _KINDS = {stat.S_IFIFO: "named pipe", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
           stat.S_IFSOCK: "socket", stat.S_IFDIR: "folder", stat.S_IFLNK: "symbolic link"}
@@ -34,6 +36,23 @@ def path_key(rel: str) -> str:
     if key == PUSHED_PREFIX.rstrip("/") or key.startswith(PUSHED_PREFIX):
         key = _FOLDER_ESCAPE + key
     return key
+
+
+def pushed_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a pushed document (stored as `@api/<name>`), or None: it must be a non-empty single line
+    of printable characters, relative (no leading `/`, `\\`, `~/` or drive letter) and without `.` or `..` segments
+    (between `/` or `\\`), so that no name reads as a path outside the pushed namespace. Names are refused, never
+    rewritten: two different names never become one document."""
+    if not name.strip():
+        return "is empty: give the document a name"
+    bad = next((c for c in name if not c.isprintable()), None)
+    if bad is not None:
+        return f"holds a control or invisible character ({bad.encode('unicode_escape').decode('ascii')}): use a single line of printable characters"
+    if _ABSOLUTE.match(name):
+        return "is absolute (starts with /, \\, ~/ or a drive letter): use a relative name such as notes/memo-1"
+    if _TRAVERSAL.search(name):
+        return "holds a '.' or '..' segment: use a name without them, such as notes/memo-1"
+    return None
 
 
 def key_path(key: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lodex.api.forward import SERVER_FILE, forget_server, record_server, running_server
+from lodex.api.forward import SERVER_FILE, Identity, forget_server, record_server, running_server
 from tests.test_serve import REPO, Server, get
 
 
@@ -21,10 +21,15 @@ def _cli(data: Path, *args: str, env: dict[str, str] | None = None) -> subproces
                           timeout=120)
 
 
+def _where(data: Path) -> tuple[str, int] | None:
+    found = running_server(data)
+    return None if found is None else (found.host, found.port)
+
+
 def test_a_record_names_a_live_server_on_this_machine_only(tmp_path: Path) -> None:
     assert running_server(tmp_path) is None
-    record_server(tmp_path, "0.0.0.0", 8123)
-    assert running_server(tmp_path) == ("127.0.0.1", 8123)  # this process is alive; a wildcard bind is reached on loopback
+    record_server(tmp_path, "0.0.0.0", 8123, Identity.new())
+    assert _where(tmp_path) == ("127.0.0.1", 8123)  # this process is alive; a wildcard bind is reached on loopback
     record = json.loads((tmp_path / SERVER_FILE).read_text())
     (tmp_path / SERVER_FILE).write_text(json.dumps(record | {"hostname": "another-machine"}))
     assert running_server(tmp_path) is None  # a data dir shared over the network, served elsewhere
@@ -34,7 +39,7 @@ def test_a_record_names_a_live_server_on_this_machine_only(tmp_path: Path) -> No
     assert running_server(tmp_path) is None  # left by a killed server
     (tmp_path / SERVER_FILE).write_text("{not json")
     assert running_server(tmp_path) is None
-    record_server(tmp_path, "127.0.0.1", 8123)
+    record_server(tmp_path, "127.0.0.1", 8123, Identity.new())
     (tmp_path / SERVER_FILE).write_text(json.dumps(json.loads((tmp_path / SERVER_FILE).read_text()) | {"pid": 1}))
     forget_server(tmp_path)
     assert (tmp_path / SERVER_FILE).exists()  # another process's record is left alone
@@ -73,7 +78,7 @@ def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: P
     server = Server(root, data, env={"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_API__API_KEY": "sesame"})
     try:
         _wait_listening(server)
-        assert running_server(data) == ("127.0.0.1", server.port)
+        assert _where(data) == ("127.0.0.1", server.port)
         asked = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "sesame"})
         assert asked.returncode == 0 and "searching the index here" not in asked.stderr
         assert "loading" not in asked.stderr
@@ -102,7 +107,7 @@ def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: P
     restarted = Server(root, data, env={"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder"})
     try:
         restarted.wait_ready()
-        assert running_server(data) == ("127.0.0.1", restarted.port)
+        assert _where(data) == ("127.0.0.1", restarted.port)
     finally:
         restarted.stop()
     assert not (data / SERVER_FILE).exists()  # a server that stops takes its record with it

@@ -229,7 +229,26 @@ def _broken(models: dict[str, Path], tmp_path: Path) -> dict[str, tuple[Path, st
     tensors = load_file(str(weights))
     del tensors["layers.1.mlp.down_proj.weight"]
     save_file(tensors, str(weights), metadata={"format": "pt"})
+    weights = case("pickled", "the weights file pytorch_model.bin in {path} holds pickled Python objects, not plain tensors") / "model.safetensors"
+    _pickle_weights(weights)
     return cases
+
+
+class _RunsCode:
+    """An object whose unpickling calls a function: what a hostile pytorch_model.bin holds (here a harmless os.getcwd)."""
+
+    def __reduce__(self) -> tuple:
+        return (os.getcwd, ())
+
+
+def _pickle_weights(safetensors_file: Path) -> None:
+    """Replace a model.safetensors with a pytorch_model.bin of the same tensors plus one object that runs code."""
+    import torch
+    from safetensors.torch import load_file
+
+    tensors: dict = load_file(str(safetensors_file))
+    safetensors_file.unlink()
+    torch.save({**tensors, "hook": _RunsCode()}, safetensors_file.with_name("pytorch_model.bin"))
 
 
 def test_model_check_of_broken_directories_gives_one_line(models: dict[str, Path], tmp_path: Path) -> None:
@@ -251,6 +270,16 @@ def test_a_broken_directory_is_refused_by_index_too(models: dict[str, Path], tmp
     (tmp_path / "docs").mkdir()
     result = runner.invoke(app, ["index", str(tmp_path / "docs")])
     assert result.exit_code == 2 and reason in result.stderr and "Traceback" not in result.output
+
+
+def test_pickled_weights_are_a_model_error_with_the_fix(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, reason = _broken(models, tmp_path)["pickled"]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LODEX_ENCODER__MODEL", str(path))
+    (tmp_path / "docs").mkdir()
+    result = runner.invoke(app, ["index", str(tmp_path / "docs")])
+    assert result.exit_code == 2 and reason in result.stderr, result.output
+    assert "convert the weights to safetensors" in result.stderr and "unexpected" not in result.output and "torch.load" not in result.output
 
 
 @pytest.mark.slow  # the bundled model, and its int8 export into a fresh cache (~20 s)

@@ -121,6 +121,29 @@ def test_lone_surrogate_in_pushed_document_is_refused(client: TestClient, body: 
     assert client.get("/documents").json()["total"] == 3  # nothing was queued nor indexed
 
 
+@pytest.mark.parametrize("name, reason", [
+    ("@api/../../etc/passwd", "'..' segment"), ("../outside", "'..' segment"), ("notes/../../x", "'..' segment"),
+    ("notes/..", "'..' segment"), ("..", "'..' segment"), ("./memo", "'..' segment"), ("a/./b", "'..' segment"),
+    ("..\\..\\windows\\win.ini", "'..' segment"), ("notes\\..\\x", "'..' segment"),
+    ("/etc/passwd", "absolute"), ("\\\\server\\share", "absolute"), ("C:\\Windows", "absolute"), ("~/notes", "absolute"),
+    ("memo\x00.txt", "control"), ("memo\nsecond line", "control"), ("memo\x1b[2J", "control"), ("memo\u202etxt.exe", "control"),
+    ("   ", "empty"),
+], ids=["api-escape", "parent", "nested-parent", "trailing-parent", "dotdot", "dot", "inner-dot", "backslash-parent",
+        "backslash-nested", "absolute", "unc", "drive", "home", "nul", "newline", "escape", "bidi", "blank"])
+def test_a_pushed_name_that_reads_as_a_path_elsewhere_is_refused(shared: TestClient, name: str, reason: str) -> None:
+    """Names are refused, not rewritten (two names never become one document), in the one error shape."""
+    err = _error(shared.post("/documents?wait=true", json={"name": name, "text": "Zeppelins over the sea."}), 422, "invalid_request")
+    assert err["message"].startswith("name: ") and reason in err["message"], err
+    assert shared.get("/documents").json()["total"] == 3  # nothing was queued nor indexed
+
+
+def test_pushed_names_with_dots_and_slashes_that_stay_inside_are_kept(client: TestClient) -> None:
+    for name in ("notes/v1.2/memo", "a..b", "...", "https://example.org/a/b", "  padded  "):
+        pushed = client.post("/documents?wait=true", json={"name": name, "text": "Zeppelins over the sea."})
+        assert pushed.status_code == 201 and pushed.json()["path"] == "@api/" + name.strip(), pushed.text
+    assert client.get("/documents").json()["total"] == 3 + 5
+
+
 @pytest.mark.parametrize("levels, status", [(400, 422), (17, 422), (16, 201)])
 def test_metadata_depth_limit(client: TestClient, levels: int, status: int) -> None:
     response = client.post("/documents?wait=true", json={"name": f"deep-{levels}", "text": "Zeppelins over the sea.",

@@ -78,9 +78,11 @@ class Flood:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def _pusher(url: str, names: list[str], text: str, flood: Flood, lock: threading.Lock) -> None:
+def _pusher(url: str, names: list[str], text: str, flood: Flood, lock: threading.Lock, retry: bool) -> None:
     with httpx.Client(base_url=url, timeout=120) as client:
-        for name in names:
+        todo = list(names)
+        while todo:
+            name = todo.pop(0)
             response = client.post("/documents", json={"name": name, "text": f"{name}. {text}"})
             with lock:
                 if response.status_code == 202:
@@ -90,6 +92,9 @@ def _pusher(url: str, names: list[str], text: str, flood: Flood, lock: threading
                     flood.refused_without_retry_after += "retry-after" not in response.headers
                 else:
                     flood.other[response.status_code] = flood.other.get(response.status_code, 0) + 1
+            if retry and response.status_code in (429, 503):  # a polite client: again after Retry-After
+                todo.insert(0, name)
+                time.sleep(min(float(response.headers.get("retry-after", 1)), 5.0))
 
 
 def _watcher(url: str, spool: Path, flood: Flood, stop: threading.Event) -> None:
@@ -116,15 +121,16 @@ def _watcher(url: str, spool: Path, flood: Flood, stop: threading.Event) -> None
             stop.wait(0.02)
 
 
-def flood(url: str, spool: Path, pushes: int, clients: int, text_chars: int) -> Flood:
-    """Push `pushes` documents from `clients` threads at once while /health (every 20 ms) and /search are timed."""
+def flood(url: str, spool: Path, pushes: int, clients: int, text_chars: int, retry: bool = False) -> Flood:
+    """Push `pushes` documents from `clients` threads at once while /health (every 20 ms) and /search are timed; with
+    `retry`, a refused push is sent again after its Retry-After (until all are accepted)."""
     result, lock, stop = Flood(), threading.Lock(), threading.Event()
     text = ("Lift, drag and heat transfer of swept wings at transonic speed. " * (text_chars // 64 + 1))[:text_chars]
     names = [f"flood-{i:05d}" for i in range(pushes)]
     watcher = threading.Thread(target=_watcher, args=(url, spool, result, stop))
     watcher.start()
     started = time.monotonic()
-    threads = [threading.Thread(target=_pusher, args=(url, names[c::clients], text, result, lock)) for c in range(clients)]
+    threads = [threading.Thread(target=_pusher, args=(url, names[c::clients], text, result, lock, retry)) for c in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
@@ -152,6 +158,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--max-queued", type=int, default=200, help="api.max_queued_pushes of the server")
     parser.add_argument("--text-chars", type=int, default=2000)
+    parser.add_argument("--retry", action="store_true", help="clients send a refused push again after its Retry-After")
     args = parser.parse_args()
     from lodex.indexer.cpu import cpu_info  # the CPU's flags next to every figure
 
@@ -163,10 +170,10 @@ def main() -> None:
     env = {"LODEX_API__MAX_QUEUED_PUSHES": str(args.max_queued)}
     server = Serve(root, data, env)
     server.wait_ready()
-    result = flood(server.url, data / "pushes", args.pushes, args.clients, args.text_chars)
+    result = flood(server.url, data / "pushes", args.pushes, args.clients, args.text_chars, args.retry)
     waiting = sum(1 for _ in (data / "pushes").glob("*.json"))
     code = server.terminate()
-    print(json.dumps({"pushes": args.pushes, "clients": args.clients, "max_queued_pushes": args.max_queued, "seconds": round(result.seconds, 1),
+    print(json.dumps({"pushes": args.pushes, "retry": args.retry, "clients": args.clients, "max_queued_pushes": args.max_queued, "seconds": round(result.seconds, 1),
                       "accepted": len(result.accepted), "refused_429_503": result.refused,
                       "refused_without_retry_after": result.refused_without_retry_after, "other_statuses": result.other,
                       "health_requests": len(result.health_ms), "health_failures": result.health_failures,

@@ -27,8 +27,8 @@ def zip_bytes(entries: dict[str, bytes | str], stored: frozenset[str] = frozense
 
 
 def _repeated(pattern: bytes, size: int) -> tuple[bytes, int, int, int]:
-    """(piece, whole pieces, rest) of `pattern` repeated to `size` bytes, the piece 1 MiB."""
-    piece = (pattern * ((1 << 20) // len(pattern) + 1))[: 1 << 20]
+    """(piece, whole pieces, rest) of `pattern` repeated to `size` bytes, the piece about 1 MiB of whole patterns."""
+    piece = pattern * max(1, (1 << 20) // len(pattern))
     return piece, size // len(piece), size % len(piece), len(piece)
 
 

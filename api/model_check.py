@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from lodex.api.factory import late_plan
+from lodex.api.model_cache import model_path
 from lodex.api.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.model_info import Choice, read_model_dir, window
@@ -24,7 +25,7 @@ def model_dir(settings: Settings, directory: Path | None) -> Path:
     """DIR, else the configured encoder.model (resolved as the other commands resolve it), else the bundled model."""
     if directory is not None:
         return directory.expanduser().resolve()
-    return settings.path(settings.encoder.model) if settings.encoder.model else bundled_model_dir()
+    return model_path(settings) if settings.encoder.model else bundled_model_dir()
 
 
 def print_check(settings: Settings, directory: Path | None, as_json: bool) -> None:

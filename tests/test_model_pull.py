@@ -115,6 +115,8 @@ def test_cli_pull_says_how_to_use_it_and_refuses_offline(tiny_dir: Path, tmp_pat
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["path"].endswith("tiny-org--tiny-embedder")
         assert f'encoder.model = "{MODEL_ID}"' in result.stderr
+        checked = CliRunner().invoke(app, ["model", "check", MODEL_ID, "--json"])
+        assert checked.exit_code == 0 and json.loads(checked.stdout)["model"].endswith("tiny-org--tiny-embedder")
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
         refused = CliRunner().invoke(app, ["model", "pull", MODEL_ID])
     assert refused.exit_code != 0 and "HF_HUB_OFFLINE is set" in refused.stderr and "Traceback" not in refused.output

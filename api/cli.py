@@ -345,7 +345,7 @@ def status(
         print_status(Console(), info)
 
 
-model_app = typer.Typer(no_args_is_help=True, help="Inspect local model directories.")
+model_app = typer.Typer(no_args_is_help=True, help="Inspect local model directories; fetch one from the hub.")
 app.add_typer(model_app, name="model")
 
 
@@ -361,6 +361,27 @@ def model_check(
     from lodex.api.model_check import print_check
 
     print_check(_settings(ctx, config, None), directory, as_json)
+
+
+@model_app.command("pull")
+@_friendly
+def model_pull(
+    ctx: typer.Context,
+    model_id: Annotated[str, typer.Argument(metavar="ID", help="The hub's owner/name, e.g. intfloat/multilingual-e5-small.")],
+    revision: Annotated[str, typer.Option("--revision", help="Branch, tag or commit.")] = "main",
+    force: Annotated[bool, typer.Option("--force", help="Fetch a model that does not declare itself an embedding model.")] = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Fetch a model from the Hugging Face hub ($HF_ENDPOINT: a mirror) into the model cache, resumable and checked
+    against the hub's hashes; then encoder.model = "ID" uses it offline."""
+    from lodex.api.model_pull import hub_endpoint, pull_model
+
+    settings = _settings(ctx, config, None)
+    done = pull_model(model_id, settings.encoder, hub_endpoint(), revision, force, progress=lambda line: err.print(line, highlight=False))
+    err.print(f'use it: encoder.model = "{model_id}" in config.toml (or LODEX_ENCODER__MODEL={model_id})', highlight=False)
+    if as_json:
+        print(json.dumps(done))
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import TracebackType
 
 from lodex.api.index_files import index_origin, read_job_log, remote_store, require_index
+from lodex.api.model_cache import model_path
 from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunker import Chunker
 from lodex.indexer.encoder import Encoder
@@ -59,11 +60,12 @@ def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
 
 
 def build_encoder(settings: Settings) -> Encoder:
-    """The configured encoder, loaded (a relative encoder.model is resolved against the config file's folder)."""
+    """The configured encoder, loaded (a relative encoder.model is resolved against the config file's folder, a hub id
+    to its copy pulled by `lodex model pull`)."""
     backend = _backend(settings.encoder.backend)
     cfg = settings.encoder
     if cfg.model:
-        cfg = cfg.model_copy(update={"model": str(settings.path(cfg.model))})
+        cfg = cfg.model_copy(update={"model": str(model_path(settings))})
     return backend(cfg, settings.data_dir) if backend is _transformers else backend(cfg)  # a streamed model spills beside the index
 
 
@@ -74,7 +76,7 @@ def build_query_encoder(settings: Settings) -> Encoder:
         from lodex.indexer.query_encoder import load_query_encoder
 
         cfg = settings.encoder
-        light = load_query_encoder(cfg.model_copy(update={"model": str(settings.path(cfg.model))}) if cfg.model else cfg)
+        light = load_query_encoder(cfg.model_copy(update={"model": str(model_path(settings))}) if cfg.model else cfg)
         if light is not None:
             return light
     return build_encoder(settings)

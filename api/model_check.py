@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from lodex.api.factory import late_plan
+from lodex.api.model_cache import cached_model, is_model_id, model_path
 from lodex.api.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.model_info import Choice, read_model_dir, window
@@ -21,10 +22,14 @@ _MB = 1 << 20
 
 
 def model_dir(settings: Settings, directory: Path | None) -> Path:
-    """DIR, else the configured encoder.model (resolved as the other commands resolve it), else the bundled model."""
+    """DIR (or a pulled hub id), else the configured encoder.model (resolved as the other commands resolve it), else the
+    bundled model."""
     if directory is not None:
-        return directory.expanduser().resolve()
-    return settings.path(settings.encoder.model) if settings.encoder.model else bundled_model_dir()
+        path = directory.expanduser().resolve()
+        if not path.exists() and is_model_id(str(directory)) and cached_model(settings.encoder, str(directory)).is_dir():
+            return cached_model(settings.encoder, str(directory))
+        return path
+    return model_path(settings) if settings.encoder.model else bundled_model_dir()
 
 
 def print_check(settings: Settings, directory: Path | None, as_json: bool) -> None:

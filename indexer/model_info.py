@@ -125,6 +125,14 @@ def window(path: Path, configured: int, positions: int, tokenizer_max: int) -> C
 
 def read_model_dir(path: Path) -> ModelInfo:
     """The directory's declarations, or a ModelError naming the first thing that keeps lodex from loading it."""
+    info = read_model_declarations(path)
+    _read_weights(info)
+    return info
+
+
+def read_model_declarations(path: Path) -> ModelInfo:
+    """read_model_dir without the weights: the config and tokenizer checks (`lodex model pull` runs them before it
+    fetches the weights)."""
     fix = "set encoder.model (or pass DIR) to a complete local Hugging Face model directory"
     if not path.is_dir():
         raise ModelError(f"{path} is not a folder", fix)
@@ -148,9 +156,7 @@ def read_model_dir(path: Path) -> ModelInfo:
     architectures = [str(a) for a in config.get("architectures") or []]
     decoder = bool(config.get("is_decoder")) or any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures) \
         or model_type.startswith(_CAUSAL_TYPES)
-    info = ModelInfo(path, config, model_type, architectures[0] if architectures else model_type, decoder)
-    _read_weights(info)
-    return info
+    return ModelInfo(path, config, model_type, architectures[0] if architectures else model_type, decoder)
 
 
 def _read_weights(info: ModelInfo) -> None:

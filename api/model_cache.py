@@ -1,0 +1,41 @@
+"""lodex's model cache: where `lodex model pull ID` puts a model, and encoder.model resolved to a folder (a path, or
+a pulled hub id)."""
+
+import re
+from pathlib import Path
+
+from lodex.api.settings import Settings
+from lodex.indexer.errors import ModelError
+from lodex.indexer.onnx_model import default_cache_dir
+from lodex.indexer.settings import EncoderSettings
+
+_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def is_model_id(value: str) -> bool:
+    """Whether `value` reads as a hub id (owner/name) rather than a path."""
+    return bool(_ID.match(value))
+
+
+def models_dir(cfg: EncoderSettings) -> Path:
+    """The model cache: encoder.cache_dir (else ~/.cache/lodex), models/."""
+    return (Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()) / "models"
+
+
+def cached_model(cfg: EncoderSettings, model_id: str) -> Path:
+    """Where `lodex model pull model_id` puts the model."""
+    return models_dir(cfg) / model_id.replace("/", "--")
+
+
+def model_path(settings: Settings) -> Path:
+    """encoder.model (not empty) as a folder: a path, resolved against the config file's folder, or else a hub id's
+    pulled copy; an id neither there nor pulled is a ModelError saying to pull it."""
+    value = settings.encoder.model
+    path = settings.path(value)
+    if path.exists() or not is_model_id(value):
+        return path
+    cached = cached_model(settings.encoder, value)
+    if cached.is_dir():
+        return cached
+    raise ModelError(f"encoder.model {value} is neither a local folder nor a pulled model",
+                     f"run `lodex model pull {value}` once (online), or set encoder.model to a local model directory")

@@ -124,17 +124,18 @@ class ReadPool:
     """Extraction workers shared by the threads of one indexer: at most `size` at once; each file read whole goes to
     an idle one (started when none is); one that breaches the budget is killed and the next file starts a new one."""
 
-    def __init__(self, budget: ReadBudget, size: int = 1) -> None:
+    def __init__(self, budget: ReadBudget, size: int = 1, reader: str = "") -> None:
+        """`reader`: "module:function" the workers call instead of readers.extract (a test's reader bug)."""
         self.budget = budget
+        self.reader = reader
         self._slots = threading.Semaphore(size)
         self._idle: list[_Worker] = []
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, _stop_all, self._all)
 
-    def extract(self, path: str, data: bytes, limits: ReadLimits, reader: str = "") -> Extracted:
-        """`extract(path, data, limits)` of readers.py, in a worker, within the budget; `reader` ("module:function",
-        for tests) replaces it."""
+    def extract(self, path: str, data: bytes, limits: ReadLimits) -> Extracted:
+        """`extract(path, data, limits)` of readers.py, in a worker, within the budget."""
         with self._slots:
             with self._lock:
                 worker = self._idle.pop() if self._idle else None
@@ -143,7 +144,7 @@ class ReadPool:
                 with self._lock:
                     self._all.append(worker)
             try:
-                answer = worker.read((path, data, limits, reader), self.budget)
+                answer = worker.read((path, data, limits, self.reader), self.budget)
             finally:
                 with self._lock:
                     if worker.alive():

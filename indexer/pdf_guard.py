@@ -110,7 +110,8 @@ def _ascii_decoded(stream: memoryview | bytes) -> bytes:
             digits = re.sub(rb"\s", b"", run.group()[:-1])
             return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode("ascii"))
         if re.match(rb"(?:<~)?[!-uz\s]{5}", start) and (run := _A85.match(stream)):  # type: ignore[call-overload]
-            return base64.a85decode(run.group(), adobe=run.group().startswith(b"<~"), ignorechars=b" \t\r\n\f\0")
+            text = run.group()[:-2]
+            return base64.a85decode(text[2:] if text.startswith(b"<~") else text, ignorechars=b" \t\r\n\f\0")
     except ValueError:
         pass
     return b""

@@ -1,6 +1,7 @@
 """Builders of the hostile files of issue #37 (spreadsheet amplification, PDF filter and shared-stream tricks, deep
 MIME, sniffed content under text extensions), small on disk, for tests/test_budget.py and bench runs."""
 
+import base64
 import io
 import zipfile
 import zlib
@@ -105,12 +106,17 @@ def pdf_text(text: str = "A page of plain words.") -> bytes:
 
 def pdf_filter_bomb(inflated_mb: int = 1024, trick: str = "array") -> bytes:
     """A page whose content stream inflates to `inflated_mb` MB of spaces, hidden from a guard that inflates only what
-    follows `>> stream`: `array` filters it [/ASCIIHexDecode /FlateDecode], `comment` puts a %comment before `stream`."""
+    follows `>> stream`: `array` filters it [/ASCIIHexDecode /FlateDecode], `a85` [/ASCII85Decode /FlateDecode],
+    `double` [/FlateDecode /FlateDecode], `comment` puts a %comment before `stream`."""
     packer = zlib.compressobj(9)
     block = b" " * (1 << 20)
     packed = b"".join(packer.compress(block) for _ in range(inflated_mb)) + packer.flush()
     if trick == "array":
         body = _stream(b"/Filter [/ASCIIHexDecode /FlateDecode]", packed.hex().encode() + b">")
+    elif trick == "a85":
+        body = _stream(b"/Filter [/ASCII85Decode /FlateDecode]", base64.a85encode(packed, adobe=False) + b"~>")
+    elif trick == "double":
+        body = _stream(b"/Filter [/FlateDecode /FlateDecode]", zlib.compress(packed, 9))
     else:
         body = _stream(b"/Filter /FlateDecode", packed, between=b" % a comment\n")
     return pdf([*_pages([5], 4), body])

@@ -29,9 +29,10 @@ _REFS = re.compile(_REF)
 _PIECE = 1 << 20
 _HEAD = 2048  # bytes before a stream keyword looked at for its dictionary (and its object number)
 _MAX_LAYERS = 4  # filters chained on one stream that are followed (Flate over Flate over ASCIIHex …)
-# Page contents parsed, all pages together, may be this many times limits.max_inflated_bytes (pdfium parses about
-# 45 MB/s: a few seconds for the largest real documents); past it, a file is refused before any page is parsed.
-CONTENT_FACTOR = 8
+# Page contents parsed, all pages together, may be this many times limits.max_inflated_bytes: 2 GB at the default
+# 50 MB, about 45 s of pdfium's parsing, within the default per-file budget (a large background drawing repeated on
+# a thousand pages stays readable); past it, a file is refused before any page is parsed.
+CONTENT_FACTOR = 40
 
 
 def check_pdf(data: bytes, limit: int) -> None:

@@ -241,6 +241,8 @@ class Preparer:
         """One file as a Prepared (read and chunked), as its parts (copied from stored identical content, or
         streamed), or as a Skipped (its content is the stored one); raises what reading it raised."""
         fmt = format_of(entry.path) or "text"
+        # a large plain-text file is streamed here, in blocks of bounded size (decoding, cleaning and chunking are linear
+        # in them): no parser runs on it, so it needs no reading process (see extract)
         streamed = fmt == "text" and entry.size > self.rules.stream_bytes and sniff_path(entry.abspath) is None
         if not streamed and entry.size > self.rules.max_parsed_bytes:
             raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "

@@ -6,6 +6,8 @@ import pickle
 import resource
 import struct
 import sys
+import threading
+import time
 from typing import BinaryIO, cast
 
 from lodex.indexer.document import ReadLimits
@@ -58,8 +60,17 @@ def answer(request: tuple[str, bytes, ReadLimits, str]) -> tuple:
         return "fail", f"{type(exc).__name__}: {exc}", ""
 
 
+def _exit_with(parent: int) -> None:
+    """End this process once its parent is gone (killed -9 while this one was stuck in a file, it sees no end of
+    stdin): polled from a thread, which runs while a reader holds the GIL for no more than a switch interval."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+
+
 def main() -> None:
     """Serve requests until stdin ends (the parent closed it, or died)."""
+    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a library printing to stdout must not corrupt the answers
     for module in READER_MODULES:

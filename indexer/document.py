@@ -60,3 +60,18 @@ class HeadingPath:
         """The path once a heading of `level` (1 = top) titled `title` is met."""
         self._levels = [(lv, t) for lv, t in self._levels if lv < level] + [(level, " ".join(title.split()))]
         return SECTION_SEPARATOR.join(t for _, t in self._levels)
+
+
+def locate_sections(text: str, headings: list[tuple[int, str]]) -> list[tuple[int, str]] | None:
+    """Sections of `text` from its headings (level, title), in order: each is found in the text after the one
+    before it and starts a section named by its heading path; None when there are no headings."""
+    if not headings:
+        return None
+    path, sections, cursor = HeadingPath(), [], 0
+    for level, title in headings:
+        title = " ".join(title.split())
+        at = text.find(title, cursor) if title else -1
+        if at >= 0:
+            sections.append((at, path.enter(level, title)))
+            cursor = at + len(title)
+    return sections or None

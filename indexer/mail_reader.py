@@ -7,6 +7,7 @@ from email.parser import BytesParser
 from lodex.indexer.containers import unreadable
 from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, DocBuilder
 from lodex.indexer.document import Document, ReadLimits
+from lodex.indexer.errors import ReadError
 
 # Bump the first number whenever a change here would change the text, title or extras read_eml gives.
 MAIL_READER_VERSION = f"1+{DOC_BUILDER_VERSION}"
@@ -17,6 +18,14 @@ HEADERS = ("Subject", "From", "Date")  # the header block's lines, in this order
 def read_eml(data: bytes, limits: ReadLimits) -> Document:
     """A message: "Subject: …\\nFrom: …\\nDate: …", then its body (text/plain preferred, else text/html as text);
     title = Subject. Attachments are not indexed: their names go to extras["skipped_attachments"] (comma-separated)."""
+    try:
+        return _read_message(data, limits)
+    except RecursionError as exc:  # the email package walks nested parts recursively
+        raise ReadError("MIME parts nested too deeply to read (thousands of levels; no real mail nests so)",
+                        "the message is corrupt or hostile: exclude it") from exc
+
+
+def _read_message(data: bytes, limits: ReadLimits) -> Document:
     msg = BytesParser(policy=policy.default).parsebytes(data)
     if not isinstance(msg, EmailMessage) or not any(_header(msg, name) for name in HEADERS):
         raise unreadable("eml", "no Subject, From or Date header: not a mail message")

@@ -72,8 +72,8 @@ def _odf_open(data: bytes, limits: ReadLimits, fmt: str) -> tuple[SafeZip, DocBu
 class _OdfState:
     """Where the reader of content.xml is: tables open, subtrees skipped, the slide title being read."""
 
-    def __init__(self, fmt: str) -> None:
-        self.tables = Tables(LINE if fmt == "ods" else PARAGRAPH)
+    def __init__(self, doc: DocBuilder) -> None:
+        self.tables = Tables(doc, LINE if doc.fmt == "ods" else PARAGRAPH)
         self.skip = 0
         self.title_frame = 0  # inside a slide's title frame
         self.title: list[str] = []
@@ -81,7 +81,7 @@ class _OdfState:
 
 def _odf_content(z: SafeZip, doc: DocBuilder) -> None:
     """Stream content.xml into `doc`."""
-    state = _OdfState(z.fmt)
+    state = _OdfState(doc)
     for event, el, stack in xml_events(z.stream("content.xml"), z.fmt, "content.xml"):
         if event == "start":
             _odf_start(el, state, doc)

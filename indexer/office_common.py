@@ -4,7 +4,7 @@ from collections.abc import Iterable, Iterator
 from xml.etree import ElementTree as ET
 
 from lodex.indexer.containers import CONTAINERS_READER_VERSION, SafeZip, iter_xml, parse_xml
-from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder
+from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder, refuse_long
 
 # Bump the first number whenever a change here would change the text, title, pages or sections a reader gives; the
 # versions of the container and builder code every reader here goes through are part of it.
@@ -21,11 +21,13 @@ class Tables:
     """Rows of the tables being read (nested ones too): each row becomes one line of its cells joined by " | "; a row
     of a table inside a cell becomes part of that cell."""
 
-    def __init__(self, first_separator: str = PARAGRAPH) -> None:
+    def __init__(self, doc: DocBuilder, first_separator: str = PARAGRAPH) -> None:
+        self.doc = doc  # where rows are written; its limit on text also counts the rows still open
         self.first_separator = first_separator  # before a table's first row (a spreadsheet's follows its sheet's name)
         self.rows: list[list[str]] = []  # the open rows' cells, innermost last
         self.cells: list[list[str]] = []  # the open cells' paragraphs, innermost last
         self.rows_out = 0  # rows written since the outermost table began (the first is a new paragraph)
+        self.open_chars = 0  # characters held in open rows and cells, not yet written
 
     def in_cell(self) -> bool:
         return bool(self.cells)
@@ -40,20 +42,31 @@ class Tables:
     def start_cell(self) -> None:
         self.cells.append([])
 
+    def _hold(self, chars: int) -> None:
+        """Count `chars` more characters held open: refused as soon as the text, written and open, passes the limit
+        (a cell repeated a thousand times, or a row of a thousand long cells, is never built to be measured)."""
+        self.open_chars += chars
+        refuse_long(self.doc.length + self.open_chars, self.doc.limits, self.doc.fmt)
+
     def add(self, text: str) -> None:
         """A paragraph of the innermost open cell."""
-        self.cells[-1].append(" ".join(text.split()))
+        paragraph = " ".join(text.split())
+        self._hold(len(paragraph) + 1)
+        self.cells[-1].append(paragraph)
 
     def end_cell(self, repeat: int = 1) -> None:
         paragraphs = self.cells.pop() if self.cells else []
         text = " ".join(p for p in paragraphs if p)
         if self.rows and text:
+            self._hold((len(text) + len(CELL_SEPARATOR)) * repeat)
             self.rows[-1].extend([text] * repeat)
 
     def end_row(self, doc: DocBuilder, repeat: int = 1) -> None:
         """Close the innermost row: written as a line, or into the enclosing cell when the table is nested."""
         cells = self.rows.pop() if self.rows else []
         line = CELL_SEPARATOR.join(cells)
+        if not self.rows and not self.cells:
+            self.open_chars = 0  # all written below (or nothing to write)
         if not line:
             return
         if self.cells:

@@ -5,12 +5,14 @@ from collections.abc import Iterable
 from xml.etree import ElementTree as ET
 
 from lodex.indexer.containers import SafeZip, local, parse_xml, resolve
-from lodex.indexer.doc_builder import LINE, DocBuilder
+from lodex.indexer.doc_builder import LINE, DocBuilder, refuse_long
 from lodex.indexer.document import Document, ReadLimits
+from lodex.indexer.errors import ReadError
 from lodex.indexer.office_common import (CELL_SEPARATOR, MC_FALLBACK, OFFICE_READER_VERSION, Tables, core_title, drop_done,
                                          namespace, xml_events)
 
 OOXML_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
+XLSX_MAX_COLUMNS = 16_384  # cells of one row Excel allows (columns A to XFD)
 
 
 # ----------------------------------------------------------------------------------------------------- OOXML parts
@@ -108,7 +110,7 @@ def _inherited(style_id: str, own: dict[str, int], based: dict[str, str]) -> int
 
 def _docx_body(chunks: Iterable[bytes], levels: dict[str, int], doc: DocBuilder, what: str) -> None:
     """Stream word/document.xml into `doc`: paragraphs (headings as sections) and table rows, in order."""
-    tables = Tables()
+    tables = Tables(doc)
     skip = 0  # inside mc:Fallback (the same content again, for older readers)
     w = ""
     for event, el, stack in xml_events(chunks, "docx", what):
@@ -321,20 +323,30 @@ def _xlsx_rich_text(item: ET.Element) -> str:
 
 
 def _xlsx_sheet(chunks: Iterable[bytes], strings: list[str], doc: DocBuilder, what: str) -> None:
-    """Stream one worksheet into `doc`, a line per row."""
+    """Stream one worksheet into `doc`, a line per row: each cell's element freed once read, the row's text counted
+    against the limit as it grows (one long shared string used by thousands of cells is refused before it is joined),
+    and a row of more cells than Excel allows refused."""
     row: list[str] = []
     s = ""
+    cells = chars = 0
     for event, el, stack in xml_events(chunks, "xlsx", what):
         if event == "start":
             s = s or namespace(el.tag)
             continue
         if el.tag == f"{s}c":
+            cells += 1
+            if cells > XLSX_MAX_COLUMNS:
+                raise ReadError(f"xlsx row of more than {XLSX_MAX_COLUMNS:,} cells (more than Excel allows); refused",
+                                "the file is corrupt or hostile: exclude it")
             value = _xlsx_cell(el, s, strings)
+            drop_done(stack)  # the row's cells read so far: 12M empty ones would otherwise be held until the row ends
             if value:
+                chars += len(value) + len(CELL_SEPARATOR)
+                refuse_long(doc.length + chars, doc.limits, doc.fmt)
                 row.append(value)
         elif el.tag == f"{s}row":
             doc.block(CELL_SEPARATOR.join(row), LINE)
-            row = []
+            row, cells, chars = [], 0, 0
             drop_done(stack)
 
 

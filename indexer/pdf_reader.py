@@ -2,7 +2,6 @@
 
 import re
 import threading
-import zlib
 from statistics import median
 
 import pypdfium2 as pdfium
@@ -11,6 +10,7 @@ import pypdfium2.raw as pdfium_c
 from lodex.indexer.decoding import clean
 from lodex.indexer.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.errors import ReadError
+from lodex.indexer.pdf_guard import check_pdf
 from lodex.indexer.pdf_layout import Word, filled, reading_order, row_text, rows, running_candidates, turn, word_direction
 from lodex.indexer.pdf_text import (BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, running_signatures,
                                     stream_page)
@@ -23,11 +23,6 @@ _PDFIUM = threading.Lock()
 _RTL = re.compile(r"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 RTL_SHARE = 0.2
 _TOKEN = re.compile(rf"[^\s{MARKERS}]+[{MARKERS}]?|[{MARKERS}]")
-# A stream: its dictionary ends just before the keyword. Images and attached files are not inflated to read text;
-# every other stream that zlib can inflate is checked against limits.max_inflated_bytes, a piece at a time.
-_STREAM = re.compile(rb">>\s*stream\r?\n")
-_NOT_INFLATED = re.compile(rb"/Subtype\s*/Image\b|/Type\s*/EmbeddedFile\b")
-_PIECE = 1 << 20
 # The outline (bookmarks) gives the sections: at most this many bookmarks, this deep; a heading is looked for in its
 # page's text by its first words.
 MAX_BOOKMARKS = 10_000
@@ -46,7 +41,7 @@ MAX_TITLE_CHARS = 300
 
 def read_pdf(data: bytes, limits: ReadLimits) -> Document:
     """The text layer of a PDF page by page, in reading order, with where each page starts and the metadata title."""
-    _check_inflation(data, limits.max_inflated_bytes)
+    check_pdf(data, limits.max_inflated_bytes)
     with _PDFIUM:
         pdf = _open(data)
         try:
@@ -56,36 +51,6 @@ def read_pdf(data: bytes, limits: ReadLimits) -> Document:
         finally:
             pdf.close()
     return _document(pages, title, outline, limits)
-
-
-def _check_inflation(data: bytes, limit: int) -> None:
-    """ReadError when a zlib stream that reading text inflates (page contents, forms, fonts, object streams; not
-    images nor attachments) would inflate past `limit` bytes: a decompression bomb, refused before pdfium holds it
-    whole. Streams are found by their keyword and inflated a piece at a time, their output counted, not kept."""
-    for match in _STREAM.finditer(data):
-        head = data[max(0, match.start() - 2048):match.start()]
-        if _NOT_INFLATED.search(head, head.rfind(b"obj") + 1):  # its dictionary (or the 2 kB before the keyword)
-            continue
-        if _inflated_size(memoryview(data)[match.end():], limit) > limit:
-            raise ReadError(f"a compressed stream inflates past the limit of {limit / 1e6:,.1f} MB "
-                            "(max_inflated_bytes)", "a decompression bomb, or raise the limit")
-
-
-def _inflated_size(stream: memoryview, limit: int) -> int:
-    """How many bytes the zlib data `stream` starts with inflates to, counted up to just past `limit` (fed in pieces
-    that grow from 16 KB, as most streams are small and what follows one is copied aside when it ends)."""
-    inflater = zlib.decompressobj()
-    size, at, piece = 0, 0, 1 << 14
-    while at < len(stream) and not inflater.eof and size <= limit:
-        pending: bytes | memoryview = stream[at:at + piece]
-        at, piece = at + piece, min(piece * 2, _PIECE)
-        try:
-            while pending and size <= limit and not inflater.eof:
-                size += len(inflater.decompress(pending, _PIECE))
-                pending = inflater.unconsumed_tail
-        except zlib.error:
-            break
-    return size
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:

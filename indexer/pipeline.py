@@ -19,6 +19,7 @@ from lodex.indexer.late_chunking import LateChunking, Window
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.run_state import Progress, RunSummary
 from lodex.indexer.preparation import CHANGED, VANISHED, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.read_budget import ReadBudget, ReadPool
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.store.base import DocRecord, Store
 from lodex.indexer.settings import IndexSettings
@@ -75,24 +76,23 @@ class Indexer:
         self.title_prefix = title_prefix
         self._lead = TitleLead(title_prefix)
         self.late = late
-        self.encoder = encoder
-        self.chunker = chunker
+        self.encoder, self.chunker = encoder, chunker
         self.rules = rules
         self.flush_tokens = max(cfg.flush_tokens, encoder.group_tokens)  # a layer-streamed encoder wants its whole group at once
         self.jobs = jobs
-        self.retries = cfg.retries
-        self.retry_backoff_s = cfg.retry_backoff_s
+        self.retries, self.retry_backoff_s = cfg.retries, cfg.retry_backoff_s
         self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
         self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
         self.background_commits = True  # commit a flush while the next one encodes (False: commit in turn, as a test may want)
         self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
         self._in_flight: tuple[Future, Callable[[], None]] | None = None  # the commit running, and what to do once it is done
         self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
+        self.reading = ReadPool(ReadBudget(cfg.max_seconds_per_file, cfg.max_memory_mb_per_file))  # files read whole, in budget
 
     def preparer(self) -> Preparer:
         """What prepares the files of a run, with this indexer's settings as they are now."""
         return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
-                        self.plan_windows if self.late else None)
+                        self.plan_windows if self.late else None, self.reading)
 
     def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window]:
         """Late chunking: the windows a document's chunks (offsets in its clean `text`, whose token spans are `spans`

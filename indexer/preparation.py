@@ -22,7 +22,8 @@ from lodex.indexer.sniffing import sniff_path
 from lodex.indexer.identity import content_hash, document_id
 from lodex.indexer.late_chunking import Window
 from lodex.indexer.paths import read_limited
-from lodex.indexer.readers import extract, fallback_title, format_of
+from lodex.indexer.read_budget import ReadPool
+from lodex.indexer.readers import Extracted, extract, fallback_title, format_of, reads_in_process
 from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
 from lodex.store.base import DocRecord, Store
@@ -178,6 +179,7 @@ class Preparer:
     retries: int  # further tries after a transient OS error
     retry_backoff_s: float  # the wait before the first of them, doubled for each next one
     plan: Planner | None = None  # late chunking on: how a document read whole is cut into encoder windows
+    pool: ReadPool | None = None  # the budgeted reading processes files read whole go to (None: read here, as tests may)
 
     def prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
         """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
@@ -239,6 +241,8 @@ class Preparer:
         """One file as a Prepared (read and chunked), as its parts (copied from stored identical content, or
         streamed), or as a Skipped (its content is the stored one); raises what reading it raised."""
         fmt = format_of(entry.path) or "text"
+        # a large plain-text file is streamed here, in blocks of bounded size (decoding, cleaning and chunking are linear
+        # in them): no parser runs on it, so it needs no reading process (see extract)
         streamed = fmt == "text" and entry.size > self.rules.stream_bytes and sniff_path(entry.abspath) is None
         if not streamed and entry.size > self.rules.max_parsed_bytes:
             raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
@@ -255,7 +259,7 @@ class Preparer:
             return self.reuse(entry, digest, source, outcome, started)
         if data is None:
             return self._streamed(entry, digest, outcome, started)
-        doc = extract(entry.path, data, ReadLimits(self.rules.max_parsed_bytes, self.rules.max_parsed_bytes))
+        doc = self.extract(entry.path, data)
         # tokenized once for chunking and late chunking's windows (the chunker tokenizes as the encoder does); a paged
         # document is chunked a page at a time, so its windows tokenize the whole text again
         spans = token_spans_of(doc.text, self.chunker.tokenize) if self.plan and not doc.pages else None
@@ -266,6 +270,14 @@ class Preparer:
         if record is not None and self.store is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         return prepared
+
+    def extract(self, path: str, data: bytes) -> Extracted:
+        """A file's bytes read: in a reading process of the pool, under the per-file budget, unless they are plain
+        text (decoded and cleaned in one linear pass over at most index.max_parsed_mb; larger ones are streamed)."""
+        limits = ReadLimits(self.rules.max_parsed_bytes, self.rules.max_parsed_bytes)
+        if self.pool is None or reads_in_process(path, data):
+            return extract(path, data, limits)
+        return self.pool.extract(path, data, limits)
 
     def reuse(self, entry: FileEntry, digest: str, source: DocRecord, outcome: Outcome, started: float) -> Iterator[Prepared]:
         """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time; off the

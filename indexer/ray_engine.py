@@ -9,6 +9,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner, encoder_jobs, 
 from lodex.indexer.late_chunking import LateChunking
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, parts_of, unchanged_chunks
+from lodex.indexer.read_budget import ReadBudget, ReadPool
 from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.settings import IndexSettings
 from lodex.store.base import DocRecord, Store
@@ -62,12 +64,20 @@ class ReadSide:
     retry_backoff_s: float
     late: LateChunking | None
     title_prefix: bool
+    budget: ReadBudget
 
     def preparer(self) -> Preparer:
-        """A store-less preparer with the writer's settings."""
+        """A store-less preparer with the writer's settings, reading within the per-file budget."""
         chunker = Chunker(self.tokens.token_spans, self.chunk_tokens, self.overlap)
         plan = WindowPlanner(self.tokens, self.late, self.chunk_tokens, TitleLead(self.title_prefix)) if self.late else None
-        return Preparer(None, chunker, self.rules, threading.Event(), self.flush_tokens, self.retries, self.retry_backoff_s, plan)
+        return Preparer(None, chunker, self.rules, threading.Event(), self.flush_tokens, self.retries, self.retry_backoff_s, plan,
+                        task_pool(self.budget))
+
+
+@lru_cache(maxsize=4)
+def task_pool(budget: ReadBudget) -> ReadPool:
+    """The reading processes of this Ray worker process (kept across its tasks, so each does not start its own)."""
+    return ReadPool(budget)
 
 
 def read_files(row: dict[str, Any], side: ReadSide, by_content: dict) -> Iterator[dict[str, Any]]:
@@ -135,7 +145,7 @@ class RayIndexer(Indexer):
         """The run as a Ray dataset: files → reading tasks → encoder actors, in the order of `todo`."""
         ray = self.ray
         side = ReadSide(self.encoder.tokenizer_only(), self.chunker.max_tokens, self.chunker.overlap, self.rules, self.flush_tokens,
-                        self.retries, self.retry_backoff_s, self.late, self.title_prefix)
+                        self.retries, self.retry_backoff_s, self.late, self.title_prefix, self.reading.budget)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         actors = self.actors or max(1, int((cpus - READ_CPUS) // self.cpus_per_actor))
         rows = [{"seq": i, "file": pickle.dumps((entry, known.get(entry.path)))} for i, entry in enumerate(todo)]

@@ -13,19 +13,10 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source, looks_binary
-from lodex.indexer.document import BinaryReader, Document, HeadingPath, ReadLimits
+from lodex.indexer.document import BinaryReader, Document, ReadLimits, locate_sections
 from lodex.indexer.sniffing import SNIFF_HEAD_BYTES, sniff_format
 from lodex.indexer.errors import ReadError
-
-# HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s
-# took 81 s), and no real page comes near it.
-MAX_HTML_DEPTH = 1_000
-_HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)[^>]*?(/?)>")
-# Elements that never hold others (void) or that a parser closes by itself when a sibling opens (they do not nest).
-_HTML_VOID_LIKE = frozenset("svg math path circle rect line polyline polygon ellipse use stop g".split())  # foreign: `/>` closes
-_HTML_FLAT = frozenset("area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
-                       "option optgroup thead tbody tfoot colgroup rb rt rp".split())
-
+from lodex.indexer.html_reader import MAX_HTML_DEPTH, html_depth, read_html  # noqa: F401 - named here too
 
 @dataclass(frozen=True)
 class Extracted:
@@ -39,21 +30,6 @@ class Extracted:
     offsets: OffsetMap | None = None
     pages: list[int] | None = None  # offset where each page (slide) starts; see indexer/document.py
     sections: list[tuple[int, str]] | None = None  # (offset, heading path) where each section starts
-
-
-def locate_sections(text: str, headings: list[tuple[int, str]]) -> list[tuple[int, str]] | None:
-    """Sections of `text` from its headings (level, title), in order: each is found in the text after the one
-    before it and starts a section named by its heading path; None when there are no headings."""
-    if not headings:
-        return None
-    path, sections, cursor = HeadingPath(), [], 0
-    for level, title in headings:
-        title = " ".join(title.split())
-        at = text.find(title, cursor) if title else -1
-        if at >= 0:
-            sections.append((at, path.enter(level, title)))
-            cursor = at + len(title)
-    return sections or None
 
 
 def _inline_text(token) -> str:  # markdown-it Token
@@ -153,64 +129,6 @@ def read_rst(text: str) -> Document:
         lines.append(line.rstrip())
     body = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     return Document(body, headings[0][1] if headings else "", sections=locate_sections(body, headings))
-
-
-_HTML_BLOCKS = (
-    "p", "div", "section", "article", "header", "footer", "li", "tr", "table", "ul", "ol",
-    "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "br", "hr", "dd", "dt", "main",
-)
-
-
-def html_depth(text: str, limit: int = MAX_HTML_DEPTH) -> int:
-    """How deep the page's elements nest, as a parser would open them (counting elements that can hold others; a
-    closing tag closes its own element and those opened inside it, and is ignored when no such element is open; `<x/>`
-    opens x, as in HTML), up to `limit` + 1."""
-    stack: list[str] = []
-    open_counts: dict[str, int] = {}
-    deepest = 0
-    for match in _HTML_TAG.finditer(text):
-        closing, name, self_closing = match.groups()
-        name = name.lower()
-        if name in _HTML_FLAT or (self_closing and name in _HTML_VOID_LIKE):
-            continue
-        if not closing:
-            stack.append(name)
-            open_counts[name] = open_counts.get(name, 0) + 1
-            deepest = max(deepest, len(stack))
-            if deepest > limit:
-                return deepest
-        elif open_counts.get(name):
-            while stack:
-                top = stack.pop()
-                open_counts[top] -= 1
-                if top == name:
-                    break
-    return deepest
-
-
-def read_html(text: str) -> Document:
-    """Visible text of an HTML page, one paragraph per block element; title from <title> or <h1>; h1–h6 make the
-    sections."""
-    from selectolax.lexbor import LexborHTMLParser as HTMLParser
-
-    if html_depth(text) > MAX_HTML_DEPTH:
-        raise ReadError(f"HTML nested deeper than {MAX_HTML_DEPTH:,} elements (too slow to parse); skipped",
-                        "exclude the file, or save it as plain text")
-
-    tree = HTMLParser(text)
-    title_node = tree.css_first("title") or tree.css_first("h1")
-    title = title_node.text(strip=True) if title_node else ""
-    tree.strip_tags(["script", "style", "noscript", "template", "head", "svg", "iframe", "object"])
-    headings = [(int((node.tag or "h1")[1]), node.text(deep=True, separator=" ", strip=True)) for node in tree.css("h1, h2, h3, h4, h5, h6")]
-    for tag in _HTML_BLOCKS:
-        for node in tree.css(tag):
-            node.insert_before("\n\n")
-            node.insert_after("\n\n")
-    root = tree.body or tree.root
-    body = root.text(deep=True, separator="") if root else ""
-    body = re.sub(r"[ \t\xa0]+", " ", body)
-    body = re.sub(r" ?\n[ \n]*\n ?", "\n\n", body).strip()
-    return Document(body, title, sections=locate_sections(body, headings))
 
 
 def _json_strings(value: object) -> Iterator[str]:
@@ -359,18 +277,41 @@ def _cleaned(doc: Document) -> Document:
                     [(moved[a], name) for a, name in doc.sections] if doc.sections else doc.sections, doc.extras)
 
 
-def extract(path: str, data: bytes, limits: ReadLimits = ReadLimits()) -> Extracted:
-    """Read one file's bytes. The content decides a binary format (a PDF saved as .bin is read as a PDF; a text file
-    named .pdf is read as plain text), the extension everything else."""
+def binary_format_of(path: str, data: bytes) -> str | None:
+    """The binary format `extract` reads `data` as, or None when it reads it as text (by its extension). The content
+    decides a binary format (a PDF saved as .bin is read as a PDF), except that text formats (RTF, mail) never override
+    a text extension: a .md that starts with `{\\rtf` is Markdown."""
     suffix = PurePath(path).suffix.lower()
     sniffed = sniff_format(data[:SNIFF_HEAD_BYTES], data)
-    if sniffed == "eml" and suffix in READERS:
-        sniffed = None  # mail headers at the top of a text file do not make it a mail: its extension says what it is
+    if sniffed in ("eml", "rtf") and suffix in READERS:
+        sniffed = None  # mail headers or an RTF group at the top of a text file do not make it one: its extension says
     if sniffed is None and suffix in BINARY_READERS and looks_binary(data[:SNIFF_HEAD_BYTES]):
         sniffed = BINARY_READERS[suffix][0]  # not text, not recognised: its own reader says what is wrong with it
-    if sniffed in BY_FORMAT:
-        doc = _cleaned(_binary_reader(sniffed)(data, limits))
-        return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), sniffed, "binary", pages=doc.pages, sections=doc.sections)
+    return sniffed if sniffed in BY_FORMAT else None
+
+
+def reads_in_process(path: str, data: bytes) -> bool:
+    """True when `extract` reads this file as plain text: decoding and cleaning, linear in its size (bounded by
+    index.max_parsed_mb), with no parser that could run away; every other read belongs in a budgeted worker."""
+    suffix = PurePath(path).suffix.lower()
+    return binary_format_of(path, data) is None and (READERS.get(suffix, ("text", read_plain))[1] is read_plain)
+
+
+def extract(path: str, data: bytes, limits: ReadLimits = ReadLimits()) -> Extracted:
+    """Read one file's bytes. The content decides a binary format (a PDF saved as .bin is read as a PDF; a text file
+    named .pdf is read as plain text), the extension everything else; a file with a text extension whose content
+    looked like a binary format but could not be read as one is read as text."""
+    suffix = PurePath(path).suffix.lower()
+    sniffed = binary_format_of(path, data)
+    if sniffed is not None:
+        try:
+            doc = _cleaned(_binary_reader(sniffed)(data, limits))
+        except ReadError:
+            if suffix not in READERS:
+                raise
+        else:
+            return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), sniffed, "binary", pages=doc.pages,
+                             sections=doc.sections)
     fmt, reader = READERS.get(suffix) or (("text", read_plain) if suffix in BINARY_READERS else (None, None))
     if fmt is None or reader is None:
         raise ReadError(f"no reader for '{PurePath(path).suffix}' files", "add a reader or exclude it")

@@ -26,6 +26,8 @@ class IndexSettings(Section):
     max_file_mb: float = Field(1024, gt=0)
     max_parsed_mb: float = Field(50, gt=0)
     stream_above_mb: float = Field(8, gt=0)
+    max_seconds_per_file: float = Field(120, gt=0)
+    max_memory_mb_per_file: int = Field(1024, ge=64)
     ann: AnnKind = "auto"
     ann_above: int = Field(50_000, ge=10_000)
     compress_above: int = Field(1_000_000, ge=10_000)

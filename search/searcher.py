@@ -80,7 +80,7 @@ class Searcher:
         self.store.pin(snap.versions)
         version = snap.version
         wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version,
-                                              snap.keywords)
+                                              snap.keywords, [snap.docs.query_language(queries[i].text) for i in worded])
 
         def answer() -> list[KeywordHits | None]:
             out: list[KeywordHits | None] = [None] * len(queries)
@@ -150,7 +150,7 @@ class Searcher:
         asked = [i for i in worded if i not in given]
         if asked:
             given |= dict(zip(asked, self.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version,
-                                                                     snap.keywords)()))
+                                                                     snap.keywords, [snap.docs.query_language(queries[i].text) for i in asked])()))
         for i, (row_ids, scores) in given.items():
             keyword[i] = self._candidates(snap, queries[i], *snap.owners.ranked(row_ids, scores))
         f = self.fusion

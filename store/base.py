@@ -38,6 +38,7 @@ class DocRecord:
     token_count: int
     indexed_at: float
     metadata: str = "{}"
+    language: str | None = None  # ISO 639-1, detected from its text
 
 
 class Store(ABC):

@@ -72,6 +72,16 @@ class IndexTerms:
     def _formula(self, df: int) -> float:
         return math.log(1 + (self.indexed - df + 0.5) / (df + 0.5))
 
+    def folded_idf(self, term: str, df: int, rows: int) -> float:
+        """The term's idf once `rows` more rows, `df` of them with it, join the index: its count of rows with the term
+        found from the idf the index gives it now (0 when not known: absent)."""
+        got = self._idf.get(term)
+        held = 0.0
+        if got is not None and got[2]:
+            ratio = math.expm1(got[0])  # idf = ln(1 + (n - df + 0.5) / (df + 0.5))
+            held = max((self.indexed + 0.5 - 0.5 * ratio) / (1 + ratio), 0.0)
+        return math.log(1 + (self.indexed + rows - held - df + 0.5) / (held + df + 0.5))
+
     def idf(self, term: str) -> float:
         """The term's idf (that of a term no indexed row has, when not known)."""
         got = self._idf.get(term)
@@ -132,11 +142,15 @@ class KeywordDelta:
         return self._vocabulary
 
     def scores(self, query: list[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """The row ids and BM25 scores of this delta's best `limit` rows for the query's terms (their idf known)."""
+        """The row ids and BM25 scores of this delta's best `limit` rows for the query's terms (their idf known), as
+        the index will score them once it folds them in: each term's idf and the mean length counted over the index's
+        rows and these (a word only new rows have is not scored as if it were the rarest of all)."""
         if not query or not self.rows:
             return np.zeros(0, np.uint64), np.zeros(0, np.float32)
         lengths = np.fromiter((n for _, n in self.rows.values()), np.float64, len(self.rows))
-        norm = K1 * (1 - B + B * lengths / max(self.index_terms.mean_length, 1e-9))
+        held = self.index_terms
+        mean = (held.mean_length * held.indexed + lengths.sum()) / max(held.indexed + len(lengths), 1)
+        norm = K1 * (1 - B + B * lengths / max(mean, 1e-9))
         total = np.zeros(len(self.rows))
         vocabulary = self._terms()
         for term in query:  # a repeated query word counts each time, as in Lance
@@ -144,7 +158,7 @@ class KeywordDelta:
                 continue
             at, tf = self._posting(term)
             if len(at):
-                total[at] += self.index_terms.idf(term) * tf * (K1 + 1) / (tf + norm[at])
+                total[at] += held.folded_idf(term, len(at), len(lengths)) * tf * (K1 + 1) / (tf + norm[at])
         hit = np.flatnonzero(total > 0)
         best = hit[np.argsort(-total[hit], kind="stable")[:limit]]
         return self._row_ids[best], total[best].astype(np.float32)

@@ -72,3 +72,26 @@ def split_runs(text: str) -> Iterator[tuple[str, bool]]:
     for i, piece in enumerate(SPACELESS.split(text)):
         if piece:
             yield piece, bool(i % 2)
+
+
+def surface_words(run: str) -> list[str]:
+    """A run of a spaceless script as consecutive pieces that make it up exactly: its words for Chinese and Japanese
+    (where a passage may be cut), its characters for the others."""
+    if _PAIRED.match(run):
+        return list(run)
+    if _KANA_CHAR.search(run):
+        return [m.surface() for i in range(0, len(run), 8000) for m in _japanese().tokenize(run[i:i + 8000])]
+    import rjieba
+
+    return list(rjieba.cut(run, hmm=True))
+
+
+def word_starts(text: str) -> list[int]:
+    """Offsets in `text` where a word of a spaceless script starts (none when it has no such script)."""
+    out = []
+    for m in SPACELESS.finditer(text):
+        at = m.start()
+        for word in surface_words(m.group()):
+            out.append(at)
+            at += len(word)
+    return out

@@ -1,0 +1,128 @@
+"""Every language: Chinese, Japanese and Korean text cut into words for keyword search (documents, queries, and the
+rows the full-text index does not hold yet, alike), per-language stems, and each document's language."""
+
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lodex.store import lance_bridge
+from lodex.store.fts_terms import keyword_terms, keyword_text
+from lodex.store.languages import detect
+from lodex.store.lance_store import Store
+from lodex.store.lancedb_import import import_lancedb
+from tests.conftest import indexed_notes
+
+# Words of a Debian manual's Chinese chapters, put together at random into sentences that look like it.
+ZH_WORDS = ("系统 管理员 软件包 安装 时钟 同步 网络 配置 文件 服务器 内核 模块 用户 权限 备份 数据 磁盘 分区 挂载 日志 "
+            "命令 终端 编辑器 脚本 进程 内存 启动 引导 程序 桌面 环境 打印机 字体 输入法 防火墙 代理 邮件 加密 签名 "
+            "仓库 版本 升级 依赖 源码 编译 调试 文档 手册 问题 方法 检查 设置 更新 删除 下载").split()
+
+
+def _chinese(rng: random.Random, words: int) -> str:
+    out = []
+    for _ in range(words // 8):
+        out.append("".join(rng.choice(ZH_WORDS) for _ in range(8)) + rng.choice("，。；"))
+    return "".join(out)
+
+
+def test_mixed_text_keeps_chinese_words_and_english_stems() -> None:
+    """A Chinese sentence with commands and product names in it: its Chinese words (a document's also the words inside
+    its long ones), its English words stemmed; a query's Chinese as its words alone."""
+    text = "使用 apt-get install 安装软件包时，请先检查系统管理员的Debian手册。Running tests"
+    got = keyword_terms(text, "zh")
+    assert {"apt", "get", "instal", "安装", "软件包", "软件", "检查", "系统管理员", "管理员", "debian", "手册", "run", "test"} <= set(got)
+    assert "的" not in got and not any(" " in t or "，" in t for t in got)
+    assert keyword_terms("系统管理员 apt-get", "zh", query=True) == ["系统管理员", "apt", "get"]
+
+
+def test_japanese_korean_and_other_scripts() -> None:
+    """Japanese by Sudachi (particles out), Korean and Thai as character pairs, German by its own stemmer."""
+    assert keyword_terms("時刻同期の問題を解決するにはapt-getでパッケージをインストールします。", "ja") == [
+        "時刻", "同期", "問題", "解決", "apt", "get", "パッケージ", "インストール"]
+    assert keyword_terms("형태소 분석", "ko") == ["형태", "태소", "분석"]
+    assert keyword_terms("ภาษาไทย", "th") == ["ภา", "าษ", "ษา", "าไ", "ไท", "ทย"]
+    assert keyword_terms("Die Pakete wurden installiert", "de") == ["die", "pak", "wurd", "installiert"]
+    assert keyword_terms("Paket", "de") == keyword_terms("Pakete", "de")
+    assert keyword_terms("Pakete", "de") != keyword_terms("Pakete", "en")
+
+
+def test_language_of_a_text() -> None:
+    assert detect("时钟同步的问题怎么解决？请检查网络配置。") == "zh"
+    assert detect("時刻同期の問題を解決する方法") == "ja"
+    assert detect("형태소 분석기를 사용합니다") == "ko"
+    assert detect("Die Installation der Pakete läuft über das Werkzeug apt und seine Freunde") == "de"
+    assert detect("how to install packages", fallback="en") == "en"
+    assert detect("时钟", fallback="ja") == "ja"  # a few kanji alone: the index's main language decides
+
+
+def test_lodex_terms_score_chinese_rows_exactly_as_lances_index(tmp_path: Path) -> None:
+    """BM25 with lodex's terms of Chinese text equals the score Lance's index gives each of a query's best rows: the
+    index holds the same terms (the `keywords` column), and a query is cut as the rows are."""
+    rng = random.Random(3)
+    texts = [_chinese(rng, 40 + rng.randrange(80)) + (" Debian apt-get" if i % 7 == 0 else "") for i in range(300)]
+    keywords = [keyword_text(t, "zh") for t in texts]
+    db = import_lancedb().connect(str(tmp_path / "lance"))
+    table = db.create_table("chunks", pa.table({"id": np.arange(len(texts)), "text": texts, "keywords": keywords}))
+    assert lance_bridge.ensure_text_index(table).segmented
+    rows = [k.split() for k in keywords]
+    df = Counter(term for row in rows for term in set(row))
+    mean = sum(map(len, rows)) / len(rows)
+
+    def bm25(query: list[str], row: list[str]) -> float:
+        tf = Counter(row)
+        return sum(math.log(1 + (len(rows) - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * len(row) / mean))
+                   for t in query if tf[t])
+
+    checked = 0
+    for query in ["时钟同步的问题", "系统管理员如何备份数据", "debian apt-get 安装软件包", "防火墙配置", "输入法"]:
+        words = keyword_terms(query, "zh", query=True)
+        got = table.search(" ".join(words), query_type="fts").fast_search().select(["id"]).limit(10).to_arrow()
+        assert got.num_rows > 0, query
+        for i, score in zip(got["id"].to_pylist(), got["_score"].to_pylist()):
+            assert bm25(words, rows[i]) == pytest.approx(score, rel=2e-3), (query, i)
+            checked += 1
+    assert checked >= 40
+
+
+def test_a_chinese_passage_committed_a_moment_ago_scores_as_once_optimized(tmp_path: Path) -> None:
+    """A Chinese query finds the Chinese passage of a file committed a moment ago (outside the full-text index:
+    scored by lodex beside it) with the score the index gives it once optimized."""
+    rng = random.Random(5)
+    root, store, indexer, searcher = indexed_notes(tmp_path, {f"n{i:03d}.txt": _chinese(rng, 60) for i in range(300)})
+    (root / "new.txt").write_text("如何配置时钟同步服务？使用 chrony 软件包：安装后检查时钟同步状态。")
+    indexer.run(root, only=["new.txt"])
+    snap = searcher.source.refresh()
+    assert snap.keywords is not None and len(snap.keywords) == 1
+    query = "时钟同步 chrony"
+    assert [h.path for h in searcher.search(query, 3, mode="bm25").results][:1] == ["new.txt"]
+    reader = Store(tmp_path / "data", store.dim)
+    reader.pin(snap.versions)
+    rows, scores = reader.start_keyword_search([query], 10, snap.version, snap.keywords, ["zh"])()[0]
+    before = dict(zip(*snap.owners.ranked(rows, scores)))
+
+    store.optimize()
+    after = Store(tmp_path / "data", store.dim)
+    version = after.refresh()[1]
+    assert after.text_index_rows(version)[1] == 0
+    rows, scores = after.start_keyword_search([query], 10, version, None, ["zh"])()[0]
+    owners = after.chunk_owners(version)
+    ids, scores = owners.ranked(rows, scores)
+    assert ids[0] == next(iter(before))  # the new passage, best before and after
+    assert float(before[ids[0]]) == pytest.approx(float(scores[0]), rel=2e-3)
+    assert [h.path for h in searcher.search(query, 3, mode="bm25").results][:1] == ["new.txt"]
+
+
+def test_an_index_made_before_keeps_its_english_keyword_index(tmp_path: Path) -> None:
+    """A chunks table whose full-text index is over `text` (made by an earlier lodex) is searched as before."""
+    db = import_lancedb().connect(str(tmp_path / "lance"))
+    table = db.create_table("chunks", pa.table({"id": np.arange(3), "text": ["turbine blades", "running tests", "other"]}))
+    scheme = lance_bridge.ensure_text_index(table)
+    assert scheme.column == "text" and not scheme.segmented
+    table.add_columns(pa.schema([("keywords", pa.string())]))
+    assert lance_bridge.ensure_text_index(table).column == "text"  # the column added later does not change it
+    assert scheme.row_terms("Running tests") == ["run", "test"]

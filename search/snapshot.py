@@ -151,8 +151,8 @@ class Snapshot:
         if len(cache) > _ALLOWED_CACHE:  # many distinct filters while no commit comes: start afresh
             self._allowed = cache = {}
         new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in cache]
-        for row, path in zip(new, self.docs.rows(new, "paths")):
-            cache[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))
+        for row, path, language in zip(new, self.docs.rows(new, "paths"), self.docs.rows(new, "languages")):
+            cache[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]), language)
         return np.array([cache[(filters, r)] for r in rows_list], bool)
 
     def chunk_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

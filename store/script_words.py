@@ -95,3 +95,11 @@ def word_starts(text: str) -> list[int]:
             out.append(at)
             at += len(word)
     return out
+
+
+def highlight_words(run: str) -> list[str]:
+    """A query's run of a spaceless script as the pieces to mark in passages: its words as written (particles and
+    Chinese function words left out), the character pairs of Korean and the other paired scripts."""
+    if _PAIRED.match(run):
+        return _pairs(run)
+    return [w for w in surface_words(run) if w not in CHINESE_STOP_WORDS and not _HIRAGANA_ONLY.match(w)]

@@ -126,3 +126,73 @@ def test_an_index_made_before_keeps_its_english_keyword_index(tmp_path: Path) ->
     table.add_columns(pa.schema([("keywords", pa.string())]))
     assert lance_bridge.ensure_text_index(table).column == "text"  # the column added later does not change it
     assert scheme.row_terms("Running tests") == ["run", "test"]
+
+
+def test_highlights_mark_chinese_and_japanese_query_words() -> None:
+    from lodex.search.highlight import highlight_spans, query_stems
+
+    text = "使用 apt-get 安装后检查时钟同步状态，时钟很重要。Installing"
+    marked = [text[a:b] for a, b in highlight_spans(text, query_stems("时钟同步 apt-get installing"))]
+    assert marked == ["apt", "get", "时钟同步", "时钟", "Installing"]
+    text = "時刻同期の問題を解決する"
+    assert [text[a:b] for a, b in highlight_spans(text, query_stems("時刻同期の問題"))] == ["時刻同期", "問題"]
+
+
+def _mixed_folder(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(11)
+    for i in range(4):
+        (root / f"zh{i}.txt").write_text(_chinese(rng, 80) + "配置时钟同步服务。")
+    (root / "wings.txt").write_text("Lift and drag of swept wings at transonic speed; clock synchronisation of the servers. " * 4)
+
+
+def test_cli_language_mix_note_and_lang_filter(cli_home: Path) -> None:
+    """`lodex index` notes that most of the folder is in a language the (bundled, English) model does not cover;
+    `lodex status` shows the mix; `--lang zh` keeps Chinese documents only."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from lodex.api.cli import app
+
+    runner = CliRunner()
+    root = cli_home / "docs"
+    _mixed_folder(root)
+    result = runner.invoke(app, ["index", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "80% of this folder is Chinese; the bundled model is English-only: keyword search carries these documents" in result.output
+    status = json.loads(runner.invoke(app, ["status", "--json"]).stdout)
+    assert status["languages"] == {"zh": 4, "en": 1}
+    assert "languages zh 80% (4), en 20% (1)" in runner.invoke(app, ["status"]).output
+    found = json.loads(runner.invoke(app, ["search", "时钟同步 clock", "-k", "5", "--lang", "zh", "--json"]).stdout)
+    assert found["results"] and all(r["path"].startswith("zh") for r in found["results"])
+    found = json.loads(runner.invoke(app, ["search", "时钟同步 clock", "-k", "5", "--lang", "en", "--json"]).stdout)
+    assert [r["path"] for r in found["results"]] == ["wings.txt"]
+
+
+def test_api_lang_filter_and_stats(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from lodex.api.app import create_app
+    from lodex.api.service import LodexService
+    from lodex.api.settings import Settings
+    from tests.fakes import FakeEncoder
+
+    root = tmp_path / "docs"
+    _mixed_folder(root)
+    settings = Settings(base_dir=tmp_path)
+    settings.index.data_dir = str(tmp_path / "data")
+    service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
+    service.writer.reconcile().result(timeout=60)
+    try:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
+            assert client.get("/stats").json()["languages"] == {"zh": 4, "en": 1}
+            got = client.get("/search", params={"q": "时钟同步", "k": 5, "lang": "zh"}).json()
+            assert got["results"] and all(r["path"].startswith("zh") for r in got["results"])
+            assert got["results"][0]["passages"][0]["highlights"]
+            got = client.post("/search", json={"q": "时钟同步 clock", "k": 5, "lang": ["en"]}).json()
+            assert [r["path"] for r in got["results"]] == ["wings.txt"]
+            bad = client.get("/search", params={"q": "x", "lang": "chinese!"})
+            assert bad.status_code == 400 and "lang" in bad.json()["error"]["message"]
+    finally:
+        service.close()

@@ -320,19 +320,21 @@ def status(
     from lodex.api.forward import ask_server
     from lodex.api.render import print_failures, print_status
     from lodex.indexer.cpu import cpu_info
+    from lodex.store.keyword_scheme import REINDEX_HINT
     from lodex.store.origin import read_origin
 
     settings = _settings(ctx, config, data_dir)
     jobs = read_job_log(settings)  # the origin record copied into the cache first, for one on object storage
     origin = read_origin(settings.data_dir) or {}
     served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
+    from lodex.api.factory import open_reader
+
+    reader = open_reader(settings, int(origin["dim"]))
     if served is not None:
         counts = {"documents": served["documents"], "chunks": served["chunks"], "languages": served.get("languages", {})}
     else:
-        from lodex.api.factory import open_reader
-
-        reader = open_reader(settings, int(origin["dim"]))
         counts = {**reader.counts(), "languages": reader.language_mix()}
+    counts["keyword_note"] = None if reader.keyword_scheme.segmented else REINDEX_HINT
     failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
     jobs.close()
     info = {

@@ -78,6 +78,8 @@ def print_status(out: Console, info: dict[str, Any]) -> None:
               highlight=False)
     if info.get("languages"):
         out.print(f"languages {language_line(info['languages'])}", highlight=False, markup=False)
+    if info.get("keyword_note"):
+        out.print(f"note      {info['keyword_note']}", highlight=False, markup=False)
     if info.get("cpu"):
         out.print(f"cpu       {info['cpu']['model']}, {info['cpu']['physical_cores']} cores; flags {' '.join(info['cpu']['features']) or '-'}; "
                   f"int8 {info['cpu']['int8_kernel']}", highlight=False, markup=False)

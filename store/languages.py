@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from lodex.store.script_words import SPACELESS
 
-SAMPLE_CHARS = 4000  # a document's language is detected from this many characters, taken from its start, middle, end
+SAMPLE_CHARS = 1200  # a document's language is detected from this many characters, taken from its start, middle, end
 # ISO 639-1 code → PyStemmer's Snowball algorithm (the languages Snowball has a stemmer for)
 SNOWBALL = {"ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish", "nl": "dutch",
             "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german", "el": "greek",
@@ -52,8 +52,8 @@ def detect_text(text: str, fallback: str | None = None) -> str | None:
     letters = len(_LETTER.findall(sample))
     if not letters:
         return fallback
-    spaceless = sum(len(run) for run in SPACELESS.findall(sample))
-    if spaceless * 4 >= letters:  # CJK text (even with English words in it): its script says which
+    spaceless = 0 if sample.isascii() else sum(len(run) for run in SPACELESS.findall(sample))
+    if spaceless and spaceless * 4 >= letters:  # CJK text (even with English words in it): its script says which
         kana, hangul = len(_KANA.findall(sample)), len(_HANGUL.findall(sample))
         if hangul * 2 >= spaceless:
             return "ko"

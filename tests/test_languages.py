@@ -196,3 +196,34 @@ def test_api_lang_filter_and_stats(tmp_path: Path) -> None:
             assert bad.status_code == 400 and "lang" in bad.json()["error"]["message"]
     finally:
         service.close()
+
+
+def test_an_index_made_before_the_keywords_column_is_searched_as_before(tmp_path: Path) -> None:
+    """Tables made by an earlier lodex (no `keywords` or `language` column, the full-text index over `text`) open,
+    take new documents, and find them by keyword, fresh rows included (scored with Lance's English tokenizer's terms)."""
+    from lancedb.index import FTS
+
+    from lodex.store.schema import chunks_schema, documents_schema
+    from tests.conftest import make_pipeline
+    from tests.fakes import FakeEncoder
+
+    dim = FakeEncoder().dim
+    db = import_lancedb().connect(str(tmp_path / "data" / "lance"))
+    old = lambda schema: pa.schema([f for f in schema if f.name not in ("keywords", "language")])  # noqa: E731
+    db.create_table("documents", schema=old(documents_schema(dim)), storage_options=lance_bridge.NEW_TABLE_OPTIONS)
+    chunks = db.create_table("chunks", schema=old(chunks_schema(dim)), storage_options=lance_bridge.NEW_TABLE_OPTIONS)
+    chunks.create_index("text", config=FTS(with_position=False))
+    root = tmp_path / "docs"
+    root.mkdir()
+    for i in range(20):
+        (root / f"n{i}.txt").write_text(f"note {i} on wings and lift and flutter " * 5)
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
+    assert not store.keyword_scheme.segmented
+    indexer.run(root)
+    (root / "n3.txt").write_text("the zeppelinoid airship floats on hydrogen " * 3)
+    indexer.run(root, only=["n3.txt"])
+    snap = searcher.source.refresh()
+    assert snap.keywords is not None and len(snap.keywords) > 0
+    assert [h.path for h in searcher.search("zeppelinoid airships", 3, mode="bm25").results] == ["n3.txt"]
+    store.optimize()
+    assert [h.path for h in searcher.search("zeppelinoid airships", 3, mode="bm25").results] == ["n3.txt"]

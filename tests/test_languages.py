@@ -227,3 +227,28 @@ def test_an_index_made_before_the_keywords_column_is_searched_as_before(tmp_path
     assert [h.path for h in searcher.search("zeppelinoid airships", 3, mode="bm25").results] == ["n3.txt"]
     store.optimize()
     assert [h.path for h in searcher.search("zeppelinoid airships", 3, mode="bm25").results] == ["n3.txt"]
+
+
+def test_model_languages_and_the_note(tmp_path: Path) -> None:
+    """The bundled model is English-only; a model directory says its languages in config.json (lodex_languages) or
+    its card; the note names the folder's main language when the model does not cover it, and only then."""
+    import json
+
+    from lodex.indexer.model_languages import language_note, model_languages
+
+    assert model_languages("") == frozenset({"en"})
+    (tmp_path / "m1").mkdir()
+    (tmp_path / "m1" / "config.json").write_text(json.dumps({"lodex_languages": ["zh", "EN"]}))
+    assert model_languages(str(tmp_path / "m1")) == frozenset({"zh", "en"})
+    (tmp_path / "m2").mkdir()
+    (tmp_path / "m2" / "README.md").write_text("---\nlanguage:\n- de\n- fr\nlicense: mit\n---\n# a model\n")
+    assert model_languages(str(tmp_path / "m2")) == frozenset({"de", "fr"})
+    (tmp_path / "m3").mkdir()
+    (tmp_path / "m3" / "README.md").write_text("---\nlanguage: multilingual\n---\n")
+    assert model_languages(str(tmp_path / "m3")) is None and model_languages(str(tmp_path / "none")) is None
+    assert language_note({"zh": 82, "en": 18}, frozenset({"en"}), bundled=True) == (
+        "82% of this folder is Chinese; the bundled model is English-only: keyword search carries these documents; "
+        "point encoder.model at a multilingual model")
+    assert language_note({"zh": 82, "en": 18}, frozenset({"zh", "en"}), bundled=False) is None
+    assert language_note({"en": 90, "ja": 10}, frozenset({"en"}), bundled=True) is None
+    assert "covers German, French only" in (language_note({"ja": 5}, frozenset({"de", "fr"}), bundled=False) or "")

@@ -103,8 +103,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         return await asyncio.get_running_loop().run_in_executor(service.queries, fn, *args)
 
     async def run_search(q: str, k: int | None, path: str | None, ext: list[str] | None, modified_after: datetime | None,
-                         mode: str | None = None) -> Response:
-        for name, value in (("q", q), ("path", path or ""), *(("ext", e) for e in ext or ())):
+                         mode: str | None = None, lang: list[str] | None = None) -> Response:
+        for name, value in (("q", q), ("path", path or ""), *(("ext", e) for e in ext or ()), *(("lang", c) for c in lang or ())):
             try:
                 valid_text(value)
             except ValueError as exc:
@@ -115,13 +115,15 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
             raise HTTPException(400, f"path is longer than {MAX_GLOB_CHARS} characters")
         if ext and (len(ext) > MAX_EXTENSIONS or any(len(e) > 32 for e in ext)):
             raise HTTPException(400, f"ext takes at most {MAX_EXTENSIONS} extensions of at most 32 characters")
+        if lang and (len(lang) > MAX_EXTENSIONS or any(not 2 <= len(c) <= 3 or not c.isalpha() or not c.isascii() for c in lang)):
+            raise HTTPException(400, f"lang takes at most {MAX_EXTENSIONS} language codes of 2 or 3 letters (ISO 639), e.g. zh")
         if len(q) > limits.max_query_chars:
             raise HTTPException(400, f"q is longer than {limits.max_query_chars} characters (api.max_query_chars)")
         k = min(settings.search.k, limits.max_k) if k is None else k
         if not 1 <= k <= limits.max_k:
             raise HTTPException(400, f"k must be between 1 and {limits.max_k} (api.max_k)")
         after = _timestamp(modified_after) if modified_after else None
-        filters = SearchFilters(path, tuple(ext or ()), after)
+        filters = SearchFilters(path, tuple(ext or ()), after, tuple(c.lower() for c in lang or ()))
         response = await asyncio.wrap_future(service.search(q, k, filters, mode))
         return JSONResponse(response.to_dict())  # already the SearchOut shape: skip a second validation pass
 
@@ -133,14 +135,15 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         ext: Annotated[list[str] | None, Query(description="File extensions (repeatable).")] = None,
         modified_after: Annotated[datetime | None, Query(description="ISO 8601 time or epoch seconds.")] = None,
         mode: Annotated[Mode | None, Query(description="Retrieval mode (default: search.mode).")] = None,
+        lang: Annotated[list[str] | None, Query(description="Only documents in these languages (ISO 639-1, repeatable).")] = None,
     ) -> Response:
         """Rank documents (dense, keyword or hybrid retrieval); return each with its best passages."""
-        return await run_search(q, k, path, ext, modified_after, mode)
+        return await run_search(q, k, path, ext, modified_after, mode, lang)
 
     @app.post("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
     async def search_post(body: SearchIn) -> Response:
         """Same as GET /search, with a JSON body."""
-        return await run_search(body.q, body.k, body.path, body.ext, body.modified_after, body.mode)
+        return await run_search(body.q, body.k, body.path, body.ext, body.modified_after, body.mode, body.lang)
 
     @app.get("/documents", response_model=DocumentListOut, responses=ERRORS, tags=["documents"])
     async def list_documents(
@@ -269,7 +272,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     async def stats() -> StatsOut:
         """Counts, queue depth, last run, model and version."""
         counts = await on_query_thread(service.counts)
-        return StatsOut(version=_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
+        languages = await on_query_thread(service.language_mix)
+        return StatsOut(languages=languages, version=_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
                         root=str(service.root), failed=len(service.jobs.failed()), queue_depth=service.queue_depth,
                         encode_tokens_per_s=round(service.encode_tokens_per_s, 1), uptime_s=round(time.time() - service.started_at, 1),
                         last_run=service.jobs.last_run(), **counts)

@@ -89,12 +89,15 @@ def index(
 ) -> None:
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
     from lodex.api.progress import progress_bar
+    from lodex.indexer.model_languages import language_note, model_languages
 
     settings = _settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
                          index__ray_actors=ray_actors, index__ray_cpus_per_actor=ray_cpus)
     root = _root(settings, directory)
     with _writing(settings, root, rebuild) as side, progress_bar(err) as update:
         summary = side.indexer.run(root, progress=update)
+        note = language_note(side.store.language_mix(), model_languages(settings.encoder.model), not settings.encoder.model)
+        summary.notes += [note] if note else []
     _print_summary(summary, as_json)
 
 
@@ -222,6 +225,7 @@ def search(
     path: Annotated[str | None, typer.Option("--path", help="Only documents whose relative path matches this glob.")] = None,
     ext: Annotated[list[str] | None, typer.Option("--ext", help="Only these file extensions (repeatable).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="dense, bm25 or hybrid (default: search.mode).")] = None,
+    lang: Annotated[list[str] | None, typer.Option("--lang", help="Only documents in this language (ISO 639-1, e.g. zh; repeatable).")] = None,
     local: Annotated[bool, typer.Option("--local", help="Search in this process even when a `lodex serve` of this index runs.")] = False,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
@@ -241,7 +245,7 @@ def search(
     if mode is not None and mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
     k = k or settings.search.k
-    body = {"q": query, "k": k, "path": path, "ext": ext, "mode": mode or settings.search.mode}
+    body = {"q": query, "k": k, "path": path, "ext": ext, "mode": mode or settings.search.mode, **({"lang": lang} if lang else {})}
     answer = ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", body) if not local else None
     if answer is not None and answer.body is not None:
         response = SearchResponse.from_dict(answer.body)
@@ -251,7 +255,7 @@ def search(
         require_index(settings)
         if answer is not None and answer.reason:
             err.print(f"{answer.reason}; searching the index here", highlight=False, markup=False)
-        response = _search_here(settings, query, k, SearchFilters(path, tuple(ext or ())), mode)
+        response = _search_here(settings, query, k, SearchFilters(path, tuple(ext or ()), None, tuple(c.lower() for c in lang or ())), mode)
     if as_json:
         print(json.dumps(response.to_dict(), ensure_ascii=False))
         return
@@ -317,18 +321,21 @@ def status(
     from lodex.api.forward import ask_server
     from lodex.api.render import print_failures, print_status
     from lodex.indexer.cpu import cpu_info
+    from lodex.store.keyword_scheme import REINDEX_HINT
     from lodex.store.origin import read_origin
 
     settings = _settings(ctx, config, data_dir)
     jobs = read_job_log(settings)  # the origin record copied into the cache first, for one on object storage
     origin = read_origin(settings.data_dir) or {}
     served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
-    if served is not None:
-        counts = {"documents": served["documents"], "chunks": served["chunks"]}
-    else:
-        from lodex.api.factory import open_reader
+    from lodex.api.factory import open_reader
 
-        counts = open_reader(settings, int(origin["dim"])).counts()
+    reader = open_reader(settings, int(origin["dim"]))
+    if served is not None:
+        counts = {"documents": served["documents"], "chunks": served["chunks"], "languages": served.get("languages", {})}
+    else:
+        counts = {**reader.counts(), "languages": reader.language_mix()}
+    counts["keyword_note"] = None if reader.keyword_scheme.segmented else REINDEX_HINT
     failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
     jobs.close()
     info = {

@@ -10,6 +10,7 @@ from typing import Any
 from pathlib import Path
 from types import TracebackType
 
+from lodex.indexer.model_languages import model_languages
 from lodex.api.index_files import index_origin, read_job_log, remote_store, require_index
 from lodex.api.model_cache import model_path
 from lodex.api.settings import EncoderSettings, Settings
@@ -256,4 +257,4 @@ def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: S
                     hybrid_blend_alpha=cfg.hybrid_blend_alpha,
                     top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates)
     return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion,
-                    source=source)
+                    source=source, languages=model_languages(settings.encoder.model))

@@ -103,6 +103,7 @@ class SearchIn(BaseModel):
     ext: list[Text] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
     modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds).")
     mode: Mode | None = Field(None, description="Retrieval mode (default: search.mode).")
+    lang: list[Text] | None = Field(None, description="Only documents in these languages (ISO 639-1 codes, e.g. [\"zh\", \"en\"]).")
 
 
 class DocumentOut(BaseModel):
@@ -239,3 +240,4 @@ class StatsOut(BaseModel):
     encode_tokens_per_s: float
     uptime_s: float
     last_run: dict[str, Any] | None
+    languages: dict[str, int] = Field({}, description="Documents per language (ISO 639-1 code; \"unknown\": none detected), most first.")

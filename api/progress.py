@@ -52,5 +52,6 @@ def summary_lines(summary: "RunSummary") -> list[str]:
         lines.append(f"skipped: {skipped_line(summary.skipped)} (no reader)")
     if summary.interrupted:
         lines.append("stopped before the end: run it again to index the rest")
+    lines += [f"note: {note}" for note in summary.notes]
     lines += [f"  failed: {printable(path)}: {printable(reason)}" for path, reason in sorted(summary.failures.items())]
     return lines

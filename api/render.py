@@ -63,6 +63,12 @@ def runtime_line(runtime: str) -> str:
     return f"encoder: {runtime}\n{cpu_info().line()}"
 
 
+def language_line(mix: dict[str, int]) -> str:
+    """'zh 82% (41), en 18% (9)': a folder's documents per language, most first."""
+    total = sum(mix.values()) or 1
+    return ", ".join(f"{code} {100 * n / total:.0f}% ({n:,})" for code, n in mix.items())
+
+
 def print_status(out: Console, info: dict[str, Any]) -> None:
     """Where the index is, what it mirrors, its model, counts and last run (`info`: what `status --json` prints)."""
     origin, last_run, failed = info["origin"], info["last_run"], info["failed"]
@@ -70,6 +76,10 @@ def print_status(out: Console, info: dict[str, Any]) -> None:
               highlight=False, markup=False)
     out.print(f"documents {info['documents']:,}\nchunks    {info['chunks']:,}\nfailed    {failed}" + (" (lodex status --failed)" if failed else ""),
               highlight=False)
+    if info.get("languages"):
+        out.print(f"languages {language_line(info['languages'])}", highlight=False, markup=False)
+    if info.get("keyword_note"):
+        out.print(f"note      {info['keyword_note']}", highlight=False, markup=False)
     if info.get("cpu"):
         out.print(f"cpu       {info['cpu']['model']}, {info['cpu']['physical_cores']} cores; flags {' '.join(info['cpu']['features']) or '-'}; "
                   f"int8 {info['cpu']['int8_kernel']}", highlight=False, markup=False)

@@ -197,6 +197,10 @@ class LodexService:
         """Documents and chunks in the index now."""
         return self.reader().counts()
 
+    def language_mix(self) -> dict[str, int]:
+        """Documents per language (ISO 639-1), most first."""
+        return self.reader().language_mix()
+
     # ---- writing through the one writer --------------------------------------------------
     def require_writer(self) -> IndexWriter:
         """The one writer, or ReadOnlyError on a read-only replica."""

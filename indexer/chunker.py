@@ -1,4 +1,5 @@
-"""Token-aware chunking: windows of model tokens cut at paragraph, sentence or word boundaries."""
+"""Token-aware chunking: windows of model tokens cut at paragraph, sentence or word boundaries (words of Chinese and
+Japanese by their dictionaries)."""
 
 import re
 from collections.abc import Callable
@@ -6,11 +7,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lodex.store.script_words import SPACELESS, word_starts
+
 # Tokenizes a list of texts; returns, per text, an (n, 2) int array of token (start, end) char spans.
 TokenSpans = Callable[[list[str]], list[np.ndarray]]
 
 _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
-_SENTENCE = re.compile(r"(?:(?<=[.!?])[\"')\]]*\s+|(?<=[。！？]))")
+# a sentence ends at . ! ? before a space, and at the full stops of scripts written without spaces (Chinese and Japanese
+# 。！？；… and their half- and full-width relatives, with any closing quote or bracket after them)
+_SENTENCE = re.compile(r"(?:(?<=[.!?])[\"')\]]*\s+|[。！？；…｡︒﹒﹖﹗！？；](?:[」』”’）》〉】〕\"')\]]*))")
 _SEGMENT_CHARS = 32_768
 _SEGMENTS_PER_CALL = 8  # tokenizer calls stay small, so a huge file does not hold all encodings at once
 # A token spanning more characters (an unknown "word" of thousands of letters: base64, minified text) counts as one
@@ -110,6 +115,8 @@ class Chunker:
         starts, ends = spans[:, 0], spans[:, 1]
         word = np.ones(n, dtype=bool)
         word[1:] = starts[1:] > ends[:-1]
+        if SPACELESS.search(text) is not None:  # Chinese, Japanese: a token that starts one of their words starts a word
+            word |= np.isin(starts, word_starts(text))
         paragraph = _marks(text, starts, _PARAGRAPH)
         sentence = _marks(text, starts, _SENTENCE) | paragraph
         chunks: list[Chunk] = []

@@ -25,6 +25,7 @@ from lodex.store.base import DocRecord, Store
 from lodex.indexer.settings import IndexSettings
 from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, JobLog
+from lodex.store.languages import detect_text
 from lodex.store.schema import chunks_schema
 
 # Chunks are encoded in groups of about this many encoder batches; between two groups the run checks that it was not
@@ -168,7 +169,7 @@ class Indexer:
         offsets = OffsetMap()  # cleaned like a file's text (invisible characters, CRs); offsets stay in the text pushed
         clean = clean_mapped(text, offsets)
         chunks = self.chunker.chunk(clean)
-        rows = chunk_rows(shifted(chunks, offsets))
+        rows = chunk_rows(shifted(chunks, offsets), language=detect_text(clean))
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
                             "updated" if record else "added", started, metadata=metadata,
@@ -359,7 +360,7 @@ class Indexer:
                 "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": total.chunks,
                 "token_count": total.tokens,
                 "vector": (mean / norm if norm > 0 else mean).astype(np.float32).tolist(), "indexed_at": stamp,
-                "metadata": p.metadata,
+                "metadata": p.metadata, "language": (p.rows.get("language") or [None])[0],
             })
             finished.append((p, total))
         chunks = pa.concat_tables(chunk_tables)

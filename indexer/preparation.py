@@ -29,9 +29,11 @@ from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
 from lodex.store.base import DocRecord, Store
 from lodex.indexer.errors import ReadError
 from lodex.store.errors import LodexError
+from lodex.store.fts_terms import keyword_text
+from lodex.store.languages import detect_text
 from lodex.store.schema import LOCATION_COLUMNS, chunks_schema, vectors_of
 
-_CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector", *LOCATION_COLUMNS]
+_CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector", *LOCATION_COLUMNS, "language", "keywords"]
 _COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks
 _NOTHING = object()
 # A streamed file is committed in parts of this many flush_tokens: few, large Lance fragments (each commit
@@ -99,15 +101,18 @@ Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one f
 Planner = Callable[[str, list[Chunk], str, np.ndarray | None], list[Window]]
 
 
-def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None) -> dict[str, list]:
+def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None,
+               language: str | None = None) -> dict[str, list]:
     """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table; each chunk's location (the page
-    it starts and ends on, the section it starts in) from the document's `pages` and `sections`."""
+    it starts and ends on, the section it starts in) from the document's `pages` and `sections`; its terms for
+    keyword search, made here (on the reader thread, while others are encoded) by its document's `language`."""
     return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
             "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
             "text": [c.text for c in chunks],
             "page": [page_of(pages, c.char_start) for c in chunks],
             "page_end": [page_of(pages, max(c.char_end - 1, c.char_start)) for c in chunks],
-            "section": [section_of(sections, c.char_start) for c in chunks]}
+            "section": [section_of(sections, c.char_start) for c in chunks],
+            "language": [language] * len(chunks), "keywords": [keyword_text(c.text, language) for c in chunks]}
 
 
 def _lookahead(items: Iterable[Any], empty: Any) -> Iterator[tuple[Any, bool]]:
@@ -264,7 +269,7 @@ class Preparer:
         # document is chunked a page at a time, so its windows tokenize the whole text again
         spans = token_spans_of(doc.text, self.chunker.tokenize) if self.plan and not doc.pages else None
         clean = self.chunker.chunk_parts(doc.text, doc.pages, spans)
-        rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections)
+        rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections, detect_text(doc.text))
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
                             windows=self.plan(doc.text, clean, doc.title, spans) if self.plan else None)
         if record is not None and self.store is not None:
@@ -307,10 +312,11 @@ class Preparer:
         stream = Stream()
         part_tokens = self.flush_tokens * STREAM_PART_FLUSHES
         chunks = chunk_stream(self.chunker, itertools.chain([first], blocks), offsets)
+        language = detect_text(first)
         for batch, last in _lookahead(_batched(chunks, part_tokens), []):
             if last and check.hexdigest() != digest:
                 yield Skipped(entry, CHANGED)
                 return
-            rows = chunk_rows(batch)
+            rows = chunk_rows(batch, language=language)
             yield Prepared(entry, document_id(entry.path), digest, "text", title, rows["text"], rows, None, outcome, started,
                            stream=stream, final=last)

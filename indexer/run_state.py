@@ -40,6 +40,7 @@ class RunSummary:
     interrupted: bool = False  # stopped early (the process was stopping): the next run picks up the rest
     skipped: dict[str, int] = field(default_factory=dict)  # files no reader takes, by extension (".pages": 12)
     failures: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # worth saying once: a folder's language the model does not cover
 
     def count(self, outcome: Outcome) -> None:
         """One more file of this outcome."""

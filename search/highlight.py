@@ -1,8 +1,11 @@
-"""Which words of a passage match the query: character spans to highlight (light stemming, no stop words)."""
+"""Which words of a passage match the query: character spans to highlight (light stemming, no stop words; the words
+of Chinese and Japanese, and the character pairs of Korean and other spaceless scripts, found where they stand)."""
 
 import re
 import unicodedata
 from functools import lru_cache
+
+from lodex.store.script_words import SPACELESS, highlight_words, split_runs
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in into is it
@@ -42,8 +45,14 @@ def _content_stem(word: str) -> str | None:
 
 
 def query_stems(query: str) -> set[str]:
-    """The stems of a query's content words."""
-    return {s for w in _WORD.findall(query) if (s := _content_stem(w)) is not None}
+    """The stems of a query's content words, and the words of its spaceless scripts as they are written."""
+    stems: set[str] = set()
+    for piece, spaceless in split_runs(query):
+        if spaceless:
+            stems.update(highlight_words(piece))
+        else:
+            stems.update(s for w in _WORD.findall(piece) if (s := _content_stem(w)) is not None)
+    return stems
 
 
 @lru_cache(maxsize=1024)
@@ -58,6 +67,31 @@ def highlight_spans(text: str, stems: set[str]) -> list[tuple[int, int]]:
     """[start, end) character spans of the words in `text` whose stem is one of `stems`."""
     if not stems:
         return []
+    written = [s for s in stems if SPACELESS.search(s)]
+    if written:
+        return _merged(_found(text, written) + highlight_spans(text, stems - set(written)))
     # accents are folded away before stemming: only plain-ASCII text can be narrowed down by word beginnings
     words = _candidates(frozenset(stems)).finditer(text.lower()) if text.isascii() else _WORD.finditer(text)
     return [(m.start(), m.end()) for m in words if _content_stem(m.group()) in stems]
+
+
+def _found(text: str, words: list[str]) -> list[tuple[int, int]]:
+    """Every place in `text` where one of these words (of a spaceless script) stands."""
+    spans = []
+    for word in words:
+        at = text.find(word)
+        while at >= 0:
+            spans.append((at, at + len(word)))
+            at = text.find(word, at + 1)
+    return spans
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans in order, those that overlap or touch made one."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out

@@ -70,12 +70,15 @@ class SearchFilters:
     path_glob: str | None = None
     extensions: tuple[str, ...] = field(default_factory=tuple)
     modified_after: float | None = None  # seconds since the epoch
+    languages: tuple[str, ...] = field(default_factory=tuple)  # ISO 639-1 codes of the documents' languages
 
-    def allows(self, path: str, mtime: float = 0.0) -> bool:
-        """True when a document at `path`, modified at `mtime`, passes every filter."""
+    def allows(self, path: str, mtime: float = 0.0, language: str | None = None) -> bool:
+        """True when a document at `path`, modified at `mtime`, in `language`, passes every filter."""
         if self.path_glob and not fnmatch(path, self.path_glob):
             return False
         if self.modified_after is not None and mtime <= self.modified_after:
+            return False
+        if self.languages and (language or "") not in {code.lower() for code in self.languages}:
             return False
         if self.extensions:
             suffix = PurePosixPath(path).suffix.lower().lstrip(".")
@@ -85,4 +88,4 @@ class SearchFilters:
     @property
     def active(self) -> bool:
         """True when any filter is set."""
-        return bool(self.path_glob or self.extensions or self.modified_after is not None)
+        return bool(self.path_glob or self.extensions or self.modified_after is not None or self.languages)

@@ -48,7 +48,7 @@ class Searcher:
 
     def __init__(self, store: Store, encoder: Encoder, passages: int = 3, candidates: int = 100,
                  mode: Mode = "hybrid", ranking: Ranking = "blend", fusion: Fusion = Fusion(),
-                 source: SnapshotSource | None = None) -> None:
+                 source: SnapshotSource | None = None, languages: frozenset[str] | None = None) -> None:
         self.store = store  # this searcher's own handle (BM25, passages), pinned to each search's snapshot
         self.encoder = encoder
         self.passages = passages
@@ -58,6 +58,7 @@ class Searcher:
         self.fusion = fusion
         self._doc_fusion = replace(fusion, dense_weight=fusion.doc_dense_weight)  # fusing document scores
         self.source = source or SnapshotSource(store)  # shared by the searchers of a server, prepared in the background
+        self.languages = languages  # those the encoder covers (None: it does not say)
 
     def snapshot(self) -> Snapshot:
         """The latest prepared committed version (see `SnapshotSource`)."""
@@ -80,7 +81,7 @@ class Searcher:
         self.store.pin(snap.versions)
         version = snap.version
         wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version,
-                                              snap.keywords)
+                                              snap.keywords, [snap.docs.query_language(queries[i].text) for i in worded])
 
         def answer() -> list[KeywordHits | None]:
             out: list[KeywordHits | None] = [None] * len(queries)
@@ -100,7 +101,15 @@ class Searcher:
             vectors = self.encoder.embed([q.text for q in queries], kind="query")
         with self.source.pinned() as snap:
             self.store.pin(snap.versions)
-            return self._search_snapshot(snap, queries, vectors, started, keywords)
+            return self._search_snapshot(snap, [self._for_model(snap, q) for q in queries], vectors, started, keywords)
+
+    def _for_model(self, snap: Snapshot, q: Query) -> Query:
+        """A hybrid query in a language the encoder does not cover is answered by keywords alone: its vector is near
+        random there, and fusing it in only pushes good keyword hits down."""
+        if self.languages is None or (q.mode or self.mode) != "hybrid":
+            return q
+        language = snap.docs.query_language(q.text)
+        return q if language is None or language in self.languages else replace(q, mode="bm25")
 
     def _search_snapshot(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, started: float,
                          keywords: Keywords | None) -> list[SearchResponse]:
@@ -150,7 +159,7 @@ class Searcher:
         asked = [i for i in worded if i not in given]
         if asked:
             given |= dict(zip(asked, self.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version,
-                                                                     snap.keywords)()))
+                                                                     snap.keywords, [snap.docs.query_language(queries[i].text) for i in asked])()))
         for i, (row_ids, scores) in given.items():
             keyword[i] = self._candidates(snap, queries[i], *snap.owners.ranked(row_ids, scores))
         f = self.fusion

@@ -8,10 +8,11 @@ import pyarrow.compute as pc
 
 from lodex.search.results import SearchFilters
 from lodex.store.keyword_delta import KeywordDelta
+from lodex.store.languages import detect
 from lodex.store.lance_store import ChunkOwners, Store, vectors_of, version_keys
 
 
-DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime"]
+DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime", "language"]
 
 
 _ALLOWED_CACHE = 200_000  # (filters, document row) verdicts a snapshot keeps
@@ -35,6 +36,23 @@ class DocumentView:
         self.ids, self.paths, self.titles = table["id"], table["path"], table["title"]
         self.mtimes = table["mtime"].to_numpy()
         self.keys = version_keys(table["id"], table["content_hash"])
+        self.languages = table["language"]
+        self._mix: dict[str, int] | None = None
+
+    def language_mix(self) -> dict[str, int]:
+        """Documents per language (ISO 639-1; "" for those with none recorded), most first (counted once)."""
+        if self._mix is None:
+            counts = pc.value_counts(self.languages.fill_null("")).to_pylist()
+            self._mix = {c["values"]: c["counts"] for c in sorted(counts, key=lambda c: (-c["counts"], c["values"]))}
+        return self._mix
+
+    def query_language(self, text: str) -> str | None:
+        """A query's language: the detected one when some document has it, else (a short query, or a language no
+        document has) the language most documents have."""
+        mix = {k: v for k, v in self.language_mix().items() if k}
+        main = next(iter(mix), None)
+        found = detect(text, main)
+        return found if found in mix or not mix else main
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -133,8 +151,8 @@ class Snapshot:
         if len(cache) > _ALLOWED_CACHE:  # many distinct filters while no commit comes: start afresh
             self._allowed = cache = {}
         new = [r for r in dict.fromkeys(rows_list) if (filters, r) not in cache]
-        for row, path in zip(new, self.docs.rows(new, "paths")):
-            cache[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]))
+        for row, path, language in zip(new, self.docs.rows(new, "paths"), self.docs.rows(new, "languages")):
+            cache[(filters, row)] = filters.allows(path, float(self.docs.mtimes[row]), language)
         return np.array([cache[(filters, r)] for r in rows_list], bool)
 
     def chunk_vectors(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -85,7 +85,7 @@ class SnapshotSource:
         self.store = store
         self.poll_s = poll_s
         self.means = MeanVectors(store)
-        self.index_terms = IndexTerms()  # the keyword index's figures that scoring the rows it lacks needs
+        self.index_terms = IndexTerms(scheme=store.keyword_scheme)  # the keyword index's figures that scoring the rows it lacks needs
         self._current: Snapshot | None = None
         self._preparing = threading.Lock()  # one refresh at a time
         self._pinning = threading.Lock()  # taking a pin and swapping the current snapshot

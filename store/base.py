@@ -38,6 +38,7 @@ class DocRecord:
     token_count: int
     indexed_at: float
     metadata: str = "{}"
+    language: str | None = None  # ISO 639-1, detected from its text
 
 
 class Store(ABC):
@@ -72,6 +73,12 @@ class Store(ABC):
         """Number of documents and of current chunks."""
         docs = self.document_table()
         return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
+
+    def language_mix(self) -> dict[str, int]:
+        """Documents per language (ISO 639-1; "unknown" for those without one: no letters, or indexed before lodex
+        recorded languages), most first."""
+        counts = pc.value_counts(self.document_table(["language"])["language"].fill_null("unknown")).to_pylist()
+        return {c["values"]: c["counts"] for c in sorted(counts, key=lambda c: (-c["counts"], c["values"]))}
 
     @abstractmethod
     def chunks_of(self, doc_id: str, content_hash: str, columns: list[str]) -> pa.Table:

@@ -1,13 +1,19 @@
-"""The terms Lance's full-text index makes of a text, as lodex configures it (`lance_bridge.ensure_text_index`): words
-split at every character that is not a letter or digit, lower-cased, stemmed (English Snowball), then stop words and
-words of 40 bytes or more dropped, accents folded. lodex scores the chunk rows the index does not hold yet with them
-(`keyword_delta`), as the index will once it does."""
+"""The terms keyword search makes of a text. lodex makes them itself (`keyword_terms`) and gives Lance's full-text
+index them ready, joined by spaces (the chunks' `keywords` column, split at spaces by the index): words split at every
+character that is not a letter or digit, lower-cased, stemmed by the text's language's Snowball stemmer (English stop
+words dropped after stemming, for English), words of 40 bytes or more dropped, accents folded; runs of Chinese,
+Japanese, Korean and other spaceless scripts cut into words (`script_words`). `terms` are those Lance's own English
+tokenizer makes of raw text, as an index made before lodex 0.x tokenized it (over `text`). lodex scores the chunk rows
+the index does not hold yet with them (`keyword_delta`), as the index will once it does."""
 
 import re
 import threading
 import unicodedata
 
 import Stemmer  # PyStemmer: the Snowball stemmers, as Lance's (rust-stemmers)
+
+from lodex.store.languages import SNOWBALL
+from lodex.store.script_words import SPACELESS, run_words, split_runs
 
 # Lance's English stop words, found by asking its index for each word (`tests/test_keyword_delta.py` checks them):
 # they are matched after stemming, so "does" (stem "doe") and "during" ("dure") are words, "doing" ("do") is not.
@@ -24,11 +30,14 @@ _FOLDS = str.maketrans({"æ": "ae", "œ": "oe", "ø": "o", "đ": "d", "ð": "d",
 _local = threading.local()
 
 
-def _stemmer() -> "Stemmer.Stemmer":
-    """This thread's stemmer (a PyStemmer stemmer is not to be shared between threads)."""
-    stemmer = getattr(_local, "stemmer", None)
+def _stemmer(algorithm: str = "english") -> "Stemmer.Stemmer":
+    """This thread's stemmer for a Snowball algorithm (a PyStemmer stemmer is not to be shared between threads)."""
+    stemmers = getattr(_local, "stemmers", None)
+    if stemmers is None:
+        stemmers = _local.stemmers = {}
+    stemmer = stemmers.get(algorithm)
     if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+        stemmer = stemmers[algorithm] = Stemmer.Stemmer(algorithm)
     return stemmer
 
 
@@ -49,3 +58,39 @@ def words_and_terms(text: str) -> list[tuple[str, str]]:
 def terms(text: str) -> list[str]:
     """The terms of a text, in text order (repeats kept)."""
     return [term for _, term in words_and_terms(text)]
+
+
+def _latin_terms(text: str, algorithm: str) -> list[tuple[str, str]]:
+    """(word, term) of text in scripts with spaces, stemmed by this Snowball algorithm (English: stop words out)."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)  # full-width letters and digits (ＰＨＰ７) as their plain forms
+    words = [w for w in _WORD.findall(text.lower()) if len(w.encode()) < MAX_BYTES]
+    stems = _stemmer(algorithm).stemWords(words)
+    stop = STOP_WORDS if algorithm == "english" else frozenset()
+    return [(w, _fold(s)) for w, s in zip(words, stems) if s not in stop]
+
+
+def keyword_words_and_terms(text: str, language: str | None = None, query: bool = False) -> list[tuple[str, str]]:
+    """Each word of the text keyword search keeps, with its term, in text order: words of spaceless scripts as
+    `script_words` cuts them (a query's Chinese as its words, a document's also as the words inside its long ones),
+    the others stemmed by `language`'s Snowball stemmer (English for a language Snowball lacks, or none given)."""
+    algorithm = SNOWBALL.get(language or "en", "english")
+    if SPACELESS.search(text) is None:
+        return _latin_terms(text, algorithm)
+    out: list[tuple[str, str]] = []
+    for piece, spaceless in split_runs(text):
+        if spaceless:
+            out += [(w, w) for w in run_words(piece, language, query) if len(w.encode()) < MAX_BYTES]
+        else:
+            out += _latin_terms(piece, algorithm)
+    return out
+
+
+def keyword_terms(text: str, language: str | None = None, query: bool = False) -> list[str]:
+    """The terms of `keyword_words_and_terms`, in text order (repeats kept)."""
+    return [term for _, term in keyword_words_and_terms(text, language, query)]
+
+
+def keyword_text(text: str, language: str | None = None) -> str:
+    """What a chunk's `keywords` column holds: its terms joined by spaces, as the full-text index splits them."""
+    return " ".join(keyword_terms(text, language))

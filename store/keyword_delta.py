@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lodex.store.fts_terms import terms, words_and_terms
+from lodex.store.keyword_scheme import KeywordScheme
 
 K1, B = 1.2, 0.75  # Lance's BM25 parameters
 MAX_ROWS = 2000  # above this many unindexed rows, Lance's own plan scans them (a long run between optimizes)
@@ -30,6 +30,7 @@ class IndexTerms:
     grown: int = 0  # how many times rows may have joined the index (a term absent before may be there since)
     _outside: int = 0  # rows outside the index at the latest version prepared
     _idf: dict[str, tuple[float, int, bool, int]] = field(default_factory=dict)  # term → (idf, rows indexed then, found, grown then)
+    scheme: KeywordScheme = KeywordScheme()  # how the index's rows are tokenized
 
     def saw(self, indexed: int, outside: int) -> None:
         """The index's figures at the version being prepared: rows it holds, rows it does not. Rows joined it when it
@@ -44,8 +45,8 @@ class IndexTerms:
         return self.mean_length <= 0 or abs(self.indexed - self.measured_at) > RESAMPLE_SHARE * max(self.measured_at, 1)
 
     def measure(self, sample_texts: Sequence[str]) -> None:
-        """Take the mean row length from these texts of indexed rows."""
-        lengths = [len(terms(t)) for t in sample_texts]
+        """Take the mean row length from these indexed rows (their indexed column's values)."""
+        lengths = [len(self.scheme.row_terms(t)) for t in sample_texts]
         self.measured_at, self.mean_length = self.indexed, (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
 
     def missing(self, wanted: dict[str, str]) -> dict[str, str]:
@@ -56,11 +57,11 @@ class IndexTerms:
         return {t: w for t, w in wanted.items() if stale(self._idf.get(t))}
 
     def learn(self, term: str, best: tuple[float, str] | None) -> None:
-        """A term's idf from the index's score of its best row for the term alone and that row's text (None: no
-        indexed row has it)."""
+        """A term's idf from the index's score of its best row for the term alone and that row's indexed column's
+        value (None: no indexed row has it)."""
         if best is not None:
             score, text = best
-            row = terms(text)
+            row = self.scheme.row_terms(text)
             tf = row.count(term)
             if tf:
                 weight = tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(row) / max(self.mean_length, 1e-9)))
@@ -70,6 +71,16 @@ class IndexTerms:
 
     def _formula(self, df: int) -> float:
         return math.log(1 + (self.indexed - df + 0.5) / (df + 0.5))
+
+    def folded_idf(self, term: str, df: int, rows: int) -> float:
+        """The term's idf once `rows` more rows, `df` of them with it, join the index: its count of rows with the term
+        found from the idf the index gives it now (0 when not known: absent)."""
+        got = self._idf.get(term)
+        held = 0.0
+        if got is not None and got[2]:
+            ratio = math.expm1(got[0])  # idf = ln(1 + (n - df + 0.5) / (df + 0.5))
+            held = max((self.indexed + 0.5 - 0.5 * ratio) / (1 + ratio), 0.0)
+        return math.log(1 + (self.indexed + rows - held - df + 0.5) / (held + df + 0.5))
 
     def idf(self, term: str) -> float:
         """The term's idf (that of a term no indexed row has, when not known)."""
@@ -92,8 +103,8 @@ class KeywordDelta:
     @classmethod
     def build(cls, previous: "KeywordDelta | None", row_ids: np.ndarray, texts_of: Callable[[np.ndarray], dict[int, str]],
               index_terms: IndexTerms) -> "KeywordDelta":
-        """The delta of these row ids (the version's unindexed rows), reading with `texts_of` the texts of those
-        the previous delta did not hold."""
+        """The delta of these row ids (the version's unindexed rows), reading with `texts_of` the indexed column of
+        those the previous delta did not hold."""
         held = previous.rows if previous is not None else {}
         wanted = [int(r) for r in row_ids]
         new = np.array([r for r in wanted if r not in held], np.uint64)
@@ -103,7 +114,7 @@ class KeywordDelta:
             if r in held:
                 rows[r] = held[r]
             elif r in texts:
-                counts = Counter(terms(texts[r]))
+                counts = Counter(index_terms.scheme.row_terms(texts[r]))
                 rows[r] = (counts, sum(counts.values()))
         return cls(rows, index_terms)
 
@@ -119,10 +130,10 @@ class KeywordDelta:
             self._postings[term] = got  # several query threads may fill it at once: the same value
         return got
 
-    def wanted_terms(self, text: str) -> dict[str, str]:
-        """The query's terms that some row here has (→ a word of the query that makes each)."""
+    def wanted_terms(self, words: list[tuple[str, str]]) -> dict[str, str]:
+        """The query's terms (of its (word, term) pairs) that some row here has (→ a word of the query that makes each)."""
         vocabulary = self._terms()
-        return {term: word for word, term in words_and_terms(text) if term in vocabulary}
+        return {term: word for word, term in words if term in vocabulary}
 
     def _terms(self) -> frozenset[str]:
         """Every term some row here has (made at the first query of a version: a long query looks each word up once)."""
@@ -130,13 +141,16 @@ class KeywordDelta:
             self._vocabulary = frozenset(term for counts, _ in self.rows.values() for term in counts)
         return self._vocabulary
 
-    def scores(self, text: str, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """The row ids and BM25 scores of this delta's best `limit` rows for the query (terms' idf known)."""
-        query = terms(text)
+    def scores(self, query: list[str], limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The row ids and BM25 scores of this delta's best `limit` rows for the query's terms (their idf known), as
+        the index will score them once it folds them in: each term's idf and the mean length counted over the index's
+        rows and these (a word only new rows have is not scored as if it were the rarest of all)."""
         if not query or not self.rows:
             return np.zeros(0, np.uint64), np.zeros(0, np.float32)
         lengths = np.fromiter((n for _, n in self.rows.values()), np.float64, len(self.rows))
-        norm = K1 * (1 - B + B * lengths / max(self.index_terms.mean_length, 1e-9))
+        held = self.index_terms
+        mean = (held.mean_length * held.indexed + lengths.sum()) / max(held.indexed + len(lengths), 1)
+        norm = K1 * (1 - B + B * lengths / max(mean, 1e-9))
         total = np.zeros(len(self.rows))
         vocabulary = self._terms()
         for term in query:  # a repeated query word counts each time, as in Lance
@@ -144,7 +158,7 @@ class KeywordDelta:
                 continue
             at, tf = self._posting(term)
             if len(at):
-                total[at] += self.index_terms.idf(term) * tf * (K1 + 1) / (tf + norm[at])
+                total[at] += held.folded_idf(term, len(at), len(lengths)) * tf * (K1 + 1) / (tf + norm[at])
         hit = np.flatnonzero(total > 0)
         best = hit[np.argsort(-total[hit], kind="stable")[:limit]]
         return self._row_ids[best], total[best].astype(np.float32)

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from lodex.store.errors import StoreError
+from lodex.store.keyword_scheme import KEYWORDS, LEGACY, KeywordScheme
 from lodex.store.lance_sql import in_lists
 
 T = TypeVar("T")
@@ -57,18 +58,30 @@ def open_or_create(db: Any, name: str, schema: pa.Schema) -> Any:
     return table
 
 
-def ensure_text_index(table: Any) -> None:
-    """Give the chunk text a BM25 full-text index (stemmed, stop words out) unless it has one. Rows added
-    later are searched too (Lance scans what the index does not cover yet) until `optimize` folds them in."""
+def _text_indexed(table: Any) -> str | None:
+    """The column the table's full-text index is on, if it has one."""
+    return next((ix.columns[0] for ix in table.list_indices() if ix.columns in ([KEYWORDS], [LEGACY]) and "FTS" in str(ix.index_type).upper()), None)
+
+
+def ensure_text_index(table: Any) -> KeywordScheme:
+    """Give the chunks a BM25 full-text index unless they have one, and say how it tokenizes: over the `keywords`
+    column (lodex's terms, split at spaces only) when the table has one, else over `text` with Lance's English
+    tokenizer (stemmed, stop words out; an index made before that column). Rows added later are searched too (Lance
+    scans what the index does not cover yet) until `optimize` folds them in."""
     from lancedb.index import FTS
 
-    if any(ix.columns == ["text"] for ix in table.list_indices()):
-        return
+    found = _text_indexed(table)
+    if found is not None:
+        return KeywordScheme(found)
+    column = KEYWORDS if KEYWORDS in table.schema.names else LEGACY
+    config = (FTS(with_position=False, base_tokenizer="whitespace", lower_case=False, stem=False, remove_stop_words=False,
+                  ascii_folding=False) if column == KEYWORDS else FTS(with_position=False))
     try:
-        table.create_index("text", config=FTS(with_position=False))
+        table.create_index(column, config=config)
     except Exception as exc:  # another process created it at the same moment
-        if not any(ix.columns == ["text"] for ix in table.list_indices()):
+        if _text_indexed(table) is None:
             raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from exc
+    return KeywordScheme(_text_indexed(table) or column)
 
 
 def ensure_scalar_indexes(table: Any, columns: list[str]) -> None:

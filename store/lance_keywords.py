@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from lodex.store import lance_bridge
 from lodex.store.keyword_delta import MAX_ASKED, KeywordDelta, merged
+from lodex.store.keyword_scheme import KeywordScheme
 
 
 class LanceKeywordSearch:
@@ -17,9 +18,11 @@ class LanceKeywordSearch:
 
     chunks: Any
     _text_rows: tuple[int, tuple[int, int]]
+    keyword_scheme: KeywordScheme
 
     def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
-                             delta: KeywordDelta | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+                             delta: KeywordDelta | None = None, languages: list[str | None] | None = None
+                             ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer, so that other work
         (encoding the same queries) goes on meanwhile: per text, the Lance row ids and scores of its best `limit`
         chunks (`ChunkOwners.ranked` of this version turns them into chunk ids, best first). The queries run
@@ -29,25 +32,31 @@ class LanceKeywordSearch:
         the delta's hits are merged in; the idf of query terms the delta has and `delta.index_terms` lacks is asked
         for in the same round trip (the index's best row for each term alone, with its text), so that learning it
         overlaps the encoding instead of following the search; without a delta, Lance also scans the rows its index
-        lacks, if any."""
+        lacks, if any. `languages`: each query's language (its stemmer; None: English), as `keyword_scheme` tokenizes."""
         table = lance_bridge.async_table(self.chunks)
         covered = delta is not None or (version is not None and self._text_index_covers(version))
         limits = [limit] * len(texts) if isinstance(limit, int) else limit
-        learning = _terms_to_learn(delta, texts)
+        scheme = self.keyword_scheme
+        words = [scheme.query_words(text, language) for text, language in zip(texts, languages or [None] * len(texts))]
+        learning = _terms_to_learn(delta, words)
+        column = scheme.column
 
         async def one(text: str, n: int) -> pa.Table | None:
             if not text.strip():
                 return None
-            query = table.query().nearest_to_text(text)
+            query = table.query().nearest_to_text(text, columns=column)
             if covered:  # nothing outside the full-text index: skip planning a scan of unindexed rows (~5 ms a query)
                 query = query.fast_search()
             return await query.select(["_score"]).with_row_id().limit(n).to_arrow()
 
         async def best(word: str) -> pa.Table:
-            return await table.query().nearest_to_text(word).fast_search().select(["_score", "text"]).limit(1).to_arrow()
+            return await table.query().nearest_to_text(word, columns=column).fast_search().select(["_score", column]).limit(1).to_arrow()
+
+        asked = [scheme.lance_query(text, w) for text, w in zip(texts, words)]
 
         async def every() -> list[pa.Table | None]:
-            return await asyncio.gather(*(one(text, n) for text, n in zip(texts, limits)), *(best(word) for word in learning.values()))
+            return await asyncio.gather(*(one(text, n) for text, n in zip(asked, limits)),
+                                        *(best(scheme.ask(word, term)) for term, word in learning.items()))
 
         pending = lance_bridge.start(every())
 
@@ -59,8 +68,8 @@ class LanceKeywordSearch:
                 return hits
             for term, top in zip(learning, got[len(texts):]):
                 assert top is not None
-                delta.index_terms.learn(term, (float(top["_score"][0].as_py()), top["text"][0].as_py()) if top.num_rows else None)
-            return [merged(h, delta.scores(text, n), n) for h, text, n in zip(hits, texts, limits)]
+                delta.index_terms.learn(term, (float(top["_score"][0].as_py()), top[column][0].as_py()) if top.num_rows else None)
+            return [merged(h, delta.scores([t for _, t in w], n), n) for h, w, n in zip(hits, words, limits)]
 
         return answer
 
@@ -70,7 +79,7 @@ class LanceKeywordSearch:
             table = lance_bridge.async_table(self.chunks)
 
             async def stats() -> tuple[int, int]:
-                name = next(ix.name for ix in await table.list_indices() if ix.columns == ["text"])
+                name = next(ix.name for ix in await table.list_indices() if ix.columns == [self.keyword_scheme.column])
                 got = await table.index_stats(name)
                 return got.num_indexed_rows, got.num_unindexed_rows
 
@@ -82,15 +91,17 @@ class LanceKeywordSearch:
         return self.text_index_rows(version)[1] == 0
 
     def chunk_texts_at_rows(self, row_ids: np.ndarray) -> dict[int, str]:
-        """The text of the chunk rows at these Lance row ids, by row id (ids not found left out)."""
+        """The keyword-indexed column (`keyword_scheme.column`) of the chunk rows at these Lance row ids, by row id
+        (ids not found left out)."""
         if not len(row_ids):
             return {}
-        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(["text"]).with_row_id()
+        column = self.keyword_scheme.column
+        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select([column]).with_row_id()
         got = lance_bridge.run(take.to_arrow())
-        return dict(zip(got["_rowid"].to_pylist(), got["text"].to_pylist()))
+        return dict(zip(got["_rowid"].to_pylist(), got[column].to_pylist()))
 
 
-def _terms_to_learn(delta: KeywordDelta | None, texts: list[str]) -> dict[str, str]:
+def _terms_to_learn(delta: KeywordDelta | None, texts: list[list[tuple[str, str]]]) -> dict[str, str]:
     """The queries' terms that rows of the delta have and whose idf the index's figures lack (→ a word of a query
     that makes each), at most MAX_ASKED: a long query's others count as absent from the index."""
     if delta is None or not len(delta):

@@ -27,7 +27,7 @@ from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, with_readers, write_json_atomic
-from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of
+from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of, with_keywords
 from lodex.store.vector_index import VectorIndex
 from lodex.store.writer_memory import KeptRecords, StaleChunks
 from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_here
@@ -57,7 +57,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
             self._compactor = Compactor(options)  # optimizes here, or in a helper process once told (optimize_apart)
             self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
-            lance_bridge.ensure_text_index(self.chunks)
+            self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
         except (RuntimeError, ValueError) as exc:
@@ -287,7 +287,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
         if chunks is not None:  # leaves its chunks to the next collection
             self._stale.note(pc.unique(chunks["document_id"]).to_pylist())
         if chunks is not None and chunks.num_rows:
-            self.chunks.add(chunks)
+            self.chunks.add(with_keywords(chunks))
             self._unoptimized_rows += chunks.num_rows
             self._faiss.added(chunks)
         before = self.documents.version

@@ -24,6 +24,7 @@ def documents_schema(dim: int) -> pa.Schema:
         ("vector", vector_type(dim)),
         ("indexed_at", pa.float64()),
         ("metadata", pa.string()),  # JSON object: what an API client sent with a pushed document
+        ("language", pa.string()),  # ISO 639-1 code, detected from the text (null: none found, or indexed before)
     ])
 
 
@@ -42,6 +43,8 @@ def chunks_schema(dim: int) -> pa.Schema:
         ("page", pa.int32()),  # where the chunk starts: PDF page or slide (1-based); null for formats without pages
         ("page_end", pa.int32()),  # the page where it ends (the same page for most)
         ("section", pa.string()),  # heading path, e.g. "2 Methods › 2.3 Sampling"; null without headings
+        ("language", pa.string()),  # its document's language (ISO 639-1)
+        ("keywords", pa.string()),  # its terms for the full-text index, joined by spaces (`fts_terms.keyword_text`)
     ])
 
 
@@ -57,3 +60,19 @@ def vectors_of(table: pa.Table) -> np.ndarray:
     if len(column) == 0:
         return np.zeros((0, column.type.list_size), dtype=np.float32)
     return column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32, copy=False)
+
+
+def with_keywords(chunks: pa.Table) -> pa.Table:
+    """The chunk rows with their `keywords` made from text and language where they lack them (the indexer makes
+    them while reading; rows made elsewhere get them here)."""
+    if "keywords" in chunks.column_names and chunks["keywords"].null_count == 0:
+        return chunks
+    from lodex.store.fts_terms import keyword_text
+
+    languages = chunks["language"].to_pylist() if "language" in chunks.column_names else [None] * chunks.num_rows
+    given = chunks["keywords"].to_pylist() if "keywords" in chunks.column_names else [None] * chunks.num_rows
+    made = pa.array([k if k is not None else keyword_text(t or "", lang) for k, t, lang in zip(given, chunks["text"].to_pylist(), languages)],
+                    pa.string())
+    if "keywords" in chunks.column_names:
+        return chunks.set_column(chunks.column_names.index("keywords"), "keywords", made)
+    return chunks.append_column("keywords", made)

@@ -121,13 +121,13 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
     store.optimize()
     files = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments()
              if f.metadata.physical_rows >= 4}
-    assert files and _segments(store) == {"id_idx": 1, "document_id_idx": 1, "text_idx": 1}
+    assert files and _segments(store) == {"id_idx": 1, "document_id_idx": 1, "keywords_idx": 1}
     (root / "new.txt").write_text("zeppelins and airships over the lake " * 12)
     indexer.run(root, only=["new.txt"])
     store.optimize()
     after = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments()}
     assert all(after.get(fragment) == paths for fragment, paths in files.items())  # not rewritten
-    assert _segments(store)["text_idx"] == 2
+    assert _segments(store)["keywords_idx"] == 2
     assert store._text_index_covers(store.chunks.version)
     # the same folder optimized by lancedb's own optimize (one segment, every fragment rewritten) ranks the same
     _, here_store, here_searcher = _indexed_as(root, tmp_path / "here")
@@ -139,7 +139,7 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
         (root / f"more{i}.txt").write_text(f"more notes {i} on balloons " * 12)
     indexer.run(root, only=[f"more{i}.txt" for i in range(4)])
     store.optimize()
-    assert _segments(store)["text_idx"] == 1 and store._text_index_covers(store.chunks.version)
+    assert _segments(store)["keywords_idx"] == 1 and store._text_index_covers(store.chunks.version)
     store.optimize()  # the fragments now all in one segment, the small ones compacted: the large ones still not rewritten
     after = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments()}
     assert all(after.get(fragment) == paths for fragment, paths in files.items())

@@ -263,6 +263,6 @@ def test_a_long_run_of_a_serving_writer_folds_new_chunks_into_the_keyword_index(
     indexer.optimize_every_s = 1e-6  # as often as rows pile up, for the test
     summary = indexer.run(root)
     assert len(counted) > 2 and counted[0] < summary.chunks, "optimized during the run, not only at its end"
-    stats = store.chunks.index_stats("text_idx")
+    stats = store.chunks.index_stats("keywords_idx")
     assert stats.num_unindexed_rows == 0
     assert searcher.search("topic17", k=1, mode="bm25").results[0].path == "17.txt"

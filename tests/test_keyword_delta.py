@@ -155,14 +155,15 @@ def test_the_idf_of_new_terms_is_learned_in_the_searchs_own_round_trip(tmp_path:
     snap = searcher.source.refresh()
     assert snap.keywords is not None and len(snap.keywords) > 0
     text = "flutter of zeppelinoid wings"
-    assert set(snap.keywords.index_terms.missing(snap.keywords.wanted_terms(text))) == {"flutter", "wing", "zeppelinoid"}
+    words = store.keyword_scheme.query_words(text, "en")
+    assert set(snap.keywords.index_terms.missing(snap.keywords.wanted_terms(words))) == {"flutter", "wing", "zeppelinoid"}
     reader = Store(tmp_path / "data", store.dim)
     reader.pin(snap.versions)
     wait = reader.start_keyword_search([text], 10, snap.version, snap.keywords)
     calls: list[object] = []
     monkeypatch.setattr(lance_bridge, "run", lambda *a, **k: calls.append(a) or pytest.fail("a round trip after the search"))
     (rows, scores), = wait()
-    assert not calls and snap.keywords.index_terms.missing(snap.keywords.wanted_terms(text)) == {}
+    assert not calls and snap.keywords.index_terms.missing(snap.keywords.wanted_terms(words)) == {}
     assert set(rows.tolist()) & set(snap.keywords.rows) and (scores > 0).all()
 
 

@@ -22,6 +22,7 @@ from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResp
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.lance_store import Store
+from lodex.store.languages import OTHER_SCRIPT_LANGUAGES
 from lodex.store.schema import LOCATION_COLUMNS
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
@@ -104,12 +105,17 @@ class Searcher:
             return self._search_snapshot(snap, [self._for_model(snap, q) for q in queries], vectors, started, keywords)
 
     def _for_model(self, snap: Snapshot, q: Query) -> Query:
-        """A hybrid query in a language the encoder does not cover is answered by keywords alone: its vector is near
-        random there, and fusing it in only pushes good keyword hits down."""
+        """A hybrid query in a language of another script that the encoder does not cover (Chinese, Japanese, Korean,
+        Thai…) is answered by keywords alone: its vector is near random there (the bundled model: top-1 0.17 Chinese,
+        0.03 Japanese), and fusing it in only pushes good keyword hits down. One in an uncovered language of the
+        model's own script stays hybrid: shared words and names carry meaning (German: dense top-1 0.41, and hybrid
+        0.51 where keywords alone gave 0.43; bench/RESULTS-languages.md)."""
         if self.languages is None or (q.mode or self.mode) != "hybrid":
             return q
         language = snap.docs.query_language(q.text)
-        return q if language is None or language in self.languages else replace(q, mode="bm25")
+        if language is None or language in self.languages or language not in OTHER_SCRIPT_LANGUAGES:
+            return q
+        return replace(q, mode="bm25")
 
     def _search_snapshot(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, started: float,
                          keywords: Keywords | None) -> list[SearchResponse]:

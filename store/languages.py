@@ -16,6 +16,9 @@ SNOWBALL = {"ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "
             "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
 NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "de": "German", "fr": "French", "es": "Spanish",
          "ru": "Russian", "it": "Italian", "pt": "Portuguese", "nl": "Dutch"}
+# Languages written in scripts an English (Latin-script) model's vocabulary barely knows: its vectors are near random
+# there, so when the model does not declare them, keyword search alone answers their hybrid queries
+OTHER_SCRIPT_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "lo", "km", "my"})
 _KANA = re.compile("[\u3040-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")

@@ -252,3 +252,19 @@ def test_model_languages_and_the_note(tmp_path: Path) -> None:
     assert language_note({"zh": 82, "en": 18}, frozenset({"zh", "en"}), bundled=False) is None
     assert language_note({"en": 90, "ja": 10}, frozenset({"en"}), bundled=True) is None
     assert "covers German, French only" in (language_note({"ja": 5}, frozenset({"de", "fr"}), bundled=False) or "")
+
+
+def test_hybrid_leans_on_keywords_only_where_the_model_knows_not_the_script(tmp_path: Path) -> None:
+    """With an English-only model, a Chinese hybrid query is answered by keywords alone (its vector is near random);
+    a German one stays hybrid (shared words carry meaning); an English one is untouched."""
+    rng = random.Random(7)
+    texts = {f"zh{i}.txt": _chinese(rng, 40) for i in range(4)}
+    texts |= {"de.txt": "Die Systemuhr wird mit dem Netzwerk über NTP synchronisiert, damit die Zeit stimmt. " * 6,
+              "en.txt": "The system clock is kept in step with network time servers over NTP. " * 6}
+    _, _, _, searcher = indexed_notes(tmp_path, texts)
+    searcher.languages = frozenset({"en"})  # what model_languages says of the bundled MiniLM
+    assert searcher.search("时钟同步 网络", 3).mode == "bm25"
+    assert searcher.search("Wie synchronisiert man die Systemuhr mit dem Netzwerk?", 3).mode == "hybrid"
+    assert searcher.search("how is the system clock kept in step with the network", 3).mode == "hybrid"
+    searcher.languages = None  # a model that says nothing of its languages: every query as asked
+    assert searcher.search("时钟同步 网络", 3).mode == "hybrid"

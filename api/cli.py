@@ -259,12 +259,11 @@ def search(
 
 
 def _search_here(settings: Any, query: str, k: int, filters: Any, mode: str | None) -> Any:
-    """Search the index in this process: load the encoder, open the store read-only, rank."""
-    from lodex.api.factory import build_query_encoder, build_searcher, open_store
+    """Search the index in this process: its read side (query encoder, read-only store, searcher), built once."""
+    from lodex.api.read_side import ReadSide
 
-    encoder = build_query_encoder(settings)
-    store = open_store(settings, encoder, settings.data_dir, create=False)
-    return build_searcher(settings, encoder, store).search(query, k, filters, mode)  # type: ignore[arg-type]
+    with ReadSide(settings) as reads:
+        return reads.search(query, k, filters, mode)  # type: ignore[arg-type]
 
 
 @app.command(name="eval")

@@ -274,6 +274,10 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     async def page() -> HTMLResponse:
         return HTMLResponse(PAGE.read_text(encoding="utf-8"))
 
+    from lodex.api.embeddings import embeddings_router
+
+    app.include_router(embeddings_router(service))
+
     from swagger_ui_bundle import swagger_ui_path
 
     app.mount("/static/swagger", StaticFiles(directory=swagger_ui_path), name="swagger")

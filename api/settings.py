@@ -34,6 +34,8 @@ class ApiSettings(Section):
     query_threads: int = Field(1, ge=1, le=32)
     max_queued_pushes: int = Field(10_000, ge=1)
     max_queued_push_mb: int = Field(1024, ge=1)
+    max_embed_inputs: int = Field(2048, ge=1)
+    max_embed_chars: int = Field(32_000, ge=1)
 
     @field_validator("api_key")
     @classmethod

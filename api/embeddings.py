@@ -3,7 +3,7 @@ index's own encoder on the query encoder's thread (as searches are), so a tool e
 
 import asyncio
 import base64
-from typing import Annotated, Literal
+from typing import Any, Literal
 
 import numpy as np
 from fastapi import APIRouter, HTTPException
@@ -14,7 +14,7 @@ from lodex.api.service import LodexService
 
 Kind = Literal["query", "document"]
 SUFFIXES: dict[str, Kind] = {":query": "query", ":document": "document"}  # a model name with one picks the kind
-ERRORS = {code: {"model": ErrorOut} for code in (401, 403, 404, 413, 422, 503)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (401, 403, 404, 413, 422, 503)}
 
 
 class EmbeddingsIn(BaseModel):

@@ -63,6 +63,21 @@ def _timestamp(moment: datetime) -> float:
         return float("-inf") if moment.year < 1970 else float("inf")
 
 
+def _mcp_app(service: LodexService) -> Any:
+    """The MCP server over this service's reads (and its writer, with mcp.allow_writes), as a streamable HTTP app at
+    /mcp; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from lodex.api.mcp_server import add_write_tools, build_mcp
+
+    settings = service.settings
+    server = build_mcp(ServedReads(service), settings.api.max_k, min(settings.search.k, settings.api.max_k), _version())
+    if settings.mcp.allow_writes and not service.read_only:
+        add_write_tools(server, service)
+    return server.streamable_http_app(streamable_http_path="/mcp", max_request_body_size=settings.api.max_body_kb * 1024,
+                                      transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+
+
 def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None, host: str | None = None,
                identity: Identity | None = None) -> FastAPI:
     """A FastAPI app serving `service` (started by the caller); `on_shutdown` runs when the server stops; `host`, the
@@ -74,9 +89,12 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     limits = settings.api
     reads = ServedReads(service)
 
+    mcp_app = _mcp_app(service)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with mcp_app.router.lifespan_context(mcp_app):  # the MCP sessions' task group
+            yield
         if on_shutdown:
             await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
 
@@ -277,6 +295,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     from lodex.api.embeddings import embeddings_router
 
     app.include_router(embeddings_router(service))
+    app.router.routes.extend(mcp_app.routes)  # /mcp, behind the same key and Host checks
 
     from swagger_ui_bundle import swagger_ui_path
 

@@ -61,6 +61,12 @@ class ServeSettings(Section):
     refresh_s: float = Field(1.0, ge=0)
 
 
+class McpSettings(Section):
+    """[mcp]: the MCP server for agents (`lodex mcp`, and /mcp on `lodex serve`)."""
+
+    allow_writes: bool = False
+
+
 class Settings(BaseSettings):
     """Every lodex setting; `base_dir` anchors relative paths (the config file's folder)."""
 
@@ -74,6 +80,7 @@ class Settings(BaseSettings):
     search: SearchSettings = SearchSettings()
     storage: StorageSettings = StorageSettings()
     serve: ServeSettings = ServeSettings()
+    mcp: McpSettings = McpSettings()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     config_file: Path | None = Field(default=None, exclude=True)
 

@@ -142,3 +142,34 @@ def test_mcp_over_streamable_http_on_serve(served: Any) -> None:
     assert no_key.status_code == 401 and no_key.json()["error"]["code"] == "unauthorized"
     foreign = httpx.post(server.url + "/mcp", json=hello, headers={**accept, "Authorization": f"Bearer {KEY}", "Host": "evil.example"})
     assert foreign.status_code == 403 and "Host" in foreign.json()["error"]["message"]
+
+
+def test_lodex_mcp_with_the_real_model(tmp_path: Path) -> None:
+    """End to end with the bundled model: the tool's answer is `lodex.open(...).search`'s, its citation reads back."""
+    import lodex
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name in ("wind-tunnel-report.pdf", "flow-physics-notes.txt"):
+        shutil.copy(REPO / "samples" / name, root / name)
+    data = tmp_path / "data"
+    assert CliRunner().invoke(app, ["index", str(root), "--data-dir", str(data)]).exit_code == 0
+    query = "pressure distribution on a swept wing"
+    with lodex.open(data) as index:
+        expected = index.search(query, 2)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lodex.api.cli", "mcp", "--data-dir", str(data)], cwd=str(REPO),
+                                   env={"HF_HUB_OFFLINE": "1", "HOME": os.environ["HOME"]})
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            got = _data(await session.call_tool("search", {"query": query, "k": 2}))
+            assert [(r["id"], r["score"], [p["text"] for p in r["passages"]]) for r in got["results"]] == \
+                   [(h.doc_id, h.score, [p.text for p in h.passages]) for h in expected.results]
+            best = got["results"][0]["passages"][0]
+            cited = _data(await session.call_tool("read", {"document": best["citation"]}))
+            assert cited["text"] == best["text"] and cited["page"] == best["page"]
+
+    anyio.run(main)

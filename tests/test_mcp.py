@@ -173,3 +173,21 @@ def test_lodex_mcp_with_the_real_model(tmp_path: Path) -> None:
             assert cited["text"] == best["text"] and cited["page"] == best["page"]
 
     anyio.run(main)
+
+
+def test_mcp_off_loopback_needs_the_key(served: Any) -> None:
+    """A server bound to every address (a read-only replica of the same index, with its key): /mcp without the key
+    is 401, with it the session starts."""
+    _, data = served
+    server = Server(data.parent / "docs", data, "--read-only", "--host", "0.0.0.0", env={**FAKE, "LODEX_API__API_KEY": KEY})
+    try:
+        server.wait_ready(120, path="/health")
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}
+        accept = {"Accept": "application/json, text/event-stream"}
+        refused = httpx.post(server.url + "/mcp", json=hello, headers=accept)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+        allowed = httpx.post(server.url + "/mcp", json=hello, headers={**accept, "Authorization": f"Bearer {KEY}"})
+        assert allowed.status_code == 200, allowed.text
+    finally:
+        server.stop()

@@ -35,7 +35,7 @@ run: install
 	$(BIN)/lodex serve
 
 test: install-test
-	$(BIN)/lint-imports  # the layers: api > search > indexer > store
+	$(BIN)/python scripts/lint_imports.py  # the layers: api > search > indexer > store (import-linter; see the script)
 	$(BIN)/mypy  # types of the four packages ([tool.mypy] in pyproject.toml)
 	$(MAKE) --no-print-directory docs
 	$(BIN)/python -m pytest

@@ -21,14 +21,15 @@ from lodex.api.forward import CHALLENGE_PATTERN, Identity
 from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
 from lodex.api.metrics import Metrics, Timing
 from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut, IdentityOut,
-                        PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, TextOut, valid_metadata, valid_text)
+                        IndexStatus, PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, TextOut, valid_text)
+from lodex.api.read_side import ServedReads
+from lodex.api.reading import MAX_PAGE, document_out, document_row, list_documents as documents_page
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Interrupted
-from lodex.search.context import text_window
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters
-from lodex.store.schema import DOCUMENT_COLUMNS, LOCATION_COLUMNS
+from lodex.store.schema import LOCATION_COLUMNS
 
 T = TypeVar("T")
 MAX_GLOB_CHARS = 1000  # a search's path glob (fnmatch compiles and caches each one)
@@ -42,16 +43,6 @@ def _version() -> str:
         return metadata.version("lodex")
     except metadata.PackageNotFoundError:
         return "dev"
-
-
-def _document(row: dict[str, Any]) -> DocumentOut:
-    source = "api" if row["path"].startswith(PUSHED_PREFIX) else "folder"
-    try:  # stored before metadata was checked at the door, a bad one must not make its document unreadable
-        meta = valid_metadata(json.loads(row.get("metadata") or "{}"))
-    except (ValueError, RecursionError):
-        meta = {"_unreadable": "this metadata was stored before lodex checked it; push the document again"}
-    return DocumentOut(**{k: row[k] for k in DOCUMENT_COLUMNS if k not in ("content_hash", "metadata")},
-                       status="indexed", source=source, metadata=meta)
 
 
 async def writer_result(done: "Future[T]") -> T:
@@ -72,6 +63,21 @@ def _timestamp(moment: datetime) -> float:
         return float("-inf") if moment.year < 1970 else float("inf")
 
 
+def _mcp_app(service: LodexService) -> Any:
+    """The MCP server over this service's reads (and its writer, with mcp.allow_writes), as a streamable HTTP app at
+    /mcp; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from lodex.api.mcp_server import add_write_tools, build_mcp
+
+    settings = service.settings
+    server = build_mcp(ServedReads(service), settings.api.max_k, min(settings.search.k, settings.api.max_k), _version())
+    if settings.mcp.allow_writes and not service.read_only:
+        add_write_tools(server, service)
+    return server.streamable_http_app(streamable_http_path="/mcp", max_request_body_size=settings.api.max_body_kb * 1024,
+                                      transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+
+
 def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None, host: str | None = None,
                identity: Identity | None = None) -> FastAPI:
     """A FastAPI app serving `service` (started by the caller); `on_shutdown` runs when the server stops; `host`, the
@@ -81,10 +87,14 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     settings = service.settings
     identity = identity or Identity.new()
     limits = settings.api
+    reads = ServedReads(service)
+
+    mcp_app = _mcp_app(service)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with mcp_app.router.lifespan_context(mcp_app):  # the MCP sessions' task group
+            yield
         if on_shutdown:
             await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
 
@@ -148,27 +158,23 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     @app.get("/documents", response_model=DocumentListOut, responses=ERRORS, tags=["documents"])
     async def list_documents(
         offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
         status: Annotated[str, Query(pattern="^(indexed|failed|all)$", description="indexed, failed or all")] = "indexed",
+        path: Annotated[str | None, Query(description="Only documents whose relative path matches this glob.", max_length=MAX_GLOB_CHARS)] = None,
+        ext: Annotated[list[str] | None, Query(description="Only these file extensions (repeatable).")] = None,
     ) -> DocumentListOut:
-        """Indexed documents, by path, paged; and (status=failed or all) the files that failed."""
-        def read() -> tuple[int, list[DocumentOut]]:
-            table = service.reader().document_table().sort_by("path")
-            rows = table.slice(offset, limit).to_pylist()
-            return table.num_rows, [_document(r) for r in rows]
-
-        total, docs = await on_query_thread(read) if status != "failed" else (0, [])
+        """Indexed documents, by path, paged (and filtered by path glob and extension); and (status=failed or all)
+        the files that failed."""
+        if ext and (len(ext) > MAX_EXTENSIONS or any(len(e) > 32 for e in ext)):
+            raise HTTPException(400, f"ext takes at most {MAX_EXTENSIONS} extensions of at most 32 characters")
+        filters = SearchFilters(path, tuple(ext or ()))
+        total, docs = await on_query_thread(lambda: reads.documents(offset, limit, filters)) if status != "failed" else (0, [])
         failed = [FailedOut(path=p, reason=f["reason"], attempts=f["attempts"]) for p, f in service.jobs.failed().items()] if status != "indexed" else []
         return DocumentListOut(total=total, offset=offset, limit=limit, documents=docs, failed=failed)
 
     def one_document(doc_id: str) -> dict[str, Any]:
-        if not (len(doc_id) == 16 and all(c in "0123456789abcdef" for c in doc_id)):
-            raise HTTPException(404, f"no document with id {doc_id[:40]!r} (ids are 16 hex digits)")
         store = service.reader()
-        row = store.document_row(doc_id)
-        if row is None:
-            raise HTTPException(404, f"no document with id {doc_id!r}")
-        return {"row": row, "store": store}
+        return {"row": document_row(store, doc_id), "store": store}
 
     @app.get("/documents/{doc_id}", response_model=DocumentDetailOut, tags=["documents"],
              responses={**ERRORS, 202: {"model": PushOut, "description": "A pushed document still queued for indexing."}})
@@ -183,7 +189,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
             row, store = found["row"], found["store"]
             chunks = store.chunks_of(doc_id, row["content_hash"],
                                      ["ordinal", "char_start", "char_end", "token_count", "text", *LOCATION_COLUMNS]).sort_by("ordinal").to_pylist()
-            return DocumentDetailOut(**_document(row).model_dump(), chunks=chunks)
+            return DocumentDetailOut(**document_out(row).model_dump(), chunks=chunks)
 
         return await on_query_thread(read)
 
@@ -191,16 +197,13 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     async def document_text(
         doc_id: str,
         start: Annotated[int, Query(ge=0, le=1 << 40, description="First character (offset in the extracted text).")] = 0,
-        end: Annotated[int, Query(ge=0, le=1 << 40, description="Character after the last (at most 20,000 after start).")] = 2000,
+        end: Annotated[int | None, Query(ge=0, le=1 << 40, description="Character after the last (default: start + max_chars).")] = None,
+        page: Annotated[int | None, Query(ge=0, le=1 << 31, description="A page (PDF page, slide) instead of offsets.")] = None,
+        max_chars: Annotated[int, Query(ge=1, le=20_000, description="The most characters to return.")] = 2000,
     ) -> TextOut:
-        """A window of a document's extracted text (offsets as in passages), to read a passage in context."""
-        def read() -> TextOut:
-            found = one_document(doc_id)
-            row = found["row"]
-            text, first, last = text_window(found["store"], row, service.root, start, max(start, end))
-            return TextOut(id=doc_id, path=row["path"], start=first, end=last, text=text)
-
-        return await on_query_thread(read)
+        """A window of a document's extracted text (offsets as in passages, or a page), to read a passage in context,
+        with the page and section where it starts."""
+        return await on_query_thread(lambda: reads.read(doc_id, start, end, page, max_chars))
 
     @app.post("/documents", response_model=PushOut, status_code=202, tags=["documents"],
               responses={**ERRORS, 201: {"model": PushOut, "description": "With wait=true: the document is indexed."}})
@@ -278,6 +281,11 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
                         encode_tokens_per_s=round(service.encode_tokens_per_s, 1), uptime_s=round(time.time() - service.started_at, 1),
                         last_run=service.jobs.last_run(), **counts)
 
+    @app.get("/status", response_model=IndexStatus, responses=ERRORS, tags=["admin"])
+    async def index_status() -> IndexStatus:
+        """What the index holds: counts, model, folder, failures and the last run (what `lodex.Client.status()` gives)."""
+        return await on_query_thread(reads.status)
+
     @app.get("/metrics", response_class=Response, responses=ERRORS, tags=["admin"])
     async def prometheus() -> Response:
         """Prometheus text: request latency histogram, documents, chunks, queue depth, encoder tokens/s."""
@@ -287,6 +295,11 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> HTMLResponse:
         return HTMLResponse(PAGE.read_text(encoding="utf-8"))
+
+    from lodex.api.embeddings import embeddings_router
+
+    app.include_router(embeddings_router(service))
+    app.router.routes.extend(mcp_app.routes)  # /mcp, behind the same key and Host checks
 
     from swagger_ui_bundle import swagger_ui_path
 

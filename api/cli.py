@@ -263,12 +263,34 @@ def search(
 
 
 def _search_here(settings: Any, query: str, k: int, filters: Any, mode: str | None) -> Any:
-    """Search the index in this process: load the encoder, open the store read-only, rank."""
-    from lodex.api.factory import build_query_encoder, build_searcher, open_store
+    """Search the index in this process: its read side (query encoder, read-only store, searcher), built once."""
+    from lodex.api.read_side import ReadSide
 
-    encoder = build_query_encoder(settings)
-    store = open_store(settings, encoder, settings.data_dir, create=False)
-    return build_searcher(settings, encoder, store).search(query, k, filters, mode)  # type: ignore[arg-type]
+    with ReadSide(settings) as reads:
+        return reads.search(query, k, filters, mode)  # type: ignore[arg-type]
+
+
+@app.command()
+@_friendly
+def mcp(
+    ctx: typer.Context,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Serve the index to an agent over MCP on stdin/stdout (tools: search, read, list_documents, status; documents as
+    resources). Register it in the agent's MCP config as the command `lodex mcp --data-dir DIR`."""
+    import anyio
+
+    from lodex.api.app import _version
+    from lodex.api.mcp_server import build_mcp
+    from lodex.api.read_side import ReadSide
+
+    settings = _settings(ctx, config, data_dir)
+    err.print(f"loading encoder…  data in {settings.location}", highlight=False)
+    with ReadSide(settings) as reads:
+        server = build_mcp(reads, settings.api.max_k, min(settings.search.k, settings.api.max_k), _version())
+        err.print("lodex mcp: serving on stdio", highlight=False)
+        anyio.run(server.run_stdio_async)
 
 
 @app.command(name="eval")

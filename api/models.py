@@ -158,6 +158,8 @@ class TextOut(BaseModel):
     start: int = Field(description="Offset of the window's first character (clamped to the text).")
     end: int
     text: str
+    page: int | None = Field(None, description="The page (PDF page, slide) the window starts on, where the format has pages.")
+    section: str | None = Field(None, description="The section (heading path) the window starts in, where the format has them.")
 
 
 class PushIn(BaseModel):
@@ -239,5 +241,19 @@ class StatsOut(BaseModel):
     queue_depth: int
     encode_tokens_per_s: float
     uptime_s: float
+    last_run: dict[str, Any] | None
+    languages: dict[str, int] = Field({}, description="Documents per language (ISO 639-1 code; \"unknown\": none detected), most first.")
+
+
+class IndexStatus(BaseModel):
+    """What an index holds: counts, model, folder, failures and the last run (the Python API's and MCP's status)."""
+
+    documents: int
+    chunks: int
+    failed: int
+    model: str
+    dim: int
+    data_dir: str
+    root: str
     last_run: dict[str, Any] | None
     languages: dict[str, int] = Field({}, description="Documents per language (ISO 639-1 code; \"unknown\": none detected), most first.")

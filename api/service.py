@@ -10,6 +10,8 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from lodex.api.factory import WriteSide, build_encoder, build_searcher, open_reader, open_store, read_job_log
 from lodex.api.push_spool import PushSpool
 from lodex.api.settings import Settings
@@ -19,7 +21,7 @@ from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary, document_id
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter, RunHooks
-from lodex.search.batcher import QueryBatcher
+from lodex.search.batcher import EmbedJob, QueryBatcher
 from lodex.search.results import SearchFilters, SearchResponse
 from lodex.search.searcher import Query
 from lodex.search.snapshot_source import SnapshotSource
@@ -80,7 +82,8 @@ class LodexService:
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
         self._queued_lock = threading.Lock()
         self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, open_reader(settings, self.encoder.dim), self.snapshots),
-                                    lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads)
+                                    lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads,
+                                    embed=lambda texts, kind: (self.encoder.embed(texts, kind=kind), sum(self.encoder.input_tokens(texts, kind))))
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
         # the API's writes: kept on disk (a push) on these threads, then queued without waiting for the writer
         self.writes = ThreadPoolExecutor(4, thread_name_prefix="lodex-push")
@@ -184,6 +187,11 @@ class LodexService:
     def search(self, query: str, k: int, filters: SearchFilters, mode: str | None = None) -> "Future[SearchResponse]":
         """Queue a search; concurrent searches are answered together in one batch."""
         return self.batcher.submit(Query(query, k, filters, mode))  # type: ignore[arg-type]
+
+    def embed(self, texts: list[str], kind: str) -> "Future[tuple[np.ndarray, int]]":
+        """Queue texts to embed (as queries or documents) on the query encoder's thread; the future gives their
+        vectors and the tokens the model read."""
+        return self.batcher.submit_embedding(EmbedJob(texts, kind))
 
     def reader(self) -> Store:
         """This reading thread's own store handle (listings, stats), at the latest committed version."""

@@ -34,6 +34,8 @@ class ApiSettings(Section):
     query_threads: int = Field(1, ge=1, le=32)
     max_queued_pushes: int = Field(10_000, ge=1)
     max_queued_push_mb: int = Field(1024, ge=1)
+    max_embed_inputs: int = Field(2048, ge=1)
+    max_embed_chars: int = Field(32_000, ge=1)
 
     @field_validator("api_key")
     @classmethod
@@ -59,6 +61,12 @@ class ServeSettings(Section):
     refresh_s: float = Field(1.0, ge=0)
 
 
+class McpSettings(Section):
+    """[mcp]: the MCP server for agents (`lodex mcp`, and /mcp on `lodex serve`)."""
+
+    allow_writes: bool = False
+
+
 class Settings(BaseSettings):
     """Every lodex setting; `base_dir` anchors relative paths (the config file's folder)."""
 
@@ -72,6 +80,7 @@ class Settings(BaseSettings):
     search: SearchSettings = SearchSettings()
     storage: StorageSettings = StorageSettings()
     serve: ServeSettings = ServeSettings()
+    mcp: McpSettings = McpSettings()
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     config_file: Path | None = Field(default=None, exclude=True)
 

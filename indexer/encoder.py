@@ -58,6 +58,12 @@ class Encoder(ABC):
         """Model input length of each text, special tokens included, capped at max_length."""
         return [min(len(s) + self.special_tokens, self.max_length) for s in self.token_spans(texts)]
 
+    def input_tokens(self, texts: list[str], kind: str = "document") -> list[int]:
+        """How many tokens the model reads for each text embedded as `kind` (its prefix and special tokens included,
+        cut at max_length as `embed` cuts it)."""
+        prefix = self.query_prefix if kind == "query" else self.document_prefix
+        return self.token_lengths([prefix + t for t in texts] if prefix else texts)
+
     @staticmethod
     def _similar_lengths(lengths: list[int], call_tokens: int = 8) -> list[list[int]]:
         """Indices grouped by length, shortest first: a text joins the group before it unless padding that group to

@@ -1,12 +1,14 @@
 """Micro-batching of concurrent queries, in two stages: one thread encodes every waiting query at once (their BM25
 runs in Lance meanwhile) while the search workers rank the batch encoded before (the encoder and Lance run in native
-code, so the stages overlap on two cores)."""
+code, so the stages overlap on two cores). Texts to embed only (the embeddings endpoint) go through the same encoding
+thread, between the query batches."""
 
 import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,14 +18,24 @@ from lodex.search.searcher import Query, Searcher
 _Batch = list[tuple[Query, Future]]
 
 
+@dataclass(frozen=True)
+class EmbedJob:
+    """Texts to embed as queries or as documents (kind), answered with their vectors and their model tokens."""
+
+    texts: list[str]
+    kind: str = "query"
+
+
 class QueryBatcher:
     """An encoding thread feeding search workers, each with its own Searcher; each stage takes everything waiting
     for it (up to max_batch queries) at once."""
 
     def __init__(self, make_searcher: Callable[[], Searcher], encode: Callable[[list[str]], np.ndarray],
-                 workers: int = 1, max_batch: int = 16) -> None:
+                 workers: int = 1, max_batch: int = 16,
+                 embed: Callable[[list[str], str], tuple[np.ndarray, int]] | None = None) -> None:
         self.max_batch = max_batch
         self._encode = encode
+        self._embed = embed
         self._queue: queue.Queue = queue.Queue()
         self._encoded: queue.Queue = queue.Queue()
         self._encoder = threading.Thread(target=self._encode_batches, args=(make_searcher,), name="lodex-query-encoder", daemon=True)
@@ -38,6 +50,14 @@ class QueryBatcher:
         self._queue.put((query, future))
         return future
 
+    def submit_embedding(self, job: EmbedJob) -> "Future[tuple[np.ndarray, int]]":
+        """Queue texts to embed on the encoding thread; the future gives (vectors, tokens the model read)."""
+        if self._embed is None:
+            raise RuntimeError("this batcher embeds queries only")
+        future: Future = Future()
+        self._queue.put((job, future))
+        return future
+
     def close(self) -> None:
         """Answer what is queued, then stop the threads."""
         self._queue.put(None)
@@ -49,6 +69,9 @@ class QueryBatcher:
         searcher = make_searcher()  # its own store handle, for the BM25 half of each batch
         while (batch := _take(self._queue, self.max_batch)) is not None:
             live = [(q, f) for q, f in batch if f.set_running_or_notify_cancel()]
+            for job, future in [(q, f) for q, f in live if isinstance(q, EmbedJob)]:
+                self._run_embedding(job, future)
+            live = [(q, f) for q, f in live if not isinstance(q, EmbedJob)]
             if not live:
                 continue
             started = time.perf_counter()
@@ -65,6 +88,13 @@ class QueryBatcher:
             self._encoded.put((live, vectors, started, keywords))
         for _ in self._threads:
             self._encoded.put(None)
+
+    def _run_embedding(self, job: EmbedJob, future: Future) -> None:
+        assert self._embed is not None
+        try:
+            future.set_result(self._embed(job.texts, job.kind))
+        except Exception as exc:  # noqa: BLE001 — for its caller alone
+            future.set_exception(exc)
 
     def _encode_alone(self, searcher: Searcher, pair: tuple[Query, Future], started: float) -> None:
         try:

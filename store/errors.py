@@ -57,3 +57,10 @@ class BusyError(LodexError):
     def __init__(self, message: str, fix: str = "", retry_after: float = 5.0) -> None:
         super().__init__(message, fix)
         self.retry_after = retry_after
+
+
+class NotFoundError(LodexError):
+    """A document asked for by id (or citation) that the index does not hold."""
+
+    code = "not_found"
+    status = 404

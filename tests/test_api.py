@@ -286,7 +286,7 @@ def test_a_window_of_a_documents_text(client: TestClient) -> None:
     docs = {d["path"]: d["id"] for d in client.get("/documents").json()["documents"]}
     own = client.get(f"/documents/{docs['heat.txt']}/text", params={"start": 5, "end": 30}).json()
     assert own == {"id": docs["heat.txt"], "path": "heat.txt", "start": 5, "end": 30,
-                   "text": ("Heat transfer through a hypersonic boundary layer. " * 8)[5:30]}
+                   "text": ("Heat transfer through a hypersonic boundary layer. " * 8)[5:30], "page": None, "section": None}
     detail = client.get(f"/documents/{docs['wings.md']}").json()
     chunk = detail["chunks"][-1]
     window = client.get(f"/documents/{docs['wings.md']}/text", params={"start": chunk["char_start"], "end": chunk["char_end"]}).json()

@@ -34,7 +34,7 @@ def test_the_committed_page_is_up_to_date() -> None:
 def test_every_key_of_every_section_is_on_the_page_with_its_real_default() -> None:
     page = gen.PAGE.read_text(encoding="utf-8")
     classes = gen.sections()
-    assert set(classes) == {"index", "chunking", "watch", "api", "encoder", "search", "storage", "serve"}
+    assert set(classes) == {"index", "chunking", "watch", "api", "encoder", "search", "storage", "serve", "mcp"}
     for section, cls in classes.items():
         defaults = cls()  # the section as built with no file and no environment
         for key in cls.model_fields:

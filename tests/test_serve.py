@@ -40,13 +40,14 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "serve", str(root), "--port", str(self.port), *args],
                                      env=full_env, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
 
-    def wait_ready(self, timeout: float = 180) -> None:
+    def wait_ready(self, timeout: float = 180, path: str = "/ready") -> None:
+        """Until `path` answers 200 (/health for a server with an API key: it listens once the service is up)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"serve exited: {self.output()}")
             try:
-                if get(self.url + "/ready", 2)[0] == 200:
+                if get(self.url + path, 2)[0] == 200:
                     return
             except OSError:
                 pass

@@ -1,0 +1,87 @@
+"""The Python API over HTTP: `lodex.Client(url, key)` asks a running `lodex serve` and answers with the same types as
+`lodex.open` (an error answer is raised as a LodexError with the server's message)."""
+
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from lodex.api.library import search_filters
+from lodex.api.models import DocumentListOut, DocumentOut, IndexStatus, TextOut
+from lodex.search.context import MAX_WINDOW_CHARS
+from lodex.search.names import Mode
+from lodex.search.results import SearchResponse
+from lodex.store.errors import LodexError
+
+
+class RemoteError(LodexError):
+    """An error the server answered (its status and message kept)."""
+
+    code = "remote_error"
+
+    def __init__(self, message: str, status: int, code: str = "remote_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+class Client:
+    """A client of a running `lodex serve` at `url` (with its api.api_key as `key`, when one is set)."""
+
+    def __init__(self, url: str = "http://127.0.0.1:8765", key: str | None = None, timeout: float = 60.0) -> None:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+
+    def _ask(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"cannot reach lodex at {self._http.base_url}: {exc}", 503) from exc
+        if response.status_code >= 400:
+            try:
+                error = response.json()["error"]
+                message, code = error["message"], error["code"]
+            except (ValueError, KeyError, TypeError):
+                message, code = response.text[:200], "remote_error"
+            raise RemoteError(message, response.status_code, code)
+        return response.json()
+
+    def search(self, query: str, k: int | None = None, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None,
+               modified_after: datetime | float | None = None, mode: Mode | None = None,
+               lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
+        """As `Index.search`, answered by the server."""
+        filters = search_filters(path_glob, ext, modified_after, lang)
+        body = {"q": query, "k": k, "path": filters.path_glob, "ext": list(filters.extensions) or None, "mode": mode,
+                "modified_after": filters.modified_after, "lang": list(filters.languages) or None}
+        return SearchResponse.from_dict(self._ask("POST", "/search", json=body))
+
+    def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
+                  ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:
+        """As `Index.documents`."""
+        params: dict[str, Any] = {"offset": offset, "limit": limit, "path": path_glob, "ext": list(ext or ()) or None}
+        return DocumentListOut.model_validate(self._ask("GET", "/documents", params={k: v for k, v in params.items() if v is not None}))
+
+    def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None,
+             max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
+        """As `Index.read`."""
+        params: dict[str, Any] = {"start": start, "end": end, "page": page, "max_chars": max_chars}
+        return TextOut.model_validate(self._ask("GET", f"/documents/{doc_id}/text", params={k: v for k, v in params.items() if v is not None}))
+
+    def document(self, doc_id: str) -> DocumentOut:
+        """As `Index.document`."""
+        return DocumentOut.model_validate({k: v for k, v in self._ask("GET", f"/documents/{doc_id}").items() if k != "chunks"})
+
+    def status(self) -> IndexStatus:
+        """As `Index.status`."""
+        return IndexStatus.model_validate(self._ask("GET", "/status"))
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

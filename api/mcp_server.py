@@ -1,0 +1,189 @@
+"""`lodex mcp`: the index as an MCP server (the official `mcp` SDK) for agents: tools to search, read a window of a
+document, list documents and show the index's status, and documents as resources; over stdio (this process's read
+side) or streamable HTTP mounted on `lodex serve` at /mcp (its query threads, its key and Host checks)."""
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from lodex.api.library import search_filters
+from lodex.api.read_side import Reads
+from lodex.store.errors import ConfigError, LodexError
+
+if TYPE_CHECKING:
+    from lodex.api.service import LodexService
+
+T = TypeVar("T")
+CITATION = re.compile(r"^lodex://documents/(?P<id>[0-9a-f]{16})(?:#chars=(?P<start>\d+)-(?P<end>\d+))?$")
+MAX_READ_CHARS = 20_000
+INSTRUCTIONS = ("lodex searches a local folder of long documents by meaning and keywords. Call `search` first; each "
+                "passage has a `citation` (lodex://documents/{id}#chars=a-b) to quote, which `read` opens with the text "
+                "around it (pass start/end or page to widen it). `list_documents` pages through what is indexed.")
+
+
+def citation(doc_id: str, start: int, end: int) -> str:
+    """The stable URI of characters start..end of a document (offsets into its extracted text)."""
+    return f"lodex://documents/{doc_id}#chars={start}-{end}"
+
+
+def parse_document(document: str) -> tuple[str, int | None, int | None]:
+    """(id, start, end) of a document id or a citation URI."""
+    document = document.strip()
+    if re.fullmatch(r"[0-9a-f]{16}", document):
+        return document, None, None
+    found = CITATION.match(document)
+    if found is None:
+        raise ConfigError(f"{document[:80]!r} is neither a document id nor a lodex citation",
+                          "pass a result's `id` or a passage's `citation` (lodex://documents/<16 hex digits>#chars=a-b)")
+    start, end = found["start"], found["end"]
+    return found["id"], int(start) if start else None, int(end) if end else None
+
+
+def _answer(call: Callable[[], T]) -> T:
+    """The tool's answer; a lodex error becomes an MCP tool error with its message and fix (the session goes on)."""
+    try:
+        return call()
+    except LodexError as exc:
+        raise ToolError(exc.one_line()) from exc
+
+
+def _after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        try:
+            return datetime.fromisoformat(value).timestamp()
+        except ValueError as exc:
+            raise ConfigError(f"modified_after {value[:40]!r} is not a time", "give ISO 8601 (2024-05-01 or 2024-05-01T12:00:00) or epoch seconds") from exc
+
+
+def build_mcp(reads: Reads, max_k: int = 100, default_k: int = 5, version: str = "") -> MCPServer:
+    """The MCP server over `reads` (read-only tools and the documents as resources)."""
+    server: MCPServer = MCPServer("lodex", instructions=INSTRUCTIONS, version=version, log_level="WARNING")
+
+    @server.tool(description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
+                             "documents, each with its best passages: text, score, page, section, character offsets and a "
+                             "citation URI to quote or to pass to `read` for the surrounding text.")
+    def search(
+        query: Annotated[str, Field(description="What to look for, in plain words (a question or a few keywords).", min_length=1, max_length=1000)],
+        k: Annotated[int, Field(description="How many documents to return.", ge=1, le=max_k)] = default_k,
+        mode: Annotated[Literal["dense", "bm25", "hybrid"] | None, Field(description="dense (meaning), bm25 (exact words) or hybrid; default: the server's.")] = None,
+        path_glob: Annotated[str | None, Field(description="Only documents whose relative path matches this glob, e.g. 'reports/*.pdf'.", max_length=1000)] = None,
+        ext: Annotated[list[str] | None, Field(description="Only these file extensions, e.g. ['pdf', 'md'].", max_length=50)] = None,
+        modified_after: Annotated[str | None, Field(description="Only documents modified after this time (ISO 8601 or epoch seconds).")] = None,
+        lang: Annotated[list[str] | None, Field(description="Only documents in these languages (ISO 639-1 codes, e.g. ['zh', 'de']; status() lists the index's).", max_length=20)] = None,
+    ) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            if not query.strip():
+                raise ConfigError("the query is empty", "pass some words to look for")
+            response = reads.search(query, k, search_filters(path_glob, ext, _after(modified_after), lang), mode)
+            return {"query": response.query, "mode": response.mode, "results": [
+                {"id": hit.doc_id, "path": hit.path, "title": hit.title, "score": hit.score, "uri": f"lodex://documents/{hit.doc_id}",
+                 "passages": [{"text": p.text, "score": p.score, "page": p.page, "page_end": p.page_end, "section": p.section,
+                               "char_start": p.char_start, "char_end": p.char_end, "citation": citation(hit.doc_id, p.char_start, p.char_end)}
+                              for p in hit.passages]}
+                for hit in response.results]}
+
+        return _answer(run)
+
+    @server.tool(description="Read a window of a document's text: pass a search result's `id` or a passage's `citation`; "
+                             "widen it with `start`/`end` (character offsets) or read a whole `page`. Returns the text with "
+                             "where it sits (offsets, page, section) and, when there is more, how to read on.")
+    def read(
+        document: Annotated[str, Field(description="A document id (16 hex digits) or a citation lodex://documents/{id}#chars=a-b.")],
+        start: Annotated[int | None, Field(description="First character to read (default: the citation's start, else 0).", ge=0)] = None,
+        end: Annotated[int | None, Field(description="Character after the last one to read (default: start + max_chars).", ge=0)] = None,
+        page: Annotated[int | None, Field(description="Read this page (PDF page, slide) instead of offsets.", ge=0)] = None,
+        max_chars: Annotated[int, Field(description="The most characters to return.", ge=1, le=MAX_READ_CHARS)] = 4000,
+    ) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            doc_id, cited_start, cited_end = parse_document(document)
+            first = start if start is not None else cited_start or 0
+            last = end if end is not None else (cited_end if start is None else None)
+            window = reads.read(doc_id, first, last, page, max_chars)
+            asked_end = window.start + max_chars if last is None or page is not None else last
+            answer = {**window.model_dump(), "citation": citation(doc_id, window.start, window.end)}
+            if window.end - window.start >= max_chars or (window.end < asked_end and window.end - window.start == max_chars):
+                answer["more"] = f"cut at max_chars={max_chars}: call read(document={doc_id!r}, start={window.end}) to read on"
+            return answer
+
+        return _answer(run)
+
+    @server.tool(description="List the indexed documents by path, a page at a time (pass the `next_cursor` of one answer "
+                             "as `cursor` to get the next page); filter by path glob and extensions.")
+    def list_documents(
+        path_glob: Annotated[str | None, Field(description="Only paths matching this glob, e.g. 'notes/*'.", max_length=1000)] = None,
+        ext: Annotated[list[str] | None, Field(description="Only these file extensions.", max_length=50)] = None,
+        limit: Annotated[int, Field(description="Documents per page.", ge=1, le=500)] = 50,
+        cursor: Annotated[str | None, Field(description="The next_cursor of the previous page; none for the first page.")] = None,
+    ) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            if cursor is not None and not cursor.isdigit():
+                raise ConfigError(f"cursor {cursor[:40]!r} is not one this server gave", "pass the next_cursor of the previous answer, or none")
+            offset = int(cursor or 0)
+            total, docs = reads.documents(offset, limit, search_filters(path_glob, ext, None))
+            following = offset + len(docs)
+            return {"total": total, "documents": [{"id": d.id, "path": d.path, "title": d.title, "format": d.format, "size": d.size,
+                                                   "mtime": d.mtime, "chunks": d.chunk_count, "uri": f"lodex://documents/{d.id}"} for d in docs],
+                    "next_cursor": str(following) if following < total else None}
+
+        return _answer(run)
+
+    @server.tool(description="What the index holds: documents, chunks, failed files, the model, the folder and the last indexing run.")
+    def status() -> dict[str, Any]:
+        return _answer(lambda: reads.status().model_dump())
+
+    @server.resource("lodex://documents/{doc_id}", name="document", mime_type="text/plain",
+                     description="A document's extracted text (its first 20,000 characters; the `read` tool reads further).")
+    def document(doc_id: str) -> str:
+        return _answer(lambda: reads.read(doc_id, 0, None, None, MAX_READ_CHARS).text)
+
+    return server
+
+
+def add_write_tools(server: MCPServer, service: "LodexService") -> None:
+    """The write tools (mcp.allow_writes), through `lodex serve`'s one writer."""
+
+    @server.tool(description="Add or replace a text document in the index (same name replaces it); answers once it is indexed.")
+    def push_text(
+        name: Annotated[str, Field(description="A unique relative name, e.g. 'notes/meeting-2024-05-01.md'.", min_length=1, max_length=300)],
+        text: Annotated[str, Field(description="The document's text.")],
+        title: Annotated[str, Field(description="Its title (default: none).", max_length=1000)] = "",
+    ) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            from lodex.api.models import valid_name
+
+            try:
+                clean = valid_name(name)
+            except ValueError as exc:
+                raise ConfigError(str(exc), "pick a printable relative name without '.' or '..' segments") from exc
+            doc_id, done = service.push(clean, text, title, {})
+            record = done.result()
+            return {"id": doc_id, "status": record.status, "chunks": record.chunks, "uri": f"lodex://documents/{doc_id}"}
+
+        return _answer(run)
+
+    @server.tool(description="Delete a document pushed with push_text (files of the watched folder are removed by deleting the file).")
+    def delete_document(document: Annotated[str, Field(description="The document's id or a citation of it.")]) -> dict[str, Any]:
+        def run() -> dict[str, Any]:
+            from lodex.api.reading import document_row
+            from lodex.indexer.paths import PUSHED_PREFIX
+
+            doc_id = parse_document(document)[0]
+            row = document_row(service.reader(), doc_id)
+            if not row["path"].startswith(PUSHED_PREFIX):
+                raise ConfigError(f"{row['path']} is a file of the watched folder", "delete the file instead")
+            return {"deleted": doc_id, "existed": service.delete(doc_id).result()}
+
+        return _answer(run)
+
+    @server.tool(description="Reconcile the index with its folder now (new, changed and deleted files); answers with the run's summary.")
+    def reindex() -> dict[str, Any]:
+        return _answer(lambda: service.reindex().result().to_dict())

@@ -198,3 +198,27 @@ def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_
         assert get(resumed.url + "/stats")[1]["documents"] == 80
     finally:
         _stop_within(resumed, 10)
+
+
+def test_lodex_index_fails_the_files_of_hardening_ii_within_bounded_memory(tmp_path: Path) -> None:
+    """The hostile files of #37 (spreadsheet amplification, PDF filter tricks, a 20,000-page shared stream, deep MIME)
+    beside a normal file: `lodex index` ends, fails each with its reason, indexes the rest, and no process of the run
+    (lodex or its reading process) holds more than 1.5 GiB."""
+    from tests.hostile_files import write_all
+
+    root, data = tmp_path / "docs", tmp_path / "data"
+    reasons = write_all(root)
+    (root / "notes.txt").write_text("Swept wings delay the drag rise at transonic speed. " * 20)
+    full = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "LODEX_DATA_DIR": str(data)}
+    proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"], env=full, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, code, usage = os.wait4(proc.pid, 0)  # its peak: the largest of lodex and the reading processes it waited for
+    proc.returncode = os.waitstatus_to_exitcode(code)
+    assert proc.returncode == 0, out
+    summary = json.loads(out)
+    assert summary["added"] == 1 and summary["failed"] == len(reasons)
+    for name, reason in reasons.items():
+        assert summary["failures"][name].startswith(reason), (name, summary["failures"][name])
+    assert usage.ru_maxrss / 1024 <= 1536, f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"

@@ -89,11 +89,12 @@ class Indexer:
         self._in_flight: tuple[Future, Callable[[], None]] | None = None  # the commit running, and what to do once it is done
         self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
         self.reading = ReadPool(ReadBudget(cfg.max_seconds_per_file, cfg.max_memory_mb_per_file))  # files read whole, in budget
+        self.language = cfg.language.lower() or None  # every document's language, when set; else each one detected
 
     def preparer(self) -> Preparer:
         """What prepares the files of a run, with this indexer's settings as they are now."""
         return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
-                        self.plan_windows if self.late else None, self.reading)
+                        self.plan_windows if self.late else None, self.reading, self.language)
 
     def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window]:
         """Late chunking: the windows a document's chunks (offsets in its clean `text`, whose token spans are `spans`
@@ -169,7 +170,7 @@ class Indexer:
         offsets = OffsetMap()  # cleaned like a file's text (invisible characters, CRs); offsets stay in the text pushed
         clean = clean_mapped(text, offsets)
         chunks = self.chunker.chunk(clean)
-        rows = chunk_rows(shifted(chunks, offsets), language=detect_text(clean))
+        rows = chunk_rows(shifted(chunks, offsets), language=self.language or detect_text(clean))
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
                             "updated" if record else "added", started, metadata=metadata,

@@ -185,6 +185,11 @@ class Preparer:
     retry_backoff_s: float  # the wait before the first of them, doubled for each next one
     plan: Planner | None = None  # late chunking on: how a document read whole is cut into encoder windows
     pool: ReadPool | None = None  # the budgeted reading processes files read whole go to (None: read here, as tests may)
+    language: str | None = None  # every document's language (index.language); None: each detected from its text
+
+    def language_of(self, text: str) -> str | None:
+        """A document's language: the one set for the index, else detected from its text."""
+        return self.language or detect_text(text)
 
     def prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
         """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
@@ -269,7 +274,7 @@ class Preparer:
         # document is chunked a page at a time, so its windows tokenize the whole text again
         spans = token_spans_of(doc.text, self.chunker.tokenize) if self.plan and not doc.pages else None
         clean = self.chunker.chunk_parts(doc.text, doc.pages, spans)
-        rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections, detect_text(doc.text))
+        rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections, self.language_of(doc.text))
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
                             windows=self.plan(doc.text, clean, doc.title, spans) if self.plan else None)
         if record is not None and self.store is not None:
@@ -312,7 +317,7 @@ class Preparer:
         stream = Stream()
         part_tokens = self.flush_tokens * STREAM_PART_FLUSHES
         chunks = chunk_stream(self.chunker, itertools.chain([first], blocks), offsets)
-        language = detect_text(first)
+        language = self.language_of(first)
         for batch, last in _lookahead(_batched(chunks, part_tokens), []):
             if last and check.hexdigest() != digest:
                 yield Skipped(entry, CHANGED)

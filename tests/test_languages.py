@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from lodex.indexer.settings import IndexSettings
 from lodex.store import lance_bridge
 from lodex.store.fts_terms import keyword_terms, keyword_text
 from lodex.store.languages import detect
@@ -268,3 +269,20 @@ def test_hybrid_leans_on_keywords_only_where_the_model_knows_not_the_script(tmp_
     assert searcher.search("how is the system clock kept in step with the network", 3).mode == "hybrid"
     searcher.languages = None  # a model that says nothing of its languages: every query as asked
     assert searcher.search("时钟同步 网络", 3).mode == "hybrid"
+
+
+def test_index_language_sets_every_documents_language_and_its_stems(tmp_path: Path) -> None:
+    """index.language: a folder in one language has its terms made for it (German stems), whatever detection says."""
+    from lodex.indexer.pipeline import Indexer
+
+    text = "The houses of the town stand by the river, and the people of the north walk to the south of it every day. "
+    root, store, indexer, searcher = indexed_notes(tmp_path, {"notes.txt": text * 3})
+    assert store.language_mix() == {"en": 1}
+    forced = Indexer(store, indexer.encoder, indexer.chunker, indexer.rules, IndexSettings(language="de"))
+    (root / "notes.txt").write_text(text * 3 + "Die Häuser stehen am Fluss.")
+    forced.run(root)
+    assert store.language_mix() == {"de": 1}
+    searcher.source.refresh()
+    assert [h.path for h in searcher.search("Haus", 1, mode="bm25").results] == ["notes.txt"]  # Häuser stemmed as German
+    with pytest.raises(ValueError):
+        IndexSettings(language="german")

@@ -1,7 +1,7 @@
 """The terms keyword search makes of a text. lodex makes them itself (`keyword_terms`) and gives Lance's full-text
 index them ready, joined by spaces (the chunks' `keywords` column, split at spaces by the index): words split at every
-character that is not a letter or digit, lower-cased, stemmed by the text's language's Snowball stemmer (English stop
-words dropped after stemming, for English), words of 40 bytes or more dropped, accents folded; runs of Chinese,
+character that is not a letter or digit, lower-cased, stemmed by the text's language's Snowball stemmer (its stop
+words dropped after stemming), words of 40 bytes or more dropped, accents folded; runs of Chinese,
 Japanese, Korean and other spaceless scripts cut into words (`script_words`). `terms` are those Lance's own English
 tokenizer makes of raw text, as an index made before lodex 0.x tokenized it (over `text`). lodex scores the chunk rows
 the index does not hold yet with them (`keyword_delta`), as the index will once it does."""
@@ -9,6 +9,7 @@ the index does not hold yet with them (`keyword_delta`), as the index will once 
 import re
 import threading
 import unicodedata
+from functools import lru_cache
 
 import Stemmer  # PyStemmer: the Snowball stemmers, as Lance's (rust-stemmers)
 
@@ -66,8 +67,23 @@ def _latin_terms(text: str, algorithm: str) -> list[tuple[str, str]]:
         text = unicodedata.normalize("NFKC", text)  # full-width letters and digits (ＰＨＰ７) as their plain forms
     words = [w for w in _WORD.findall(text.lower()) if len(w.encode()) < MAX_BYTES]
     stems = _stemmer(algorithm).stemWords(words)
-    stop = STOP_WORDS if algorithm == "english" else frozenset()
+    stop = _stop_terms(algorithm)
     return [(w, _fold(s)) for w, s in zip(words, stems) if s not in stop]
+
+
+@lru_cache(maxsize=64)
+def _stop_terms(algorithm: str) -> frozenset[str]:
+    """A Snowball language's stop words as terms (stemmed and folded, as they are matched): English's are Lance's own;
+    the other languages' come from the stop-words package's lists (none where it has no list)."""
+    if algorithm == "english":
+        return STOP_WORDS
+    from stop_words import StopWordError, get_stop_words
+
+    try:
+        words = [w.lower() for w in get_stop_words(algorithm) if _WORD.fullmatch(w.lower())]
+    except StopWordError:
+        return frozenset()
+    return frozenset(_fold(s) for s in Stemmer.Stemmer(algorithm).stemWords(words))
 
 
 def keyword_words_and_terms(text: str, language: str | None = None, query: bool = False) -> list[tuple[str, str]]:

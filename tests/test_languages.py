@@ -47,7 +47,7 @@ def test_japanese_korean_and_other_scripts() -> None:
         "時刻", "同期", "問題", "解決", "apt", "get", "パッケージ", "インストール"]
     assert keyword_terms("형태소 분석", "ko") == ["형태", "태소", "분석"]
     assert keyword_terms("ภาษาไทย", "th") == ["ภา", "าษ", "ษา", "าไ", "ไท", "ทย"]
-    assert keyword_terms("Die Pakete wurden installiert", "de") == ["die", "pak", "wurd", "installiert"]
+    assert keyword_terms("Die Pakete wurden installiert", "de") == ["pak", "installiert"]  # German stems, its stop words out
     assert keyword_terms("Paket", "de") == keyword_terms("Pakete", "de")
     assert keyword_terms("Pakete", "de") != keyword_terms("Pakete", "en")
 

@@ -1,21 +1,17 @@
 """PDF text assembly: a page's lines joined (hyphenated line ends mended by evidence from the whole text), running
-headers and footers found across pages and dropped."""
+headers and footers (see pdf_running) dropped."""
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lodex.indexer.decoding import clean
 
-# A header or footer line is dropped when it recurs (digits aside) on at least this share of the pages, and on at
-# least RUNNING_MIN_PAGES of them (less than half, so that a book's alternating left and right page headers go too).
-RUNNING_SHARE = 0.4
-RUNNING_MIN_PAGES = 3
 # pdfium replaces a hyphen that ends a line by U+FFFE (U+0002 in older builds) and runs the two lines together.
 MARKERS = "\ufffe\x02"
 SOFT_HYPHENS = MARKERS + "\u00ad"
 _HYPHENS = "-\u2010" + SOFT_HYPHENS
-_DIGITS = re.compile(r"\d+")
 # Stands, until the whole text is read, where a word was broken by a hyphen at a line end (a noncharacter: never in
 # text a PDF gives, and removed from it in case).
 BROKEN = "\ufdd0"
@@ -92,20 +88,6 @@ def stream_page(text: str) -> Page:
                  [normal(line) for line in tail])
 
 
-def _signature(line: str) -> str:
-    """A header or footer line as compared across pages: digits (page numbers) and case aside."""
-    return _DIGITS.sub("#", " ".join(line.split())).casefold()
-
-
-def running_signatures(pages: list[Page]) -> set[str]:
-    """The signatures of the header and footer lines that recur on enough pages to be running ones."""
-    counts: Counter[str] = Counter()
-    for page in pages:
-        counts.update({_signature(line) for line in page.head + page.tail})
-    needed = max(RUNNING_MIN_PAGES, RUNNING_SHARE * len(pages))
-    return {signature for signature, count in counts.items() if count >= needed}
-
-
 def hyphen_evidence(pages: list[Page]) -> Counter[str]:
     """How often the text writes each word that a line end broke, joined ("hyphenation") and hyphenated
     ("two-dimensional"), outside line ends: the evidence mend weighs."""
@@ -131,9 +113,10 @@ def mend(text: str, compounds: Counter[str]) -> str:
     return _BROKEN_WORD.sub(mend, text) if BROKEN in text else text
 
 
-def finish(page: Page, running: set[str], compounds: Counter[str]) -> str:
-    """A page's final text: the body between the header and footer lines that are not running ones."""
-    head = [line for line in page.head if _signature(line) not in running]
-    tail = [line for line in page.tail if _signature(line) not in running]
+def finish(page: Page, running: Callable[[str, bool], bool], compounds: Counter[str]) -> str:
+    """A page's final text: the body between the header and footer lines that are not running ones (`running(line,
+    head)`: whether a header (head true) or footer line is)."""
+    head = [line for line in page.head if not running(line, True)]
+    tail = [line for line in page.tail if not running(line, False)]
     text = mend("\n".join(part for part in (*head, page.body, *tail) if part), compounds)
     return text.replace(BROKEN, "").strip()

@@ -71,9 +71,10 @@ def line_end_hyphens(raw: str) -> list[tuple[str, str]]:
 
 
 def split_hyphens(breaks: list[tuple[str, str]], page_text: str) -> int:
-    """How many of those words the extracted text leaves in two (a space or a line between the parts)."""
+    """How many of those words the extracted text leaves in two (the hyphen and a space, or a line end, between the
+    parts)."""
     return sum(1 for a, b in breaks
-               if re.search(rf"(?<!\w){re.escape(a)}[-\u2010\ufffe\u00ad]?\s+{re.escape(b)}(?!\w)", page_text))
+               if re.search(rf"(?<!\w){re.escape(a)}(?:[-\u2010\ufffe\u00ad]\s+|\n\s*){re.escape(b)}(?!\w)", page_text))
 
 
 def column_switches(columns: list[str], page_text: str) -> int:

@@ -17,6 +17,8 @@ _HYPHENS = "-\u2010" + SOFT_HYPHENS
 BROKEN = "\ufdd0"
 _BROKEN_WORD = re.compile(rf"(\w+){BROKEN}(\w+)")
 _WORD = re.compile(r"\w+(?:[-\u2010]\w+)*")  # a word, hyphenated or not
+# A line this many words long that ends in a broken word is full: the word goes on after a blank band too.
+HEADING_WORDS = 5
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st"})
 
@@ -46,12 +48,13 @@ def normal(text: str) -> str:
 
 def join_lines(lines: list[Line]) -> str:
     """Lines joined by newlines (a blank line before a paragraph), and a word broken after a hyphen at a line end
-    made one again (see _line_break)."""
+    made one again (see _line_break), even across a blank band when a full line breaks a word that the next goes on
+    with in lower case (a heading of two lines in larger type, whose line spacing reads as a paragraph's gap)."""
     parts: list[str] = []
     for line in lines:
         if not parts:
             parts.append(line.text)
-        elif line.paragraph:
+        elif line.paragraph and not _broken_heading(parts[-1], line.text):
             parts += ["\n\n", line.text]
         else:
             between = _line_break(parts[-1], line.text)
@@ -59,6 +62,12 @@ def join_lines(lines: list[Line]) -> str:
                 parts[-1] = parts[-1][:-1]
             parts += [between, line.text]
     return "".join(parts)
+
+
+def _broken_heading(line: str, following: str) -> bool:
+    """Whether `line`, a line of at least HEADING_WORDS words ending in a hyphenated word part, goes on in `following`
+    (in lower case) across a blank band (a short line ending in a hyphen before a paragraph keeps it: "an item-")."""
+    return len(line.split()) >= HEADING_WORDS and following[:1].islower() and _line_break(line, following) != "\n"
 
 
 def _line_break(line: str, following: str) -> str:
@@ -118,5 +127,20 @@ def finish(page: Page, running: Callable[[str, bool], bool], compounds: Counter[
     head)`: whether a header (head true) or footer line is)."""
     head = [line for line in page.head if not running(line, True)]
     tail = [line for line in page.tail if not running(line, False)]
-    text = mend("\n".join(part for part in (*head, page.body, *tail) if part), compounds)
+    text = mend(_joined([part for part in (*head, page.body, *tail) if part]), compounds)
     return text.replace(BROKEN, "").strip()
+
+
+def _joined(parts: list[str]) -> str:
+    """A page's kept header lines, body and footer lines joined by newlines, except where a hyphen at the end of one
+    breaks a word that the next goes on with in lower case (a last paragraph of two lines, or a heading of two, set
+    apart like a footer or header would be): then as join_lines would."""
+    out: list[str] = []
+    for part in parts:
+        between = _line_break(out[-1], part) if out else "\n"
+        if between != "\n" and part[:1].islower():
+            out[-1] = out[-1][:-1]
+        else:
+            between = "\n"
+        out += [between, part] if out else [part]
+    return "".join(out)

@@ -215,7 +215,7 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
         first = textpage.get_charbox(match.start(), loose=True)
         last = textpage.get_charbox(match.end() - 1, loose=True) if match.end() - match.start() > 1 else first
         words.append(Word(token, min(first[0], last[0]), max(first[2], last[2]), min(first[1], last[1]),
-                           max(first[3], last[3])))
+                           max(first[3], last[3]), len(words)))
         directions.append(word_direction(first, last) if last is not first else None)
     groups: dict[str, list[Word]] = {}
     for word, direction in zip(words, filled(words, directions)):

@@ -21,6 +21,8 @@ needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
   running_titles.pdf   Chromium: 8 A5 pages, one abstract each, under a running header that changes from page to page
                        (chapter title and folio on left pages, folio and section title on right ones; a new chapter
                        every 4 pages) over a "- N -" footer
+  side_by_side.pdf     Chromium: two blocks of short lines (two words each, like code) side by side, written one
+                       block after the other, above a paragraph
   scanned.pdf          Chromium printing a page that holds only a PNG image (made here with zlib): no text layer
   encrypted.pdf        qpdf --encrypt user owner 256 of two_column.pdf: opening it needs a password
   owner_only.pdf       qpdf --encrypt "" owner 256 of two_column.pdf: restrictions only, it opens without one
@@ -158,6 +160,21 @@ def rotated(texts: list[str], out: Path, work: Path) -> dict:
     return {"title": "Turned text", "pages": [texts[46], texts[47], texts[48] + " " + texts[49]]}
 
 
+def side_by_side(texts: list[str], out: Path, work: Path) -> dict:
+    """Two floated blocks of two-word lines, level with each other, then a paragraph across the page."""
+    left, right = texts[66].split()[:24], texts[67].split()[:24]
+    def pairs(ws: list[str]) -> list[str]:
+        return [" ".join(ws[i:i + 2]) for i in range(0, len(ws), 2)]
+
+    style = ("@page { size: A4; margin: 2cm } body { font: 11pt monospace } .block { float: left; width: 40%;"
+             " margin-right: 10% } p { clear: both; font: 11pt serif; padding-top: 1em }")
+    body = "".join(f"<div class=block>{'<br>'.join(html.escape(line) for line in pairs(words))}</div>"
+                   for words in (left, right)) + f"<p>{html.escape(texts[68])}</p>"
+    chromium_pdf(page_html("Side by side", style, body), out, work)
+    return {"title": "Side by side", "pages": [" ".join([*left, *right, texts[68]])],
+            "columns": [" ".join(left), " ".join(right)]}
+
+
 RUNNING_CHAPTERS = ["Getting started", "Evaluation of indexing"]
 
 
@@ -292,7 +309,7 @@ def only(name: str, texts: list[str], out: Path) -> None:
     """One fixture made again and its entry of expected.json replaced."""
     makers = {"two_column.pdf": two_column, "two_column_rows.pdf": two_column_rows, "layout.pdf": layout,
               "outline.pdf": outline, "soft_hyphens.pdf": soft_hyphens, "rotated.pdf": rotated,
-              "running_titles.pdf": running_titles}
+              "running_titles.pdf": running_titles, "side_by_side.pdf": side_by_side}
     expected = json.loads((out / "expected.json").read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="lodex-pdf-fixtures-") as tmp:
         expected[name] = makers[name](texts, out / name, Path(tmp))
@@ -320,6 +337,7 @@ def main() -> None:
         expected["outline.pdf"] = outline(texts, args.out / "outline.pdf", work)
         expected["soft_hyphens.pdf"] = soft_hyphens(texts, args.out / "soft_hyphens.pdf", work)
         expected["rotated.pdf"] = rotated(texts, args.out / "rotated.pdf", work)
+        expected["side_by_side.pdf"] = side_by_side(texts, args.out / "side_by_side.pdf", work)
         expected["running_titles.pdf"] = running_titles(texts, args.out / "running_titles.pdf", work)
         expected["scanned.pdf"] = scanned(args.out / "scanned.pdf", work)
         expected["two_column_writer.pdf"] = two_column_writer(texts, args.out / "two_column_writer.pdf", work)

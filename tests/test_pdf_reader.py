@@ -46,7 +46,7 @@ def test_version_is_a_string() -> None:
 
 @pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
                                   "rotated.pdf", "layout.pdf", "outline.pdf", "two_column_writer.pdf",
-                                  "running_titles.pdf"])
+                                  "running_titles.pdf", "side_by_side.pdf"])
 def test_text_is_the_source_word_for_word(name: str) -> None:
     """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
     footer or page number."""
@@ -191,6 +191,14 @@ def test_compounds_weighed_over_the_whole_text() -> None:
 
 def test_hyphen_kept_before_a_paragraph() -> None:
     assert join_lines([Line("an item-", False), Line("next", True)]) == "an item-\n\nnext"
+
+
+def test_side_by_side_short_lines_read_block_by_block() -> None:
+    """Two blocks of two-word lines side by side (code listings), written one after the other: the left block, then
+    the right one, though their lines are short like a table's cells."""
+    left, right = EXPECTED["side_by_side.pdf"]["columns"]
+    lines = read("side_by_side.pdf").text.splitlines()
+    assert " ".join(lines[:12]).split() == left.split() and " ".join(lines[12:24]).split() == right.split()
 
 
 def test_heading_of_two_lines_made_whole() -> None:

@@ -21,20 +21,22 @@ PARAGRAPH_GAP = 0.5
 RUNNING_GAP = 0.5
 RUNNING_LINES = 2  # header or footer lines looked at, at most, at each end of a page
 # A column block needs this many lines, and a column of at least this many lines this many words per line on average
-# (a table of short cells is read row by row, as its rows are what belong together).
+# (a table of short cells is read row by row, as its rows are what belong together), unless the content stream
+# holds the columns one after the other.
 BLOCK_ROWS = 3
 COLUMN_WORDS = 3.0
 
 
 @dataclass(slots=True)
 class Word:
-    """A run of non-space characters and its box (PDF units, y upwards)."""
+    """A run of non-space characters and its box (PDF units, y upwards); `order`: its place in the content stream."""
 
     text: str
     x0: float
     x1: float
     y0: float
     y1: float
+    order: int = 0
 
     @property
     def middle(self) -> float:
@@ -94,10 +96,10 @@ def word_direction(first: tuple[float, ...], last: tuple[float, ...]) -> str:
 def turn(word: Word, direction: str) -> Word:
     """A word's box in the frame where its text, running `direction` on the page, runs right (lines going down)."""
     if direction == "down":  # turned clockwise: lines go left
-        return Word(word.text, -word.y1, -word.y0, word.x0, word.x1)
+        return Word(word.text, -word.y1, -word.y0, word.x0, word.x1, word.order)
     if direction == "up":  # turned counter-clockwise: lines go right
-        return Word(word.text, word.y0, word.y1, -word.x1, -word.x0)
-    return Word(word.text, -word.x1, -word.x0, -word.y1, -word.y0)  # upside down
+        return Word(word.text, word.y0, word.y1, -word.x1, -word.x0, word.order)
+    return Word(word.text, -word.x1, -word.x0, -word.y1, -word.y0, word.order)  # upside down
 
 
 def rows(words: list[Word], height: float) -> list[_Row]:
@@ -250,8 +252,16 @@ def _gutters(block: list[_Row], gutters: list[tuple[float, float]]) -> list[tupl
         return []
     for column in columns:
         if len(column) >= BLOCK_ROWS and sum(len(r.words) for r in column) < COLUMN_WORDS * len(column):
-            return []
+            return gutters if _written_by_column(columns) else []
     return gutters
+
+
+def _written_by_column(columns: list[list[_Row]]) -> bool:
+    """Whether the content stream holds the columns one after the other (side-by-side code listings, a multi-column
+    list of short entries), which a table written row by row does not: then short lines are still columns."""
+    spans = [(min(w.order for r in column for w in r.words), max(w.order for r in column for w in r.words))
+             for column in columns]
+    return all(left[1] < right[0] for left, right in zip(spans, spans[1:]))
 
 
 def _columns(block: list[_Row], gutters: list[tuple[float, float]]) -> list[list[_Row]]:

@@ -12,11 +12,11 @@ from lodex.indexer.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf_guard import check_pdf
 from lodex.indexer.pdf_layout import Word, filled, reading_order, row_text, rows, running_candidates, turn, word_direction
-from lodex.indexer.pdf_text import (BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, running_signatures,
-                                    stream_page)
+from lodex.indexer.pdf_running import Running
+from lodex.indexer.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
 
 # Bump whenever the text read from some file would change (layout rules, thresholds, cleaning, pdfium's own text).
-PDF_READER_VERSION = "1"
+PDF_READER_VERSION = "2"
 # pdfium is not thread-safe: one call into it at a time, whichever thread reads.
 _PDFIUM = threading.Lock()
 # A page is read in pdfium's own order when this share of its letters are of a right-to-left script.
@@ -180,7 +180,7 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
         first = textpage.get_charbox(match.start(), loose=True)
         last = textpage.get_charbox(match.end() - 1, loose=True) if match.end() - match.start() > 1 else first
         words.append(Word(token, min(first[0], last[0]), max(first[2], last[2]), min(first[1], last[1]),
-                           max(first[3], last[3])))
+                           max(first[3], last[3]), len(words)))
         directions.append(word_direction(first, last) if last is not first else None)
     groups: dict[str, list[Word]] = {}
     for word, direction in zip(words, filled(words, directions)):
@@ -218,8 +218,9 @@ def _document(pages: list[Page], title: str, outline: list[tuple[int, int, str]]
     """The Document: pages' texts joined by blank lines, where each starts; ReadError when no page has text."""
     if not pages:
         raise ReadError("unreadable PDF: it has no pages")
-    running, compounds = running_signatures(pages), hyphen_evidence(pages)
-    texts = [finish(page, running, compounds) for page in pages]
+    running, compounds = Running(pages), hyphen_evidence(pages)
+    texts = [finish(page, lambda line, head, i=i: running.is_running(i, line, head), compounds)
+             for i, page in enumerate(pages)]
     starts: list[int] = []
     offset = 0
     for text in texts:

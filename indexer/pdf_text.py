@@ -1,26 +1,24 @@
 """PDF text assembly: a page's lines joined (hyphenated line ends mended by evidence from the whole text), running
-headers and footers found across pages and dropped."""
+headers and footers (see pdf_running) dropped."""
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lodex.indexer.decoding import clean
 
-# A header or footer line is dropped when it recurs (digits aside) on at least this share of the pages, and on at
-# least RUNNING_MIN_PAGES of them (less than half, so that a book's alternating left and right page headers go too).
-RUNNING_SHARE = 0.4
-RUNNING_MIN_PAGES = 3
 # pdfium replaces a hyphen that ends a line by U+FFFE (U+0002 in older builds) and runs the two lines together.
 MARKERS = "\ufffe\x02"
 SOFT_HYPHENS = MARKERS + "\u00ad"
 _HYPHENS = "-\u2010" + SOFT_HYPHENS
-_DIGITS = re.compile(r"\d+")
 # Stands, until the whole text is read, where a word was broken by a hyphen at a line end (a noncharacter: never in
 # text a PDF gives, and removed from it in case).
 BROKEN = "\ufdd0"
 _BROKEN_WORD = re.compile(rf"(\w+){BROKEN}(\w+)")
 _WORD = re.compile(r"\w+(?:[-\u2010]\w+)*")  # a word, hyphenated or not
+# A line this many words long that ends in a broken word is full: the word goes on after a blank band too.
+HEADING_WORDS = 5
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st"})
 
@@ -50,12 +48,13 @@ def normal(text: str) -> str:
 
 def join_lines(lines: list[Line]) -> str:
     """Lines joined by newlines (a blank line before a paragraph), and a word broken after a hyphen at a line end
-    made one again (see _line_break)."""
+    made one again (see _line_break), even across a blank band when a full line breaks a word that the next goes on
+    with in lower case (a heading of two lines in larger type, whose line spacing reads as a paragraph's gap)."""
     parts: list[str] = []
     for line in lines:
         if not parts:
             parts.append(line.text)
-        elif line.paragraph:
+        elif line.paragraph and not _broken_heading(parts[-1], line.text):
             parts += ["\n\n", line.text]
         else:
             between = _line_break(parts[-1], line.text)
@@ -63,6 +62,12 @@ def join_lines(lines: list[Line]) -> str:
                 parts[-1] = parts[-1][:-1]
             parts += [between, line.text]
     return "".join(parts)
+
+
+def _broken_heading(line: str, following: str) -> bool:
+    """Whether `line`, a line of at least HEADING_WORDS words ending in a hyphenated word part, goes on in `following`
+    (in lower case) across a blank band (a short line ending in a hyphen before a paragraph keeps it: "an item-")."""
+    return len(line.split()) >= HEADING_WORDS and following[:1].islower() and _line_break(line, following) != "\n"
 
 
 def _line_break(line: str, following: str) -> str:
@@ -92,20 +97,6 @@ def stream_page(text: str) -> Page:
                  [normal(line) for line in tail])
 
 
-def _signature(line: str) -> str:
-    """A header or footer line as compared across pages: digits (page numbers) and case aside."""
-    return _DIGITS.sub("#", " ".join(line.split())).casefold()
-
-
-def running_signatures(pages: list[Page]) -> set[str]:
-    """The signatures of the header and footer lines that recur on enough pages to be running ones."""
-    counts: Counter[str] = Counter()
-    for page in pages:
-        counts.update({_signature(line) for line in page.head + page.tail})
-    needed = max(RUNNING_MIN_PAGES, RUNNING_SHARE * len(pages))
-    return {signature for signature, count in counts.items() if count >= needed}
-
-
 def hyphen_evidence(pages: list[Page]) -> Counter[str]:
     """How often the text writes each word that a line end broke, joined ("hyphenation") and hyphenated
     ("two-dimensional"), outside line ends: the evidence mend weighs."""
@@ -131,9 +122,25 @@ def mend(text: str, compounds: Counter[str]) -> str:
     return _BROKEN_WORD.sub(mend, text) if BROKEN in text else text
 
 
-def finish(page: Page, running: set[str], compounds: Counter[str]) -> str:
-    """A page's final text: the body between the header and footer lines that are not running ones."""
-    head = [line for line in page.head if _signature(line) not in running]
-    tail = [line for line in page.tail if _signature(line) not in running]
-    text = mend("\n".join(part for part in (*head, page.body, *tail) if part), compounds)
+def finish(page: Page, running: Callable[[str, bool], bool], compounds: Counter[str]) -> str:
+    """A page's final text: the body between the header and footer lines that are not running ones (`running(line,
+    head)`: whether a header (head true) or footer line is)."""
+    head = [line for line in page.head if not running(line, True)]
+    tail = [line for line in page.tail if not running(line, False)]
+    text = mend(_joined([part for part in (*head, page.body, *tail) if part]), compounds)
     return text.replace(BROKEN, "").strip()
+
+
+def _joined(parts: list[str]) -> str:
+    """A page's kept header lines, body and footer lines joined by newlines, except where a hyphen at the end of one
+    breaks a word that the next goes on with in lower case (a last paragraph of two lines, or a heading of two, set
+    apart like a footer or header would be): then as join_lines would."""
+    out: list[str] = []
+    for part in parts:
+        between = _line_break(out[-1], part) if out else "\n"
+        if between != "\n" and part[:1].islower():
+            out[-1] = out[-1][:-1]
+        else:
+            between = "\n"
+        out += [between, part] if out else [part]
+    return "".join(out)

@@ -18,6 +18,11 @@ needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
   soft_hyphens.pdf     Chromium: narrow justified text with soft hyphens in long words (line ends broken with U+2010)
   rotated.pdf          Chromium: page 1 text turned clockwise, page 2 counter-clockwise, page 3 a level paragraph
                        and a turned one (read level first)
+  running_titles.pdf   Chromium: 8 A5 pages, one abstract each, under a running header that changes from page to page
+                       (chapter title and folio on left pages, folio and section title on right ones; a new chapter
+                       every 4 pages) over a "- N -" footer
+  side_by_side.pdf     Chromium: two blocks of short lines (two words each, like code) side by side, written one
+                       block after the other, above a paragraph
   scanned.pdf          Chromium printing a page that holds only a PNG image (made here with zlib): no text layer
   encrypted.pdf        qpdf --encrypt user owner 256 of two_column.pdf: opening it needs a password
   owner_only.pdf       qpdf --encrypt "" owner 256 of two_column.pdf: restrictions only, it opens without one
@@ -155,6 +160,44 @@ def rotated(texts: list[str], out: Path, work: Path) -> dict:
     return {"title": "Turned text", "pages": [texts[46], texts[47], texts[48] + " " + texts[49]]}
 
 
+def side_by_side(texts: list[str], out: Path, work: Path) -> dict:
+    """Two floated blocks of two-word lines, level with each other, then a paragraph across the page."""
+    left, right = texts[66].split()[:24], texts[67].split()[:24]
+    def pairs(ws: list[str]) -> list[str]:
+        return [" ".join(ws[i:i + 2]) for i in range(0, len(ws), 2)]
+
+    style = ("@page { size: A4; margin: 2cm } body { font: 11pt monospace } .block { float: left; width: 40%;"
+             " margin-right: 10% } p { clear: both; font: 11pt serif; padding-top: 1em }")
+    body = "".join(f"<div class=block>{'<br>'.join(html.escape(line) for line in pairs(words))}</div>"
+                   for words in (left, right)) + f"<p>{html.escape(texts[68])}</p>"
+    chromium_pdf(page_html("Side by side", style, body), out, work)
+    return {"title": "Side by side", "pages": [" ".join([*left, *right, texts[68]])],
+            "columns": [" ".join(left), " ".join(right)]}
+
+
+RUNNING_CHAPTERS = ["Getting started", "Evaluation of indexing"]
+
+
+def running_titles(texts: list[str], out: Path, work: Path) -> dict:
+    """8 pages whose headers change: "Chapter 1: Getting started  1" on left pages, "2  1.1 GETTING STARTED" on
+    right ones."""
+    style = ("@page { size: A5; margin: 1.2cm } body { font: 11pt serif; margin: 0 } section { height: 17.5cm;"
+             " position: relative; break-after: page; overflow: hidden } .head { display: flex;"
+             " justify-content: space-between; font-style: italic; margin-bottom: 1.5em }"
+             " .foot { position: absolute; bottom: 0; width: 100%; text-align: center } p { text-align: justify }")
+    pages, body = texts[58:66], []
+    for index, text in enumerate(pages):
+        folio, chapter = index + 1, index // 4
+        if index % 2 == 0:
+            head = [f"Chapter {chapter + 1}: {RUNNING_CHAPTERS[chapter]}", str(folio)]
+        else:
+            head = [str(folio), f"{chapter + 1}.{index % 4} {RUNNING_CHAPTERS[chapter].upper()}"]
+        body.append(f"<section><div class=head><span>{html.escape(head[0])}</span><span>{html.escape(head[1])}</span>"
+                    f"</div><p>{html.escape(text)}</p><div class=foot>- {folio} -</div></section>")
+    chromium_pdf(page_html("Running titles", style, "".join(body)), out, work)
+    return {"title": "Running titles", "pages": pages}
+
+
 def png(width: int, height: int) -> bytes:
     """A grey-scale PNG of dark bars on white, like a scanned page of text lines."""
     def chunk(kind: bytes, data: bytes) -> bytes:
@@ -262,12 +305,27 @@ def qpdf_encrypt(source: Path, out: Path, user: str) -> None:
     subprocess.run(["qpdf", "--encrypt", user, "owner-secret", "256", "--", str(source), str(out)], check=True)
 
 
+def only(name: str, texts: list[str], out: Path) -> None:
+    """One fixture made again and its entry of expected.json replaced."""
+    makers = {"two_column.pdf": two_column, "two_column_rows.pdf": two_column_rows, "layout.pdf": layout,
+              "outline.pdf": outline, "soft_hyphens.pdf": soft_hyphens, "rotated.pdf": rotated,
+              "running_titles.pdf": running_titles, "side_by_side.pdf": side_by_side}
+    expected = json.loads((out / "expected.json").read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="lodex-pdf-fixtures-") as tmp:
+        expected[name] = makers[name](texts, out / name, Path(tmp))
+    (out / "expected.json").write_text(json.dumps(expected, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{(out / name).stat().st_size:>9,}  {name}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--evaldata", type=Path,
                         default=Path(os.environ.get("LODEX_EVALDATA", ROOT.parent / "shared" / "evaldata")))
     parser.add_argument("--out", type=Path, default=ROOT / "tests" / "fixtures" / "pdf")
+    parser.add_argument("--only", help="regenerate this one Chromium fixture (e.g. running_titles.pdf), keeping the rest")
     args = parser.parse_args()
+    if args.only:
+        return only(args.only, abstracts(args.evaldata), args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     texts = abstracts(args.evaldata)
     expected = {}
@@ -279,6 +337,8 @@ def main() -> None:
         expected["outline.pdf"] = outline(texts, args.out / "outline.pdf", work)
         expected["soft_hyphens.pdf"] = soft_hyphens(texts, args.out / "soft_hyphens.pdf", work)
         expected["rotated.pdf"] = rotated(texts, args.out / "rotated.pdf", work)
+        expected["side_by_side.pdf"] = side_by_side(texts, args.out / "side_by_side.pdf", work)
+        expected["running_titles.pdf"] = running_titles(texts, args.out / "running_titles.pdf", work)
         expected["scanned.pdf"] = scanned(args.out / "scanned.pdf", work)
         expected["two_column_writer.pdf"] = two_column_writer(texts, args.out / "two_column_writer.pdf", work)
         expected["forty_pages.pdf"] = forty_pages(texts, args.out / "forty_pages.pdf", work)

@@ -17,6 +17,7 @@ from lodex.indexer.encoder import Encoder
 from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
+from lodex.search.listing import is_listing
 from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
 from lodex.search.snapshot import Snapshot
@@ -27,6 +28,8 @@ from lodex.store.schema import LOCATION_COLUMNS
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
 
+# A result document's best chunks whose texts are read to choose its passages (contents and index pages go last).
+PASSAGE_POOL = 8
 KeywordHits = tuple[int, np.ndarray, np.ndarray]  # a query's BM25 hits: chunks version, Lance row ids, scores
 # Each query's BM25 hits (None: none started for it), or the function that waits for them (called once the batch's
 # dense search is done, so that it runs while Lance answers).
@@ -231,8 +234,9 @@ class Searcher:
 
     def _passages(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[int, float]]],
                   chunk_order: list[Hits]) -> dict[tuple[int, int], list[Passage]]:
-        """The best passages of each result document — the chunks the mode ranked highest, then by cosine —
-        with their cosine to the query and the query words they contain; texts in one Lance read."""
+        """The best passages of each result document — the chunks the mode ranked highest, then by cosine, of the
+        PASSAGE_POOL best the ones that read as a table of contents or an index last — with their cosine to the query
+        and the query words they contain; texts in one Lance read."""
         if self.passages <= 0:
             return {}
         chosen: dict[tuple[int, int], list[tuple[float, int]]] = {}
@@ -245,11 +249,14 @@ class Searcher:
             ranked = chunk_order[i].score_of(ids)
             for row, start, n in zip(rows.tolist(), (np.cumsum(lengths) - lengths).tolist(), lengths.tolist()):
                 part = slice(start, start + n)
-                keys = np.lexsort((np.arange(n), -sims[part], -ranked[part]))[: self.passages]
+                keys = np.lexsort((np.arange(n), -sims[part], -ranked[part]))[: max(self.passages, PASSAGE_POOL)]
                 chosen[(i, row)] = [(float(sims[part][j]), int(ids[part][j])) for j in keys]
         wanted = np.unique(np.array([chunk_id for picks in chosen.values() for _, chunk_id in picks], np.int64))
         rows = snap.owners.row_ids_of(wanted)  # every chosen chunk is of this version
         texts = {r["id"]: r for r in self.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()}
+        listing = {c: is_listing(r["text"]) for c, r in texts.items()}
+        for key, picks in chosen.items():  # contents and index pages after the passages that say things (stable)
+            chosen[key] = sorted(picks, key=lambda pick: listing.get(pick[1], False))[: self.passages]
         stems = [query_stems(q.text) for q in queries]
         return {
             (i, row): [Passage(texts[c]["text"], texts[c]["char_start"], texts[c]["char_end"], round(s, 6),

@@ -14,6 +14,7 @@ import pytest
 from lodex.indexer.document import Document, ReadLimits, page_of, section_of
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf_reader import PDF_READER_VERSION, _document, read_pdf, real_title
+from lodex.indexer.pdf_running import Running
 from lodex.indexer.pdf_text import BROKEN, Line, Page, join_lines, mend, stream_page
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
@@ -44,7 +45,8 @@ def test_version_is_a_string() -> None:
 
 
 @pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
-                                  "rotated.pdf", "layout.pdf", "outline.pdf", "two_column_writer.pdf"])
+                                  "rotated.pdf", "layout.pdf", "outline.pdf", "two_column_writer.pdf",
+                                  "running_titles.pdf", "side_by_side.pdf"])
 def test_text_is_the_source_word_for_word(name: str) -> None:
     """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
     footer or page number."""
@@ -189,6 +191,50 @@ def test_compounds_weighed_over_the_whole_text() -> None:
 
 def test_hyphen_kept_before_a_paragraph() -> None:
     assert join_lines([Line("an item-", False), Line("next", True)]) == "an item-\n\nnext"
+
+
+def test_side_by_side_short_lines_read_block_by_block() -> None:
+    """Two blocks of two-word lines side by side (code listings), written one after the other: the left block, then
+    the right one, though their lines are short like a table's cells."""
+    left, right = EXPECTED["side_by_side.pdf"]["columns"]
+    lines = read("side_by_side.pdf").text.splitlines()
+    assert " ".join(lines[:12]).split() == left.split() and " ".join(lines[12:24]).split() == right.split()
+
+
+def test_heading_of_two_lines_made_whole() -> None:
+    """A heading in larger type, hyphenated: its line spacing reads as a paragraph's gap, the word is still one."""
+    lines = [Line("5 Saving and restoring verbatim text and environ-", False), Line("ments", True),
+             Line("The macros", True)]
+    assert join_lines(lines) == f"5 Saving and restoring verbatim text and environ{BROKEN}ments\n\nThe macros"
+
+
+def test_word_broken_into_a_set_apart_last_paragraph_made_whole() -> None:
+    """A page's last two lines (a short paragraph, set apart like a footer) go on with a word its body broke, and a
+    heading set apart at the top breaks a word in two: both made whole, and the page offsets still exact."""
+    pages = [Page(["A long heading of the chapter about inter-", "action"], "body text here.",
+                  ["that provides ways to in-", "teract with plots."]),
+             Page([], "Second page text.", ["- 2 -"])]
+    doc = _document(pages, "", [], ReadLimits())
+    assert doc.text.startswith("A long heading of the chapter about interaction\nbody text here.")
+    assert "ways to interact with plots." in doc.text
+    assert doc.pages is not None and doc.text[doc.pages[1]:].startswith("Second page text.")
+
+
+def test_running_titles_that_change_are_dropped() -> None:
+    """Headers whose wording changes (a chapter title and the folio, on alternate sides) and a folio-only footer go
+    on every page; a numbered heading at a page's top whose number happens to match stays."""
+    def page(index: int, head: str, body: str = "text") -> Page:
+        return Page([head], f"{body} {index}", [str(index + 1)])
+
+    titles = ["Getting started", "Getting started", "Evaluation", "Evaluation", "Retrieval", "Retrieval"]
+    pages = [page(i, f"Chapter {i // 2 + 1}: {t} {i + 1}" if i % 2 == 0 else f"{i + 1} {i // 2 + 1}.{i} {t.upper()}")
+             for i, t in enumerate(titles)]
+    running = Running(pages)
+    assert all(running.is_running(i, p.head[0], True) and running.is_running(i, p.tail[0], False)
+               for i, p in enumerate(pages))
+    assert not running.is_running(2, "Results of the study", True)
+    few = [Page([f"{i + 1} {name}"], "text", []) for i, name in enumerate(["Introduction", "Methods", "Results"])]
+    assert not any(Running(few).is_running(i, p.head[0], True) for i, p in enumerate(few))
 
 
 def test_sections_from_the_outline() -> None:

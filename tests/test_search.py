@@ -93,3 +93,30 @@ def test_k_limits_and_empty_index(tmp_path: Path) -> None:
         (root / f"{i}.txt").write_text(f"text number {i} about flow")
     indexer.run(root)
     assert len(searcher.search("flow", k=5).results) == 5
+
+
+def test_contents_and_index_pages_are_not_the_best_passage(tmp_path: Path) -> None:
+    """A table of contents and an index name the query's words more often than the page that answers it: the
+    passage that says something comes first, the listings after it."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    contents = "Contents\n" + "\n".join(f"{n} Glacier melt and glacier retreat {'. ' * 12}{n * 7}" for n in range(1, 9))
+    index = "Index\n" + "\n".join(f"glacier {word} {n}, {n + 40}" for n, word in enumerate(
+        ["melt", "retreat", "mass", "flow", "ice", "snow", "rate", "front"], 3))
+    prose = ("Glaciers retreat when summer melt exceeds winter snowfall for years on end; the glacier front then "
+             "moves uphill and the ice thins.")
+    (root / "manual.txt").write_text("\n\n".join([contents, prose, index]))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder(), max_tokens=48, overlap=0)
+    indexer.run(root)
+    for mode in ("bm25", "hybrid"):
+        passages = searcher.search("glacier melt retreat", k=1, mode=mode).results[0].passages
+        assert "Glaciers retreat" in passages[0].text, mode
+        assert len(passages) == 3 and all("Glaciers retreat" not in p.text for p in passages[1:])
+
+
+def test_listing_detection() -> None:
+    from lodex.search.listing import is_listing
+    assert is_listing("1 Introduction . . . . . . . 3\n2 Methods . . . . . . . . 7\n3 Results . . . . . . . 12")
+    assert is_listing("sink 6, 27\nsocketConnection 26\nsqlCopy 22\nsqlFetch 22\nstack 31")
+    assert not is_listing("Glaciers retreat when summer melt exceeds winter snowfall.\nThe front moves uphill in 1990.")
+    assert not is_listing("for (i = 1; i <= limit; i++) {\n  printf(\"%d\", i);\n}\nreturn 0;\n}")

@@ -7,30 +7,13 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from lodex.api.cli_common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command_settings
 from lodex.api.cli_errors import err, friendly as _friendly
+from lodex.api.cli_model import model_app
 from lodex.store.errors import ConfigError, StoreError
 from lodex.store.heap import limit_arenas
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
-
-ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="LODEX_CONFIG", help="config.toml to read (default ./config.toml).")]
-DataDirOpt = Annotated[str | None, typer.Option("--data-dir", envvar="LODEX_DATA_DIR",
-                                                help="Index directory, or s3://bucket/prefix (gs://, az://) on object storage (default: index.data_dir).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
-DirArg = Annotated[Path | None, typer.Argument(help="The folder (default: index.root in config.toml).", show_default=False)]
-
-
-def _settings(ctx: typer.Context, config: Path | None, data_dir: str | None, **flags: Any) -> Any:
-    """Settings from the config file and environment, then the flags given (`flags`: "section.key" → value, as keyword
-    arguments with "__" for "."; None: not given)."""
-    from lodex.api.settings import load_settings
-    from lodex.store.object_store import is_remote
-
-    globals_ = ctx.obj or {}
-    chosen = data_dir or globals_.get("data_dir")
-    overrides = {"index.data_dir": (chosen if is_remote(chosen) else str(Path(chosen).resolve())) if chosen else None}
-    overrides |= {name.replace("__", "."): value for name, value in flags.items()}
-    return load_settings(config or globals_.get("config"), overrides)
 
 
 @app.callback()
@@ -91,7 +74,7 @@ def index(
     from lodex.api.progress import progress_bar
     from lodex.indexer.model_languages import language_note, model_languages
 
-    settings = _settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
+    settings = command_settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
                          index__ray_actors=ray_actors, index__ray_cpus_per_actor=ray_cpus)
     root = _root(settings, directory)
     with _writing(settings, root, rebuild) as side, progress_bar(err) as update:
@@ -112,7 +95,7 @@ def retry(
     """Try the files that failed again (after fixing them), and index those that now work."""
     from lodex.api.index_files import read_job_log
 
-    settings = _settings(ctx, config, data_dir)
+    settings = command_settings(ctx, config, data_dir)
     jobs = read_job_log(settings)
     root, failed = jobs.root, list(jobs.failed())
     jobs.close()
@@ -142,7 +125,7 @@ def watch(
     from lodex.api.logs import file_logger, scan_logger
     from lodex.indexer.writer import RunHooks
 
-    settings = _settings(ctx, config, data_dir, watch__polling=polling)
+    settings = command_settings(ctx, config, data_dir, watch__polling=polling)
     root = _root(settings, directory)
     with _writing(settings, root, long_lived=True) as side:
         service = side.watch(RunHooks(on_file=file_logger(err), progress=scan_logger(err)))
@@ -180,7 +163,7 @@ def serve(
     from lodex.api.render import runtime_line
     from lodex.api.service import LodexService
 
-    settings = _settings(ctx, config, data_dir, serve__read_only=read_only)
+    settings = command_settings(ctx, config, data_dir, serve__read_only=read_only)
     host = host or settings.api.host
     port = port or settings.api.port
     if not is_loopback(host) and not settings.api.api_key:
@@ -238,7 +221,7 @@ def search(
     from lodex.search.names import MODES
     from lodex.search.results import SearchFilters, SearchResponse
 
-    settings = _settings(ctx, config, data_dir)
+    settings = command_settings(ctx, config, data_dir)
     if not query.strip():
         raise ConfigError("the query is empty", "pass some words to look for")
     query = query.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes the shell gave that are not UTF-8
@@ -285,7 +268,7 @@ def mcp(
     from lodex.api.mcp_server import build_mcp
     from lodex.api.read_side import ReadSide
 
-    settings = _settings(ctx, config, data_dir)
+    settings = command_settings(ctx, config, data_dir)
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     with ReadSide(settings) as reads:
         server = build_mcp(reads, settings.api.max_k, min(settings.search.k, settings.api.max_k), _version())
@@ -310,7 +293,7 @@ def eval_(
     from lodex.api.render import print_evaluation
     from lodex.search.searcher import MODES, RANKINGS
 
-    settings = _settings(ctx, config, None)
+    settings = command_settings(ctx, config, None)
     dataset = dataset.expanduser().resolve()
     missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels.tsv") if not (dataset / name).is_file()]
     if missing:
@@ -346,7 +329,7 @@ def status(
     from lodex.store.keyword_scheme import REINDEX_HINT
     from lodex.store.origin import read_origin
 
-    settings = _settings(ctx, config, data_dir)
+    settings = command_settings(ctx, config, data_dir)
     jobs = read_job_log(settings)  # the origin record copied into the cache first, for one on object storage
     origin = read_origin(settings.data_dir) or {}
     served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
@@ -374,43 +357,7 @@ def status(
         print_status(Console(), info)
 
 
-model_app = typer.Typer(no_args_is_help=True, help="Inspect local model directories; fetch one from the hub.")
 app.add_typer(model_app, name="model")
-
-
-@model_app.command("check")
-@_friendly
-def model_check(
-    ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Argument(help="A local model directory (default: encoder.model; empty: the bundled model).", show_default=False)] = None,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
-    """What lodex will do with a model: architecture, window, pooling, prompts (and where each came from), fast mode, speed, memory."""
-    from lodex.api.model_check import print_check
-
-    print_check(_settings(ctx, config, None), directory, as_json)
-
-
-@model_app.command("pull")
-@_friendly
-def model_pull(
-    ctx: typer.Context,
-    model_id: Annotated[str, typer.Argument(metavar="ID", help="The hub's owner/name, e.g. intfloat/multilingual-e5-small.")],
-    revision: Annotated[str, typer.Option("--revision", help="Branch, tag or commit.")] = "main",
-    force: Annotated[bool, typer.Option("--force", help="Fetch a model that does not declare itself an embedding model.")] = False,
-    as_json: JsonOpt = False,
-    config: ConfigOpt = None,
-) -> None:
-    """Fetch a model from the Hugging Face hub ($HF_ENDPOINT: a mirror) into the model cache, resumable and checked
-    against the hub's hashes; then encoder.model = "ID" uses it offline."""
-    from lodex.api.model_pull import hub_endpoint, pull_model
-
-    settings = _settings(ctx, config, None)
-    done = pull_model(model_id, settings.encoder, hub_endpoint(), revision, force, progress=lambda line: err.print(line, highlight=False))
-    err.print(f'use it: encoder.model = "{model_id}" in config.toml (or LODEX_ENCODER__MODEL={model_id})', highlight=False)
-    if as_json:
-        print(json.dumps(done))
 
 
 def main() -> None:

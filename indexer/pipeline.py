@@ -25,7 +25,6 @@ from lodex.store.base import DocRecord, Store
 from lodex.indexer.settings import IndexSettings
 from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, JobLog
-from lodex.store.languages import detect_text
 from lodex.store.schema import chunks_schema
 
 # Chunks are encoded in groups of about this many encoder batches; between two groups the run checks that it was not
@@ -170,7 +169,7 @@ class Indexer:
         offsets = OffsetMap()  # cleaned like a file's text (invisible characters, CRs); offsets stay in the text pushed
         clean = clean_mapped(text, offsets)
         chunks = self.chunker.chunk(clean)
-        rows = chunk_rows(shifted(chunks, offsets), language=self.language or detect_text(clean))
+        rows = chunk_rows(shifted(chunks, offsets), language=self.preparer().language_of(clean))
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
                             "updated" if record else "added", started, metadata=metadata,

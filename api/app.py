@@ -276,7 +276,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         """Counts, queue depth, last run, model and version."""
         counts = await on_query_thread(service.counts)
         languages = await on_query_thread(service.language_mix)
-        return StatsOut(languages=languages, version=_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
+        segmented = await on_query_thread(lambda: service.reader().keyword_scheme.segmented)
+        return StatsOut(languages=languages, keywords_segmented=segmented, version=_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
                         root=str(service.root), failed=len(service.jobs.failed()), queue_depth=service.queue_depth,
                         encode_tokens_per_s=round(service.encode_tokens_per_s, 1), uptime_s=round(time.time() - service.started_at, 1),
                         last_run=service.jobs.last_run(), **counts)

@@ -333,14 +333,16 @@ def status(
     jobs = read_job_log(settings)  # the origin record copied into the cache first, for one on object storage
     origin = read_origin(settings.data_dir) or {}
     served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
-    from lodex.api.factory import open_reader
-
-    reader = open_reader(settings, int(origin["dim"]))
-    if served is not None:
+    if served is not None:  # (and the search stack is not loaded here: a forwarded status stays fast)
         counts = {"documents": served["documents"], "chunks": served["chunks"], "languages": served.get("languages", {})}
+        segmented = bool(served.get("keywords_segmented", True))
     else:
+        from lodex.api.factory import open_reader
+
+        reader = open_reader(settings, int(origin["dim"]))
         counts = {**reader.counts(), "languages": reader.language_mix()}
-    counts["keyword_note"] = None if reader.keyword_scheme.segmented else REINDEX_HINT
+        segmented = reader.keyword_scheme.segmented
+    counts["keyword_note"] = None if segmented else REINDEX_HINT
     failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
     jobs.close()
     info = {

@@ -243,6 +243,7 @@ class StatsOut(BaseModel):
     uptime_s: float
     last_run: dict[str, Any] | None
     languages: dict[str, int] = Field({}, description="Documents per language (ISO 639-1 code; \"unknown\": none detected), most first.")
+    keywords_segmented: bool = Field(True, description="Whether the keyword index holds lodex's terms (words per script, stems per language); false: an index made before, with Lance's English tokenizer, until `lodex index --rebuild`.")
 
 
 class IndexStatus(BaseModel):

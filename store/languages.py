@@ -3,8 +3,12 @@ and Korean; and the Snowball stemmer each language has."""
 
 import re
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from lodex.store.script_words import SPACELESS
+
+if TYPE_CHECKING:
+    from py3langid.langid import LanguageIdentifier
 
 SAMPLE_CHARS = 1200  # a document's language is detected from this many characters, taken from its start, middle, end
 # ISO 639-1 code → PyStemmer's Snowball algorithm (the languages Snowball has a stemmer for)
@@ -23,6 +27,9 @@ _KANA = re.compile("[\u3040-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7af]")
 _LETTER = re.compile(r"[^\W\d_]")
 _ENGLISH = frozenset("the of and to in is that for with are on as by this be it was from which at an or".split())
+# the classifier's normalized probability below which its answer is a guess (sentences score 0.99 and more; a few
+# words 0.04-0.5), and the caller's fallback language counts instead
+MIN_CONFIDENCE = 0.9
 MIN_LETTERS = 12  # a shorter text (most queries) is not told apart by its letters: the caller's fallback language counts
 
 
@@ -71,10 +78,18 @@ def detect_text(text: str, fallback: str | None = None) -> str | None:
         return fallback
     if sample.isascii() and _plainly_english(sample):
         return "en"  # most documents: no need to ask the classifier (~1 ms a document)
-    import py3langid
-
-    code, _ = py3langid.classify(sample)
+    code, confidence = _identifier().classify(sample)
+    if confidence < MIN_CONFIDENCE:
+        return fallback  # a few words: the classifier guesses ("madagascar vanilla farming": Swedish at 0.09)
     return "zh" if code in ("zh", "yue", "wuu") else code
+
+
+@lru_cache(maxsize=1)
+def _identifier() -> "LanguageIdentifier":
+    """py3langid's model with probabilities normalized (so that a guess can be told from a finding)."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
 def _plainly_english(sample: str) -> bool:

@@ -229,23 +229,6 @@ class ReadyOut(BaseModel):
     files_left: int = Field(description="Files the current indexing run has not reached yet (0 when idle).")
 
 
-class StatsOut(BaseModel):
-    version: str
-    model: str
-    dim: int
-    data_dir: str
-    root: str
-    documents: int
-    chunks: int
-    failed: int
-    queue_depth: int
-    encode_tokens_per_s: float
-    uptime_s: float
-    last_run: dict[str, Any] | None
-    languages: dict[str, int] = Field({}, description="Documents per language (ISO 639-1 code; \"unknown\": none detected), most first.")
-    keywords_segmented: bool = Field(True, description="Whether the keyword index holds lodex's terms (words per script, stems per language); false: an index made before, with Lance's English tokenizer, until `lodex index --rebuild`.")
-
-
 class IndexStatus(BaseModel):
     """What an index holds: counts, model, folder, failures and the last run (the Python API's and MCP's status)."""
 
@@ -258,3 +241,13 @@ class IndexStatus(BaseModel):
     root: str
     last_run: dict[str, Any] | None
     languages: dict[str, int] = Field({}, description="Documents per language (ISO 639-1 code; \"unknown\": none detected), most first.")
+
+
+class StatsOut(IndexStatus):
+    """GET /stats: the index's status and the server's own figures."""
+
+    version: str
+    queue_depth: int
+    encode_tokens_per_s: float
+    uptime_s: float
+    keywords_segmented: bool = Field(True, description="Whether the keyword index holds lodex's terms (words per script, stems per language); false: an index made before, with Lance's English tokenizer, until `lodex index --rebuild`.")

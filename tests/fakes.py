@@ -1,11 +1,13 @@
 """A deterministic fake encoder for fast plumbing tests: hashed bag of words, same contract as the real one."""
 
 import hashlib
+import math
 import os
 import re
 import signal
 import threading
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -126,3 +128,18 @@ class DyingEncoder(FakeEncoder):
 def dying_encoder(cfg: object) -> DyingEncoder:
     """encoder.backend = "tests.fakes:dying_encoder" (a Ray actor that dies once)."""
     return DyingEncoder()
+
+
+class ReferenceBM25:
+    """Lance's BM25 (k1 = 1.2, b = 0.75, its idf) over rows of terms, written out, to check the scores lodex and the
+    full-text index give."""
+
+    def __init__(self, rows: list[list[str]]) -> None:
+        self.rows = rows
+        self.df = Counter(term for row in rows for term in set(row))
+        self.mean = sum(map(len, rows)) / len(rows)
+
+    def __call__(self, query: list[str], row: list[str]) -> float:
+        tf, n = Counter(row), len(self.rows)
+        return sum(math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5)) * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * len(row) / self.mean))
+                   for t in query if tf[t])

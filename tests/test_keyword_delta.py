@@ -2,8 +2,6 @@
 ranks them as the index will once it folds them in, and new rows are found at once."""
 
 import json
-import math
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +15,7 @@ from lodex.store.fts_terms import STOP_WORDS, terms
 from lodex.store.lance_store import Store
 from lodex.store.lancedb_import import import_lancedb
 from tests.conftest import EVALDATA, indexed_notes, make_pipeline
-from tests.fakes import FakeEncoder
+from tests.fakes import FakeEncoder, ReferenceBM25
 
 CRANFIELD = EVALDATA / "cranfield"
 
@@ -38,13 +36,8 @@ def test_lodex_terms_score_rows_exactly_as_lances_index(tmp_path: Path) -> None:
     table = db.create_table("chunks", pa.table({"id": np.arange(len(texts)), "text": texts}))
     lance_bridge.ensure_text_index(table)
     rows = [terms(t) for t in texts]
-    df = Counter(term for row in rows for term in set(row))
-    mean = sum(map(len, rows)) / len(rows)
-
-    def bm25(query: list[str], row: list[str]) -> float:
-        tf = Counter(row)
-        return sum(math.log(1 + (len(rows) - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * len(row) / mean))
-                   for t in query if tf[t])
+    bm25 = ReferenceBM25(rows)
+    df = bm25.df
 
     checked = 0
     for text in [*queries[:60], "café naive aero final foo bar", "w" * 39, "v" * 40]:

@@ -1,9 +1,7 @@
 """Every language: Chinese, Japanese and Korean text cut into words for keyword search (documents, queries, and the
 rows the full-text index does not hold yet, alike), per-language stems, and each document's language."""
 
-import math
 import random
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from lodex.store.languages import detect
 from lodex.store.lance_store import Store
 from lodex.store.lancedb_import import import_lancedb
 from tests.conftest import indexed_notes
+from tests.fakes import ReferenceBM25
 
 # Words of a Debian manual's Chinese chapters, put together at random into sentences that look like it.
 ZH_WORDS = ("系统 管理员 软件包 安装 时钟 同步 网络 配置 文件 服务器 内核 模块 用户 权限 备份 数据 磁盘 分区 挂载 日志 "
@@ -71,13 +70,7 @@ def test_lodex_terms_score_chinese_rows_exactly_as_lances_index(tmp_path: Path) 
     table = db.create_table("chunks", pa.table({"id": np.arange(len(texts)), "text": texts, "keywords": keywords}))
     assert lance_bridge.ensure_text_index(table).segmented
     rows = [k.split() for k in keywords]
-    df = Counter(term for row in rows for term in set(row))
-    mean = sum(map(len, rows)) / len(rows)
-
-    def bm25(query: list[str], row: list[str]) -> float:
-        tf = Counter(row)
-        return sum(math.log(1 + (len(rows) - df[t] + 0.5) / (df[t] + 0.5)) * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * len(row) / mean))
-                   for t in query if tf[t])
+    bm25 = ReferenceBM25(rows)
 
     checked = 0
     for query in ["时钟同步的问题", "系统管理员如何备份数据", "debian apt-get 安装软件包", "防火墙配置", "输入法"]:

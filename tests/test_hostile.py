@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -202,8 +203,8 @@ def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_
 
 def test_lodex_index_fails_the_files_of_hardening_ii_within_bounded_memory(tmp_path: Path) -> None:
     """The hostile files of #37 (spreadsheet amplification, PDF filter tricks, a 20,000-page shared stream, deep MIME)
-    beside a normal file: `lodex index` ends, fails each with its reason, indexes the rest, and no process of the run
-    (lodex or its reading process) holds more than 1.5 GiB."""
+    beside a normal file: `lodex index` ends, fails each with its reason, indexes the rest, and its processes (lodex
+    and its reading processes) together hold at most 1.5 GiB."""
     from tests.hostile_files import write_all
 
     root, data = tmp_path / "docs", tmp_path / "data"
@@ -212,13 +213,45 @@ def test_lodex_index_fails_the_files_of_hardening_ii_within_bounded_memory(tmp_p
     full = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "LODEX_DATA_DIR": str(data)}
     proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"], env=full, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, code, usage = os.wait4(proc.pid, 0)  # its peak: the largest of lodex and the reading processes it waited for
-    proc.returncode = os.waitstatus_to_exitcode(code)
+    peaks: dict[int, int] = {}  # pid → its peak resident kB (VmHWM), for lodex and its reading processes
+    watcher = threading.Thread(target=_watch_tree, args=(proc, peaks), daemon=True)
+    watcher.start()
+    out, _ = proc.communicate(timeout=300)
+    watcher.join(10)
     assert proc.returncode == 0, out
     summary = json.loads(out)
     assert summary["added"] == 1 and summary["failed"] == len(reasons)
     for name, reason in reasons.items():
         assert summary["failures"][name].startswith(reason), (name, summary["failures"][name])
-    assert usage.ru_maxrss / 1024 <= 1536, f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
+    total = sum(peaks.values()) / 1024  # each process's own peak, added up: at least the tree's peak at any moment
+    assert peaks and total <= 1536, f"peak RSS of the run {total:.0f} MB: {peaks}"
+
+
+def _watch_tree(proc: subprocess.Popen, peaks: dict[int, int]) -> None:
+    """Until `proc` ends: the peak resident memory (VmHWM, the process's own since its exec) of it and of every
+    process under it, read every 20 ms. (rusage's ru_maxrss would count the test process's pages its fork copied.)"""
+    while proc.poll() is None:
+        for pid in _tree(proc.pid):
+            try:
+                hwm = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmHWM:"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            peaks[pid] = max(peaks.get(pid, 0), hwm)
+        time.sleep(0.02)
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and the processes under it."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out

@@ -4,7 +4,6 @@ beside normal files. The run ends, nothing escapes, every hostile file is indexe
 can read, the normal files are searchable, and the process stays within its memory bound."""
 
 import re
-import resource
 import threading
 from pathlib import Path
 
@@ -53,14 +52,14 @@ NEEDS_BUDGET_GENERATORS: dict[str, tuple[str, ...]] = {
 NEEDS_BUDGET: list[Case] = [c for fmt, gens in NEEDS_BUDGET_GENERATORS.items() for c in cases((fmt,), range(3), gens)]
 # Generators whose files fail, today, with a raw Python exception as the reason (a reader lets one out): the
 # readable-reason check is relaxed for them until the readers are fixed (test_raw_reasons_are_known shows them).
-RAW_TODAY: frozenset[tuple[str, str]] = frozenset({("xlsx", "bad_values"), ("eml", "deep")})
+RAW_TODAY: frozenset[tuple[str, str]] = frozenset({("xlsx", "bad_values")})
 
 CONTROLS = {"control-plain.txt": "albatross", "control-notes.md": "bittern", "control-page.html": "cassowary",
             "deep/control-table.csv": "dunlin"}
 # A reason a person can read: not a Python exception's class name and message, nor a traceback.
 RAW_REASON = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|\bMemoryError\b|\bRecursionError\b")
 RUN_SECONDS = 240  # the quick run takes ~15 s of CPU (20-80 s wall on a busy 2-core machine); past this it is a hang
-PEAK_RSS_MB = 1536  # the issue's bound for a whole indexing run
+RUN_GROWTH_MB = 1024  # the most a run over the hostile folder may add to this process's resident memory
 BUDGET_SECONDS, BUDGET_MB = 5.0, 512  # the per-file budget of the runs of NEEDS_BUDGET (index.max_*_per_file)
 
 
@@ -100,24 +99,29 @@ def _run_with_deadline(side: WriteSide, root: Path, seconds: float) -> RunSummar
     return result["summary"]
 
 
-def _reset_peak() -> None:
-    """Start this process's peak resident memory afresh (Linux: VmHWM), so that earlier tests do not count."""
+def _status_kb(field: str) -> int:
+    """A field of this process's /proc status, in kB (0 where there is none)."""
+    try:
+        return next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines() if line.startswith(field + ":"))
+    except (OSError, StopIteration, ValueError):
+        return 0
+
+
+def _reset_peak() -> int:
+    """Start this process's peak resident memory (VmHWM) afresh; its resident memory now, in kB."""
     try:
         Path("/proc/self/clear_refs").write_text("5")
     except OSError:
         pass
+    return _status_kb("VmRSS")
 
 
-def _peak_rss_mb() -> float:
-    """The highest resident memory of this process since `_reset_peak` (VmHWM) and of any child it waited for (its
-    reading processes), in MB."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    try:
-        own = next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM:"))
-    except (OSError, StopIteration, ValueError):
-        pass
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, children) / 1024
+def _growth_mb(start_kb: int) -> float:
+    """How far this process's resident memory rose above `start_kb` since `_reset_peak`, in MB. The whole suite's
+    process holds GBs before this test (models, other tests), so the run's own growth is what is measured; its reading
+    processes are held to index.max_memory_mb_per_file by construction (and the peak of a lodex index process tree is
+    measured in tests/test_hostile.py)."""
+    return max(0, _status_kb("VmHWM") - start_kb) / 1024
 
 
 def index_cases(tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple[str, str]] = frozenset(),
@@ -131,7 +135,7 @@ def index_cases(tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple
     settings.index.data_dir = str(tmp_path / "data")
     if budget is not None:
         settings.index.max_seconds_per_file, settings.index.max_memory_mb_per_file = budget
-    _reset_peak()
+    start_kb = _reset_peak()
     encoder = FakeEncoder()
     with WriteSide(settings, root, encoder=encoder) as side:
         summary = _run_with_deadline(side, root, RUN_SECONDS)
@@ -156,25 +160,17 @@ def index_cases(tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple
     assert not problems, "cases failed without a readable reason:\n" + "\n".join(problems)
     for name in CONTROLS:
         assert records[Path(name).name].status == "indexed", records[Path(name).name]
+    growth = _growth_mb(start_kb)
+    assert growth <= RUN_GROWTH_MB, f"the run grew this process by {growth:.0f} MB, over {RUN_GROWTH_MB} MB"
     return {name: records[name] for name in by_name}
 
 
 def test_a_few_hundred_hostile_files_are_indexed_or_failed_with_a_reason(tmp_path: Path) -> None:
     chosen = quick_cases(range(4))
     assert len(chosen) >= 250, len(chosen)
-    records = index_cases(tmp_path, chosen, RAW_TODAY)
+    records = index_cases(tmp_path, chosen, RAW_TODAY)  # thousands more: bench/fuzz_readers.py
     failed = sum(r.status == "failed" for r in records.values())
     assert 0 < failed < len(records)  # both outcomes occur: the folder really is hostile, and not wholly unreadable
-    peak = _peak_rss_mb()
-    assert peak <= PEAK_RSS_MB, f"peak RSS {peak:.0f} MB over {PEAK_RSS_MB} MB"
-
-
-@pytest.mark.slow
-def test_thousands_of_hostile_files_are_indexed_or_failed_with_a_reason(tmp_path: Path) -> None:
-    chosen = quick_cases(range(4, 24))
-    records = index_cases(tmp_path, chosen, RAW_TODAY)
-    assert len(records) == len(chosen)
-    assert _peak_rss_mb() <= PEAK_RSS_MB
 
 
 @pytest.mark.slow
@@ -183,8 +179,6 @@ def test_files_that_need_the_budget_fail_within_it(tmp_path: Path) -> None:
     # (seeds 1 and 2 too: bench/fuzz_readers.py)
     records = index_cases(tmp_path, chosen, budget=(BUDGET_SECONDS, BUDGET_MB))  # ends; each read within the budget,
     assert any(r.status == "failed" for r in records.values())  # or failed with a readable reason ("took longer…")
-    peak = _peak_rss_mb()
-    assert peak <= PEAK_RSS_MB, f"peak RSS {peak:.0f} MB over {PEAK_RSS_MB} MB"
 
 
 @pytest.mark.xfail(reason="the readers let these exceptions out raw (a reader bug each); fix them, then empty RAW_TODAY",

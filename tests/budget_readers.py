@@ -1,7 +1,7 @@
 """Readers standing for reader bugs, run in the budget's worker processes by tests/test_budget.py (ReadPool(reader=…)):
 one that never returns, one that allocates without bound, one without the PDF guard; any other file is read as usual."""
 
-import time
+import threading
 from pathlib import PurePath
 
 from lodex.indexer import pdf_reader
@@ -13,8 +13,7 @@ def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:
     """"hang.*" loops for ever, "hog.*" holds more and more memory; the rest is read by readers.extract."""
     name = PurePath(path).stem
     if name == "hang":
-        while True:
-            time.sleep(0.01)
+        threading.Event().wait()  # never set: a reader that never returns
     if name == "hog":
         held = []
         while True:

@@ -237,7 +237,10 @@ def _watch_tree(proc: subprocess.Popen, peaks: dict[int, int]) -> None:
             except (OSError, StopIteration, ValueError):
                 continue
             peaks[pid] = max(peaks.get(pid, 0), hwm)
-        time.sleep(0.02)
+        try:
+            proc.wait(timeout=0.02)  # the next sample in 20 ms, or none once it has ended
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _tree(root: int) -> list[int]:

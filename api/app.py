@@ -21,19 +21,18 @@ from lodex.api.forward import CHALLENGE_PATTERN, Identity
 from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
 from lodex.api.metrics import Metrics, Timing
 from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut, IdentityOut,
-                        IndexStatus, PushIn, PushOut, QueuedOut, ReadyOut, RunOut, SearchIn, SearchOut, StatsOut, TextOut, valid_text)
+                        IndexStatus, PushIn, PushOut, QueuedOut, ReadyOut, RunOut, StatsOut, TextOut)
 from lodex.api.read_side import ServedReads
+from lodex.api.request import MAX_GLOB_CHARS, Limits, SearchRequest, check_extensions, search_request
 from lodex.api.reading import MAX_PAGE, document_out, document_row, list_documents as documents_page
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Interrupted
 from lodex.search.names import Mode
-from lodex.search.results import SearchFilters
+from lodex.search.results import SearchFilters, SearchResponse
 from lodex.store.schema import LOCATION_COLUMNS
 
 T = TypeVar("T")
-MAX_GLOB_CHARS = 1000  # a search's path glob (fnmatch compiles and caches each one)
-MAX_EXTENSIONS = 50
 PAGE = Path(__file__).parent / "static" / "index.html"
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
@@ -55,14 +54,6 @@ async def writer_result(done: "Future[T]") -> T:
         raise
 
 
-def _timestamp(moment: datetime) -> float:
-    """Seconds since the epoch; a time outside what the platform can convert is clamped (year 1 is long before)."""
-    try:
-        return moment.timestamp()
-    except (OverflowError, OSError, ValueError):
-        return float("-inf") if moment.year < 1970 else float("inf")
-
-
 def _mcp_app(service: LodexService) -> Any:
     """The MCP server over this service's reads (and its writer, with mcp.allow_writes), as a streamable HTTP app at
     /mcp; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
@@ -71,7 +62,7 @@ def _mcp_app(service: LodexService) -> Any:
     from lodex.api.mcp_server import add_write_tools, build_mcp
 
     settings = service.settings
-    server = build_mcp(ServedReads(service), settings.api.max_k, min(settings.search.k, settings.api.max_k), _version())
+    server = build_mcp(ServedReads(service), Limits.of(settings), _version())
     if settings.mcp.allow_writes and not service.read_only:
         add_write_tools(server, service)
     return server.streamable_http_app(streamable_http_path="/mcp", max_request_body_size=settings.api.max_body_kb * 1024,
@@ -87,6 +78,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     settings = service.settings
     identity = identity or Identity.new()
     limits = settings.api
+    request_limits = Limits.of(settings)
     reads = ServedReads(service)
 
     mcp_app = _mcp_app(service)
@@ -112,32 +104,12 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     async def on_query_thread(fn, *args):
         return await asyncio.get_running_loop().run_in_executor(service.queries, fn, *args)
 
-    async def run_search(q: str, k: int | None, path: str | None, ext: list[str] | None, modified_after: datetime | None,
-                         mode: str | None = None, lang: list[str] | None = None) -> Response:
-        for name, value in (("q", q), ("path", path or ""), *(("ext", e) for e in ext or ()), *(("lang", c) for c in lang or ())):
-            try:
-                valid_text(value)
-            except ValueError as exc:
-                raise HTTPException(422, f"{name}: {exc}") from exc
-        if not q.strip():
-            raise HTTPException(400, "q is empty: pass some words to look for")
-        if path is not None and len(path) > MAX_GLOB_CHARS:
-            raise HTTPException(400, f"path is longer than {MAX_GLOB_CHARS} characters")
-        if ext and (len(ext) > MAX_EXTENSIONS or any(len(e) > 32 for e in ext)):
-            raise HTTPException(400, f"ext takes at most {MAX_EXTENSIONS} extensions of at most 32 characters")
-        if lang and (len(lang) > MAX_EXTENSIONS or any(not 2 <= len(c) <= 3 or not c.isalpha() or not c.isascii() for c in lang)):
-            raise HTTPException(400, f"lang takes at most {MAX_EXTENSIONS} language codes of 2 or 3 letters (ISO 639), e.g. zh")
-        if len(q) > limits.max_query_chars:
-            raise HTTPException(400, f"q is longer than {limits.max_query_chars} characters (api.max_query_chars)")
-        k = min(settings.search.k, limits.max_k) if k is None else k
-        if not 1 <= k <= limits.max_k:
-            raise HTTPException(400, f"k must be between 1 and {limits.max_k} (api.max_k)")
-        after = _timestamp(modified_after) if modified_after else None
-        filters = SearchFilters(path, tuple(ext or ()), after, tuple(c.lower() for c in lang or ()))
-        response = await asyncio.wrap_future(service.search(q, k, filters, mode))
-        return JSONResponse(response.to_dict())  # already the SearchOut shape: skip a second validation pass
+    async def run_search(request: SearchRequest) -> Response:
+        search = request.checked(request_limits)
+        response = await asyncio.wrap_future(service.search(search.query, search.k, search.filters, search.mode))
+        return Response(response.to_json(), media_type="application/json")  # already the SearchResponse shape: no second validation
 
-    @app.get("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
+    @app.get("/search", response_model=SearchResponse, responses=ERRORS, tags=["search"])
     async def search_get(
         q: Annotated[str, Query(description="The query, in plain words.", max_length=100_000)],
         k: Annotated[int | None, Query(description="Documents to return.")] = None,
@@ -148,12 +120,12 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         lang: Annotated[list[str] | None, Query(description="Only documents in these languages (ISO 639-1, repeatable).")] = None,
     ) -> Response:
         """Rank documents (dense, keyword or hybrid retrieval); return each with its best passages."""
-        return await run_search(q, k, path, ext, modified_after, mode, lang)
+        return await run_search(search_request(q=q, k=k, path=path, ext=ext, modified_after=modified_after, mode=mode, lang=lang))
 
-    @app.post("/search", response_model=SearchOut, responses=ERRORS, tags=["search"])
-    async def search_post(body: SearchIn) -> Response:
+    @app.post("/search", response_model=SearchResponse, responses=ERRORS, tags=["search"])
+    async def search_post(body: SearchRequest) -> Response:
         """Same as GET /search, with a JSON body."""
-        return await run_search(body.q, body.k, body.path, body.ext, body.modified_after, body.mode, body.lang)
+        return await run_search(body)
 
     @app.get("/documents", response_model=DocumentListOut, responses=ERRORS, tags=["documents"])
     async def list_documents(
@@ -165,8 +137,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     ) -> DocumentListOut:
         """Indexed documents, by path, paged (and filtered by path glob and extension); and (status=failed or all)
         the files that failed."""
-        if ext and (len(ext) > MAX_EXTENSIONS or any(len(e) > 32 for e in ext)):
-            raise HTTPException(400, f"ext takes at most {MAX_EXTENSIONS} extensions of at most 32 characters")
+        check_extensions(ext)
         filters = SearchFilters(path, tuple(ext or ()))
         total, docs = await on_query_thread(lambda: reads.documents(offset, limit, filters)) if status != "failed" else (0, [])
         failed = [FailedOut(path=p, reason=f["reason"], attempts=f["attempts"]) for p, f in service.jobs.failed().items()] if status != "indexed" else []

@@ -8,9 +8,9 @@ import typer
 from rich.console import Console
 
 from lodex.api.cli_common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command_settings
-from lodex.api.cli_errors import err, friendly as _friendly
+from lodex.api.cli_errors import ServerRefused, err, friendly as _friendly
 from lodex.api.cli_model import model_app
-from lodex.store.errors import ConfigError, StoreError
+from lodex.store.errors import ConfigError
 from lodex.store.heap import limit_arenas
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
@@ -72,14 +72,18 @@ def index(
 ) -> None:
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
     from lodex.api.progress import progress_bar
-    from lodex.indexer.model_languages import language_note, model_languages
+    from lodex.api.model_cache import encoder_languages
+    from lodex.api.progress import process_seconds
+    from lodex.indexer.model_languages import language_note
 
     settings = command_settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
                          index__ray_actors=ray_actors, index__ray_cpus_per_actor=ray_cpus)
     root = _root(settings, directory)
     with _writing(settings, root, rebuild) as side, progress_bar(err) as update:
+        start = process_seconds()  # imports, the encoder and the store: what a user waits for before the run
         summary = side.indexer.run(root, progress=update)
-        note = language_note(side.store.language_mix(), model_languages(settings.encoder.model), not settings.encoder.model)
+        summary.phases = {"start": round(start, 3), **summary.phases}
+        note = language_note(side.store.language_mix(), encoder_languages(settings), not settings.encoder.model)
         summary.notes += [note] if note else []
     _print_summary(summary, as_json)
 
@@ -204,32 +208,33 @@ def serve(
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
-    k: Annotated[int | None, typer.Option("-k", "--k", min=1, max=1000, help="Documents to return (default: search.k).")] = None,
+    k: Annotated[int | None, typer.Option("-k", "--k", help="Documents to return (default: search.k; at most api.max_k).")] = None,
     path: Annotated[str | None, typer.Option("--path", help="Only documents whose relative path matches this glob.")] = None,
     ext: Annotated[list[str] | None, typer.Option("--ext", help="Only these file extensions (repeatable).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="dense, bm25 or hybrid (default: search.mode).")] = None,
     lang: Annotated[list[str] | None, typer.Option("--lang", help="Only documents in this language (ISO 639-1, e.g. zh; repeatable).")] = None,
+    modified_after: Annotated[str | None, typer.Option("--modified-after", help="Only documents modified after this time: ISO 8601 "
+                                                       "(2024-05-01, 2024-05-01T12:00:00+02:00; no zone: local time) or epoch seconds.")] = None,
     local: Annotated[bool, typer.Option("--local", help="Search in this process even when a `lodex serve` of this index runs.")] = False,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Rank indexed documents by meaning and keywords and show their best passages, query words marked (asked of the
-    `lodex serve` of the same data dir when one runs: no model to load)."""
+    `lodex serve` of the same data dir when one runs: no model to load; it searches here only when that server cannot
+    be reached or fails, and shows the error it answers to a bad request)."""
     from lodex.api.forward import ask_server
     from lodex.api.render import print_search
-    from lodex.search.names import MODES
-    from lodex.search.results import SearchFilters, SearchResponse
+    from lodex.api.request import Limits, search_request
+    from lodex.search.results import SearchResponse
 
     settings = command_settings(ctx, config, data_dir)
-    if not query.strip():
-        raise ConfigError("the query is empty", "pass some words to look for")
     query = query.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes the shell gave that are not UTF-8
-    if mode is not None and mode not in MODES:
-        raise ConfigError(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
-    k = k or settings.search.k
-    body = {"q": query, "k": k, "path": path, "ext": ext, "mode": mode or settings.search.mode, **({"lang": lang} if lang else {})}
-    answer = ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", body) if not local else None
+    request = search_request(q=query, k=k, path=path, ext=ext, modified_after=modified_after, mode=mode or settings.search.mode, lang=lang)
+    asked = request.checked(Limits.of(settings))  # checked here as the server checks it: its k is this config's default
+    answer = None if local else ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", request.model_copy(update={"k": asked.k}).body())
+    if answer is not None and answer.refused:
+        raise ServerRefused(answer.reason, answer.error, answer.status)  # a 4xx: the request is at fault, not the server
     if answer is not None and answer.body is not None:
         response = SearchResponse.from_dict(answer.body)
     else:
@@ -238,19 +243,19 @@ def search(
         require_index(settings)
         if answer is not None and answer.reason:
             err.print(f"{answer.reason}; searching the index here", highlight=False, markup=False)
-        response = _search_here(settings, query, k, SearchFilters(path, tuple(ext or ()), None, tuple(c.lower() for c in lang or ())), mode)
+        response = _search_here(settings, asked)
     if as_json:
         print(json.dumps(response.to_dict(), ensure_ascii=False))
         return
     print_search(Console(), response)
 
 
-def _search_here(settings: Any, query: str, k: int, filters: Any, mode: str | None) -> Any:
+def _search_here(settings: Any, asked: Any) -> Any:
     """Search the index in this process: its read side (query encoder, read-only store, searcher), built once."""
     from lodex.api.read_side import ReadSide
 
     with ReadSide(settings) as reads:
-        return reads.search(query, k, filters, mode)  # type: ignore[arg-type]
+        return reads.search(asked.query, asked.k, asked.filters, asked.mode)
 
 
 @app.command()
@@ -267,11 +272,12 @@ def mcp(
     from lodex.api.app import _version
     from lodex.api.mcp_server import build_mcp
     from lodex.api.read_side import ReadSide
+    from lodex.api.request import Limits
 
     settings = command_settings(ctx, config, data_dir)
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     with ReadSide(settings) as reads:
-        server = build_mcp(reads, settings.api.max_k, min(settings.search.k, settings.api.max_k), _version())
+        server = build_mcp(reads, Limits.of(settings), _version())
         err.print("lodex mcp: serving on stdio", highlight=False)
         anyio.run(server.run_stdio_async)
 

@@ -12,6 +12,18 @@ from lodex.store.errors import LodexError
 err = Console(stderr=True, soft_wrap=True)
 
 
+class ServerRefused(LodexError):
+    """The `lodex serve` of this data dir refused a request with a 4xx answer: its message becomes the CLI's error
+    (the request is at fault, so searching here instead would hide it)."""
+
+    code = "server_refused"
+
+    def __init__(self, where: str, message: str, status: int) -> None:
+        fix = "set api.api_key (LODEX_API__API_KEY) to the server's key, or search here with --local" if status == 401 else ""
+        super().__init__(f"{where}: {message}" if message else where, fix)
+        self.status = status
+
+
 def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Turn lodex errors (and anything unexpected) into one line on stderr and exit code 2."""
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from lodex.api.library import search_filters
 from lodex.api.models import DocumentListOut, DocumentOut, IndexStatus, TextOut
+from lodex.api.request import search_request
 from lodex.search.context import MAX_WINDOW_CHARS
 from lodex.search.names import Mode
 from lodex.search.results import SearchResponse
@@ -50,11 +50,9 @@ class Client:
     def search(self, query: str, k: int | None = None, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None,
                modified_after: datetime | float | None = None, mode: Mode | None = None,
                lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
-        """As `Index.search`, answered by the server."""
-        filters = search_filters(path_glob, ext, modified_after, lang)
-        body = {"q": query, "k": k, "path": filters.path_glob, "ext": list(filters.extensions) or None, "mode": mode,
-                "modified_after": filters.modified_after, "lang": list(filters.languages) or None}
-        return SearchResponse.from_dict(self._ask("POST", "/search", json=body))
+        """As `Index.search`, answered (and checked) by the server; values of the wrong type raise InvalidRequest here."""
+        request = search_request(q=query, k=k, path=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
+        return SearchResponse.from_dict(self._ask("POST", "/search", json=request.body()))
 
     def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
                   ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:

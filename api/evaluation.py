@@ -16,18 +16,18 @@ def evaluate_dataset(dataset: Path, settings: Settings, bundle: int = 1, modes: 
     """Write `dataset` out as files (bundles of `bundle` documents), index it in a temporary data dir, run its
     judged queries in each mode (and, for `rankings`, each document ranking in dense and hybrid mode)."""
     collection = load_collection(dataset)
+    quiet = settings.model_copy(update={"search": settings.search.model_copy(update={"passages": 0})})  # ranks only: no passages
     with tempfile.TemporaryDirectory(prefix="lodex-eval-") as tmp:
         folder, data = Path(tmp) / "docs", Path(tmp) / "data"
         _, qrels = write_files(collection, folder, bundle=bundle)
-        encoder = build_encoder(settings)
+        encoder = build_encoder(settings, data)  # a new index: precision "auto" chosen as for any new one
         store = open_store(settings, encoder, data, create=True)
         summary = build_indexer(settings, encoder, store).run(folder, progress=progress)
         store.maybe_optimize(force=True)
-        searcher = build_searcher(settings, encoder, store)
-        searcher.passages = 0
+        searcher = build_searcher(quiet, encoder, store)
         queries = {q: t for q, t in collection.queries.items() if q in qrels}
         return {
-            "dataset": collection.name, "bundle": bundle, "files": summary.added, "chunks": summary.chunks,
+            "dataset": collection.name, "bundle": bundle, "files": summary.added, "chunks": summary.chunks, "tokens": summary.tokens,
             "queries": len(queries), "index_s": round(summary.seconds, 2), "default": {"mode": searcher.mode, "ranking": searcher.ranking},
             **score_modes(searcher, queries, qrels, modes, rankings),
         }

@@ -56,10 +56,19 @@ class ServerRecord:
 
 @dataclass(frozen=True)
 class Forwarded:
-    """A server's answer, or why there is none (`reason`, for the one line the CLI prints before searching itself)."""
+    """A server's answer, or why there is none (`reason`, for the one line the CLI prints before searching itself); a
+    4xx answer is `refused`, with its `status` and the server's `error` message (the CLI shows it, and does not search
+    itself: the request, not the server, is at fault)."""
 
     body: Any = None
     reason: str = ""
+    status: int = 0
+    error: str = ""
+
+    @property
+    def refused(self) -> bool:
+        """The server answered 4xx: it refused the request."""
+        return 400 <= self.status < 500
 
 
 def _client_host(host: str) -> str:
@@ -258,9 +267,21 @@ def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dic
     finally:
         timer.cancel()
         connection.close()
+    if 400 <= response.status < 500:
+        return Forwarded(reason=f"the server on {where} answered {response.status}" + (" (check api.api_key)" if response.status == 401 else ""),
+                         status=response.status, error=_error_message(data))
     if response.status != 200:
-        return Forwarded(reason=f"the server on {where} answered {response.status}" + (" (check api.api_key)" if response.status == 401 else ""))
+        return Forwarded(reason=f"the server on {where} answered {response.status}", status=response.status)
     try:
         return Forwarded(json.loads(data))
     except ValueError:
         return Forwarded(reason=f"the server on {where} answered something other than JSON")
+
+
+def _error_message(data: bytes) -> str:
+    """The message of an answer in lodex's error shape {"error": {"code", "message"}} ("" for anything else)."""
+    try:
+        message = json.loads(data)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return " ".join(str(message).split())[:500]  # one line, however the answer came

@@ -8,19 +8,12 @@ from typing import Any
 
 from lodex.api.models import DocumentListOut, DocumentOut, IndexStatus, TextOut
 from lodex.api.read_side import ReadSide
+from lodex.api.request import Limits, check_extensions, check_search
 from lodex.api.settings import load_settings
 from lodex.search.context import MAX_WINDOW_CHARS
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters, SearchResponse
 from lodex.store.object_store import is_remote
-
-
-def search_filters(path_glob: str | None, ext: list[str] | tuple[str, ...] | None, modified_after: datetime | float | None,
-                   lang: list[str] | tuple[str, ...] | None = None) -> SearchFilters:
-    """The filters of a search, as every door takes them (modified_after: a datetime or epoch seconds; lang: the
-    documents' languages, ISO 639-1 codes)."""
-    after = modified_after.timestamp() if isinstance(modified_after, datetime) else modified_after
-    return SearchFilters(path_glob, tuple(ext or ()), None if after is None else float(after), tuple(c.lower() for c in lang or ()))
 
 
 class Index:
@@ -32,6 +25,7 @@ class Index:
         if data_dir is not None:
             overrides["index.data_dir"] = str(data_dir) if is_remote(str(data_dir)) else str(Path(data_dir).expanduser().resolve())
         self.settings = load_settings(Path(config) if config else None, overrides)
+        self._limits = Limits.of(self.settings)
         self._reads = ReadSide(self.settings)
 
     def search(self, query: str, k: int | None = None, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None,
@@ -39,13 +33,16 @@ class Index:
                lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
         """The `k` documents (default search.k) that best match `query`, each with its best passages (text, score,
         offsets, page, section); `path_glob`, `ext`, `modified_after` and `lang` (the documents' languages, e.g.
-        ["zh"]) restrict them; `mode`: dense, bm25 or hybrid."""
-        return self._reads.search(query, k or self.settings.search.k, search_filters(path_glob, ext, modified_after, lang), mode)
+        ["zh"]) restrict them; `mode`: dense, bm25 or hybrid. Checked as the HTTP API checks a search (api.max_k,
+        api.max_query_chars): a bad one raises a LodexError (BadRequest, InvalidRequest) saying what to fix."""
+        search = check_search(self._limits, q=query, k=k, path=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
+        return self._reads.search(search.query, search.k, search.filters, search.mode)
 
     def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
                   ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:
         """A page of the indexed documents, ordered by path."""
-        total, docs = self._reads.documents(offset, limit, search_filters(path_glob, ext, None))
+        check_extensions(list(ext) if ext else None)
+        total, docs = self._reads.documents(offset, limit, SearchFilters(path_glob, tuple(ext or ())))
         return DocumentListOut(total=total, offset=offset, limit=limit, documents=docs, failed=[])
 
     def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None,

@@ -4,15 +4,16 @@ side) or streamable HTTP mounted on `lodex serve` at /mcp (its query threads, it
 
 import re
 from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from lodex.api.library import search_filters
 from lodex.api.read_side import Reads
+from lodex.api.request import Limits, check_extensions, check_search
+from lodex.search.names import Mode
+from lodex.search.results import SearchFilters
 from lodex.store.errors import ConfigError, LodexError
 
 if TYPE_CHECKING:
@@ -52,38 +53,26 @@ def _answer(call: Callable[[], T]) -> T:
         raise ToolError(exc.one_line()) from exc
 
 
-def _after(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        try:
-            return datetime.fromisoformat(value).timestamp()
-        except ValueError as exc:
-            raise ConfigError(f"modified_after {value[:40]!r} is not a time", "give ISO 8601 (2024-05-01 or 2024-05-01T12:00:00) or epoch seconds") from exc
-
-
-def build_mcp(reads: Reads, max_k: int = 100, default_k: int = 5, version: str = "") -> MCPServer:
-    """The MCP server over `reads` (read-only tools and the documents as resources)."""
+def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCPServer:
+    """The MCP server over `reads` (read-only tools and the documents as resources); its searches checked against
+    `limits`, as the HTTP API's are."""
     server: MCPServer = MCPServer("lodex", instructions=INSTRUCTIONS, version=version, log_level="WARNING")
 
     @server.tool(description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
                              "documents, each with its best passages: text, score, page, section, character offsets and a "
                              "citation URI to quote or to pass to `read` for the surrounding text.")
     def search(
-        query: Annotated[str, Field(description="What to look for, in plain words (a question or a few keywords).", min_length=1, max_length=1000)],
-        k: Annotated[int, Field(description="How many documents to return.", ge=1, le=max_k)] = default_k,
-        mode: Annotated[Literal["dense", "bm25", "hybrid"] | None, Field(description="dense (meaning), bm25 (exact words) or hybrid; default: the server's.")] = None,
-        path_glob: Annotated[str | None, Field(description="Only documents whose relative path matches this glob, e.g. 'reports/*.pdf'.", max_length=1000)] = None,
-        ext: Annotated[list[str] | None, Field(description="Only these file extensions, e.g. ['pdf', 'md'].", max_length=50)] = None,
+        query: Annotated[str, Field(description=f"What to look for, in plain words (a question or a few keywords; at most {limits.max_query_chars} characters).")],
+        k: Annotated[int, Field(description=f"How many documents to return (1 to {limits.max_k}).")] = limits.default_k,
+        mode: Annotated[Mode | None, Field(description="dense (meaning), bm25 (exact words) or hybrid; default: the server's.")] = None,
+        path_glob: Annotated[str | None, Field(description="Only documents whose relative path matches this glob, e.g. 'reports/*.pdf'.")] = None,
+        ext: Annotated[list[str] | None, Field(description="Only these file extensions, e.g. ['pdf', 'md'].")] = None,
         modified_after: Annotated[str | None, Field(description="Only documents modified after this time (ISO 8601 or epoch seconds).")] = None,
-        lang: Annotated[list[str] | None, Field(description="Only documents in these languages (ISO 639-1 codes, e.g. ['zh', 'de']; status() lists the index's).", max_length=20)] = None,
+        lang: Annotated[list[str] | None, Field(description="Only documents in these languages (ISO 639-1 codes, e.g. ['zh', 'de']; status() lists the index's).")] = None,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            if not query.strip():
-                raise ConfigError("the query is empty", "pass some words to look for")
-            response = reads.search(query, k, search_filters(path_glob, ext, _after(modified_after), lang), mode)
+            search = check_search(limits, q=query, k=k, path=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
+            response = reads.search(search.query, search.k, search.filters, search.mode)
             return {"query": response.query, "mode": response.mode, "results": [
                 {"id": hit.doc_id, "path": hit.path, "title": hit.title, "score": hit.score, "uri": f"lodex://documents/{hit.doc_id}",
                  "passages": [{"text": p.text, "score": p.score, "page": p.page, "page_end": p.page_end, "section": p.section,
@@ -128,7 +117,8 @@ def build_mcp(reads: Reads, max_k: int = 100, default_k: int = 5, version: str =
             if cursor is not None and not cursor.isdigit():
                 raise ConfigError(f"cursor {cursor[:40]!r} is not one this server gave", "pass the next_cursor of the previous answer, or none")
             offset = int(cursor or 0)
-            total, docs = reads.documents(offset, limit, search_filters(path_glob, ext, None))
+            check_extensions(ext)
+            total, docs = reads.documents(offset, limit, SearchFilters(path_glob, tuple(ext or ())))
             following = offset + len(docs)
             return {"total": total, "documents": [{"id": d.id, "path": d.path, "title": d.title, "format": d.format, "size": d.size,
                                                    "mtime": d.mtime, "chunks": d.chunk_count, "uri": f"lodex://documents/{d.id}"} for d in docs],

@@ -1,14 +1,13 @@
-"""Request and response bodies of the HTTP API (they make the OpenAPI schema at /docs)."""
+"""Request and response bodies of the HTTP API (they make the OpenAPI schema at /docs); a search's are api/request.py's
+SearchRequest and search/results.py's SearchResponse, shared with every other door."""
 
 import json
 import math
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
 from lodex.indexer.paths import PUSHED_PREFIX, pushed_name_problem
-from lodex.search.names import Mode
 
 MAX_METADATA_DEPTH = 16  # nesting levels of a pushed document's metadata
 MAX_METADATA_BYTES = 64 * 1024  # its size as JSON
@@ -66,44 +65,6 @@ class ErrorOut(BaseModel):
     """The one error shape of every endpoint."""
 
     error: ErrorBody
-
-
-class PassageOut(BaseModel):
-    text: str
-    char_start: int = Field(description="Offset of the passage in the document's extracted text.")
-    char_end: int
-    score: float = Field(description="Cosine similarity of the passage to the query.")
-    highlights: list[tuple[int, int]] = Field(default_factory=list, description="[start, end) offsets within `text` of the query words it contains.")
-    page: int | None = Field(None, description="The page (PDF page, slide; 1-based) the passage starts on; null for formats without pages.")
-    page_end: int | None = Field(None, description="The page it ends on.")
-    section: str | None = Field(None, description="The heading path of the section it starts in, e.g. \"2 Methods › 2.3 Sampling\"; null without headings.")
-
-
-class HitOut(BaseModel):
-    doc_id: str
-    path: str = Field(description="Path relative to the indexed folder (pushed documents: @api/<name>).")
-    title: str
-    score: float = Field(description="The document's score in the mode's scale (dense: cosine of its best passage; bm25: BM25; hybrid: fused reciprocal rank).")
-    passages: list[PassageOut]
-
-
-class SearchOut(BaseModel):
-    query: str
-    mode: str = Field(description="The retrieval mode used: dense, bm25 or hybrid.")
-    took_ms: float
-    results: list[HitOut]
-
-
-class SearchIn(BaseModel):
-    """POST /search body."""
-
-    q: Text = Field(description="The query, in plain words.")
-    k: int | None = Field(None, strict=True, description="Documents to return (default: search.k).")
-    path: Text | None = Field(None, description="Only documents whose relative path matches this glob.")
-    ext: list[Text] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
-    modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds).")
-    mode: Mode | None = Field(None, description="Retrieval mode (default: search.mode).")
-    lang: list[Text] | None = Field(None, description="Only documents in these languages (ISO 639-1 codes, e.g. [\"zh\", \"en\"]).")
 
 
 class DocumentOut(BaseModel):

@@ -33,7 +33,7 @@ def list_documents(store: Store, offset: int = 0, limit: int = 50, filters: Sear
     """(how many documents pass `filters`, the `limit` of them from `offset`), ordered by path."""
     if not 1 <= limit <= MAX_PAGE or offset < 0:
         raise ConfigError(f"limit must be between 1 and {MAX_PAGE} and offset at least 0", "ask for a smaller page")
-    table = store.document_table().sort_by("path")
+    table = store.scan_documents().sort_by("path")
     if filters.active:
         keep = [filters.allows(path, mtime) for path, mtime in zip(table.column("path").to_pylist(), table.column("mtime").to_pylist())]
         table = table.filter(keep)

@@ -27,7 +27,7 @@ from lodex.search.searcher import Query
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.errors import ReadOnlyError
 from lodex.store.job_log import FileRecord
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 
 
 class LodexService:
@@ -49,8 +49,8 @@ class LodexService:
             self.root = Path(self.jobs.root or "")
         else:
             assert root is not None, "a writing service mirrors a folder"
-            self.side = WriteSide(settings, root, encoder=encoder, long_lived=True)
-            self.side.store.optimize_apart(settings.watch.writer_nice)  # its seconds of compaction kept off the query threads' runtime
+            # optimize_apart: its seconds of compaction kept off the query threads' runtime
+            self.side = WriteSide(settings, root, encoder=encoder, long_lived=True, optimize_apart=True)
             api = settings.api
             self.spool = PushSpool(self.data_dir, api.max_queued_pushes, api.max_queued_push_mb * 2**20)
             self.jobs, self.encoder, self.indexer, self.root = self.side.jobs, self.side.encoder, self.side.indexer, root
@@ -193,7 +193,7 @@ class LodexService:
         vectors and the tokens the model read."""
         return self.batcher.submit_embedding(EmbedJob(texts, kind))
 
-    def reader(self) -> Store:
+    def reader(self) -> LanceStore:
         """This reading thread's own store handle (listings, stats), at the latest committed version."""
         store = getattr(self._local, "store", None)
         if store is None:

@@ -1,9 +1,15 @@
-"""Search result types and their stable JSON shape (shared by the CLI and the API)."""
+"""Search result types: the one result model of every door (the searcher builds it; the HTTP API, the CLI, MCP and the
+Python API show it; its JSON shape and OpenAPI schema come from these classes), and the filters a search takes."""
 
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
+from functools import cache
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter
+
+from lodex.search.names import Mode
 
 
 @dataclass(frozen=True)
@@ -13,13 +19,17 @@ class Passage:
     page, slide) it starts and ends on and the section (heading path) it starts in, None where the format has none."""
 
     text: str
-    char_start: int
+    char_start: Annotated[int, Field(description="Offset of the passage in the document's extracted text, in code points (Unicode "
+                                          "characters, as Python counts them; not UTF-16 units).")]
     char_end: int
-    score: float
-    highlights: list[tuple[int, int]] = field(default_factory=list)
-    page: int | None = None
-    page_end: int | None = None
-    section: str | None = None
+    score: Annotated[float, Field(description="Cosine similarity of the passage to the query.")]
+    highlights: Annotated[list[tuple[int, int]], Field(description="[start, end) offsets (code points) within `text` of the query words it "
+                                                       "contains (Chinese and Japanese: the words of the query's segmentation).")] = \
+        field(default_factory=list)
+    page: Annotated[int | None, Field(description="The page (PDF page, slide; 1-based) the passage starts on; null for formats without pages.")] = None
+    page_end: Annotated[int | None, Field(description="The page it ends on.")] = None
+    section: Annotated[str | None, Field(description="The heading path of the section it starts in, e.g. \"2 Methods › 2.3 Sampling\"; "
+                                                     "null without headings.")] = None
 
 
 @dataclass(frozen=True)
@@ -27,9 +37,13 @@ class DocumentHit:
     """One ranked document with its best passages."""
 
     doc_id: str
-    path: str
+    path: Annotated[str, Field(description="Path relative to the indexed folder (pushed documents: @api/<name>).")]
     title: str
-    score: float
+    score: Annotated[float, Field(description=(
+        "The document's score in the mode's scale, higher is better. dense: cosines (search.ranking blend, the default: "
+        "the mean of its best passage's and its mean vector's; max: its best passage's); bm25: BM25 of its best passage; "
+        "hybrid: the fusion of both (search.fusion convex, the default: a weighted sum of min-max-normalized dense and "
+        "BM25 scores, 0 to 1; rrf: a sum of reciprocal ranks)."))]
     passages: list[Passage]
 
 
@@ -38,29 +52,30 @@ class SearchResponse:
     """What a search returns: {"query", "mode", "took_ms", "results": [...]}."""
 
     query: str
+    mode: Annotated[Mode, Field(description="The retrieval mode used: dense, bm25 or hybrid (a hybrid query in a language of "
+                                            "another script the model does not cover is answered by bm25).")]
     took_ms: float
     results: list[DocumentHit]
-    mode: str = "dense"
 
     def to_dict(self) -> dict[str, Any]:
-        """The documented JSON shape (what dataclasses.asdict gives, built directly: asdict's deep copy was the
-        biggest single cost of the API under load)."""
-        return {"query": self.query, "took_ms": self.took_ms, "results": [
-            {"doc_id": hit.doc_id, "path": hit.path, "title": hit.title, "score": hit.score, "passages": [
-                {"text": p.text, "char_start": p.char_start, "char_end": p.char_end, "score": p.score, "highlights": list(p.highlights),
-                 "page": p.page, "page_end": p.page_end, "section": p.section}
-                for p in hit.passages]}
-            for hit in self.results], "mode": self.mode}
+        """The JSON shape, as Python values (highlights as tuples; `json.dumps` writes them as lists)."""
+        return _shape().dump_python(self)
+
+    def to_json(self) -> bytes:
+        """The JSON shape, as UTF-8 JSON (what the HTTP API answers)."""
+        return _shape().dump_json(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SearchResponse":
-        """The response of a JSON answer in the shape of to_dict (a server's, for the CLI)."""
-        return cls(data["query"], data["took_ms"], [
-            DocumentHit(hit["doc_id"], hit["path"], hit["title"], hit["score"], [
-                Passage(p["text"], p["char_start"], p["char_end"], p["score"], [tuple(h) for h in p["highlights"]], p.get("page"),
-                        p.get("page_end"), p.get("section"))
-                for p in hit["passages"]])
-            for hit in data["results"]], data.get("mode", "dense"))
+    def from_dict(cls, data: Any) -> "SearchResponse":
+        """The response of a JSON answer in this shape (a server's, for the CLI and `lodex.Client`); a ValueError
+        (pydantic's ValidationError) when it is not one."""
+        return _shape().validate_python(data)
+
+
+@cache
+def _shape() -> "TypeAdapter[SearchResponse]":
+    """The JSON shape of a search response (built once, on first use)."""
+    return TypeAdapter(SearchResponse)
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lodex.search.results import SearchFilters
+from lodex.store.base import Store
+from lodex.store.chunk_owners import ChunkOwners, version_keys
 from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.languages import detect
-from lodex.store.lance_store import ChunkOwners, Store, vectors_of, version_keys
+from lodex.store.schema import vectors_of
 
 
 DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime", "language"]
@@ -95,7 +97,7 @@ class MeanVectors:
         missing = [k for k in dict.fromkeys(keys) if k not in vectors]
         if len(missing) > self.FEW or len(vectors) + len(missing) > 2 * len(docs) + 1024:
             vectors = {}  # the first search, many changed documents, or too many replaced versions kept
-            self._add(vectors, self.store.document_table(["id", "content_hash", "vector"]))
+            self._add(vectors, self.store.scan_documents(["id", "content_hash", "vector"]))
             self._vectors = vectors
         elif missing:
             self._add(vectors, self.store.document_rows([k.split(":", 1)[0] for k in missing], ["id", "content_hash", "vector"]))

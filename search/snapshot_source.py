@@ -10,9 +10,11 @@ import numpy as np
 import pyarrow.compute as pc
 
 from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
+from lodex.store.base import Store
+from lodex.store.chunk_owners import ChunkOwners
 from lodex.store.keyword_delta import MAX_ROWS as MAX_DELTA_ROWS
 from lodex.store.keyword_delta import SAMPLE_ROWS, IndexTerms, KeywordDelta
-from lodex.store.lance_store import ChunkOwners, Store, vectors_of
+from lodex.store.schema import vectors_of
 from lodex.store.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -189,7 +191,7 @@ class SnapshotSource:
         """The snapshot of `versions`, from `previous` by what changed when there is one."""
         store = self.store
         same_docs = previous is not None and previous.versions[0] == versions[0]
-        docs = previous.docs if previous is not None and same_docs else DocumentView(store.document_table(DOCUMENT_FIELDS))
+        docs = previous.docs if previous is not None and same_docs else DocumentView(store.scan_documents(DOCUMENT_FIELDS))
         if previous is None or previous.version == versions[1]:
             owners, index = (previous.owners, previous.index) if previous is not None else self._full(versions[1])
             rows_since = previous.rows_since if previous is not None else versions[1]

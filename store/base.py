@@ -54,7 +54,7 @@ class Store(ABC):
         """See the latest committed versions (written by this or another process): (documents, chunks)."""
 
     @abstractmethod
-    def document_table(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
+    def scan_documents(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
         """Every document's metadata (these columns; by default all but the vector)."""
 
     @abstractmethod
@@ -67,17 +67,17 @@ class Store(ABC):
 
     def document_records(self) -> dict[str, DocRecord]:
         """Every document, keyed by its path."""
-        return {row["path"]: DocRecord(**row) for row in self.document_table().to_pylist()}
+        return {row["path"]: DocRecord(**row) for row in self.scan_documents().to_pylist()}
 
     def counts(self) -> dict[str, int]:
         """Number of documents and of current chunks."""
-        docs = self.document_table()
+        docs = self.scan_documents()
         return {"documents": docs.num_rows, "chunks": int(pc.sum(docs["chunk_count"]).as_py() or 0)}
 
     def language_mix(self) -> dict[str, int]:
         """Documents per language (ISO 639-1; "unknown" for those without one: no letters, or indexed before lodex
         recorded languages), most first."""
-        counts = pc.value_counts(self.document_table(["language"])["language"].fill_null("unknown")).to_pylist()
+        counts = pc.value_counts(self.scan_documents(["language"])["language"].fill_null("unknown")).to_pylist()
         return {c["values"]: c["counts"] for c in sorted(counts, key=lambda c: (-c["counts"], c["values"]))}
 
     @abstractmethod

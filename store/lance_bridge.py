@@ -1,5 +1,6 @@
-"""The way into lancedb: its background event loop (where async queries run, several at once), the async table
-behind a sync handle, opening the tables and their keyword index, and reads by predicate."""
+"""The way into lancedb, and lodex's one compatibility module with it (the only code that touches lancedb's own
+attributes): its background event loop (where async queries run, several at once), the async table behind a sync
+handle, opening the tables and their keyword index, and reads by predicate."""
 
 import asyncio
 from collections.abc import Coroutine, Iterator, Sequence
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from lodex.store.errors import StoreError
+from lodex.store.fts_terms import TERMS_VERSION
 from lodex.store.keyword_scheme import KEYWORDS, LEGACY, KeywordScheme
 from lodex.store.lance_sql import in_lists
 
@@ -21,7 +23,7 @@ T = TypeVar("T")
 NEW_TABLE_OPTIONS = {"new_table_enable_stable_row_ids": "true"}
 
 
-def async_table(table: Any) -> Any:
+def async_of(table: Any) -> Any:
     """The async table behind a lancedb sync table handle (at the same checked-out version): queries through it
     skip the sync builder's schema look-ups, and several can be awaited together."""
     return table._table
@@ -63,7 +65,7 @@ def _text_indexed(table: Any) -> str | None:
     return next((ix.columns[0] for ix in table.list_indices() if ix.columns in ([KEYWORDS], [LEGACY]) and "FTS" in str(ix.index_type).upper()), None)
 
 
-def ensure_text_index(table: Any) -> KeywordScheme:
+def ensure_text_index(table: Any, terms_version: int = TERMS_VERSION) -> KeywordScheme:
     """Give the chunks a BM25 full-text index unless they have one, and say how it tokenizes: over the `keywords`
     column (lodex's terms, split at spaces only) when the table has one, else over `text` with Lance's English
     tokenizer (stemmed, stop words out; an index made before that column). Rows added later are searched too (Lance
@@ -72,7 +74,7 @@ def ensure_text_index(table: Any) -> KeywordScheme:
 
     found = _text_indexed(table)
     if found is not None:
-        return KeywordScheme(found)
+        return KeywordScheme(found, terms_version)
     column = KEYWORDS if KEYWORDS in table.schema.names else LEGACY
     config = (FTS(with_position=False, base_tokenizer="whitespace", lower_case=False, stem=False, remove_stop_words=False,
                   ascii_folding=False) if column == KEYWORDS else FTS(with_position=False))
@@ -81,7 +83,7 @@ def ensure_text_index(table: Any) -> KeywordScheme:
     except Exception as exc:  # another process created it at the same moment
         if _text_indexed(table) is None:
             raise StoreError(f"cannot build the keyword index: {exc}", "check the data directory's free space and permissions") from exc
-    return KeywordScheme(_text_indexed(table) or column)
+    return KeywordScheme(_text_indexed(table) or column, terms_version)
 
 
 def ensure_scalar_indexes(table: Any, columns: list[str]) -> None:
@@ -94,7 +96,7 @@ def ensure_scalar_indexes(table: Any, columns: list[str]) -> None:
 
 def select(table: Any, predicate: str, columns: list[str]) -> pa.Table:
     """These columns of the rows matching a predicate (built by `lance_sql`), at the handle's version."""
-    return run(async_table(table).query().where(predicate).select(columns).to_arrow())
+    return run(async_of(table).query().where(predicate).select(columns).to_arrow())
 
 
 def select_in(table: Any, column: str, values: Sequence[str | int], columns: list[str]) -> pa.Table:

@@ -33,7 +33,7 @@ class LanceKeywordSearch:
         for in the same round trip (the index's best row for each term alone, with its text), so that learning it
         overlaps the encoding instead of following the search; without a delta, Lance also scans the rows its index
         lacks, if any. `languages`: each query's language (its stemmer; None: English), as `keyword_scheme` tokenizes."""
-        table = lance_bridge.async_table(self.chunks)
+        table = lance_bridge.async_of(self.chunks)
         covered = delta is not None or (version is not None and self._text_index_covers(version))
         limits = [limit] * len(texts) if isinstance(limit, int) else limit
         scheme = self.keyword_scheme
@@ -76,7 +76,7 @@ class LanceKeywordSearch:
     def text_index_rows(self, version: int) -> tuple[int, int]:
         """(rows the full-text index holds, chunk rows it does not) at this chunks version (asked once per version)."""
         if self._text_rows[0] != version:
-            table = lance_bridge.async_table(self.chunks)
+            table = lance_bridge.async_of(self.chunks)
 
             async def stats() -> tuple[int, int]:
                 name = next(ix.name for ix in await table.list_indices() if ix.columns == [self.keyword_scheme.column])
@@ -96,7 +96,7 @@ class LanceKeywordSearch:
         if not len(row_ids):
             return {}
         column = self.keyword_scheme.column
-        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select([column]).with_row_id()
+        take = lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select([column]).with_row_id()
         got = lance_bridge.run(take.to_arrow())
         return dict(zip(got["_rowid"].to_pylist(), got[column].to_pylist()))
 

@@ -26,7 +26,8 @@ from lodex.store.lance_keywords import LanceKeywordSearch
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
-from lodex.store.origin import ORIGIN_FILE, check_origin, read_origin, with_readers, write_json_atomic
+from lodex.store.fts_terms import TERMS_VERSION
+from lodex.store.origin import ORIGIN_FILE, check_origin, keyword_terms_version, read_origin, with_readers, write_json_atomic
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of, with_keywords
 from lodex.store.vector_index import VectorIndex
 from lodex.store.writer_memory import KeptRecords, StaleChunks
@@ -45,19 +46,27 @@ class LanceStore(LanceKeywordSearch, base.Store):
     """Lance tables plus the FAISS index over chunk vectors, under one data directory; with `remote`, the tables, the
     origin record and the persisted FAISS index live on object storage and data_dir is their local cache."""
 
-    def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None) -> None:
+    def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None,
+                 persist_every_s: float = base.PERSIST_EVERY_S, optimize_nice: int | None = None,
+                 terms_version: int | None = None) -> None:
+        """`persist_every_s`: small updates save the vector index at most this often; `optimize_nice` (a serving writer's):
+        optimize large tables in a helper process at this CPU priority; `terms_version`: keyword terms (None: the origin's)."""
         lancedb = import_lancedb()
         self.data_dir = data_dir
         self.dim = dim
         self.remote = remote
+        self.persist_every_s = persist_every_s  # small updates save the vector index at most this often
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
             uri, options = (remote.lance_uri, remote.options) if remote is not None else (str(data_dir / "lance"), None)
             self.db = lancedb.connect(uri, storage_options=options)
-            self._compactor = Compactor(options)  # optimizes here, or in a helper process once told (optimize_apart)
+            self._compactor = Compactor(options, optimize_nice)  # optimizes here, or in a helper process at that priority
             self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
-            self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks)
+            if terms_version is None:  # a reader: the keyword terms its origin records (a new index: today's)
+                stored = read_origin(data_dir)
+                terms_version = keyword_terms_version(stored) if stored is not None else TERMS_VERSION
+            self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks, terms_version)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
         except (RuntimeError, ValueError) as exc:
@@ -91,13 +100,15 @@ class LanceStore(LanceKeywordSearch, base.Store):
 
     @classmethod
     def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: AnnPolicy | None = None,
-             remote: ObjectStore | None = None) -> "LanceStore":
+             remote: ObjectStore | None = None, persist_every_s: float = base.PERSIST_EVERY_S,
+             optimize_nice: int | None = None) -> "LanceStore":
         """Open the index in data_dir (or in `remote`, data_dir its cache) for an encoder with `origin`; create it
-        when allowed and absent."""
+        when allowed and absent; `persist_every_s`, `optimize_nice`: as the constructor takes them."""
         where = remote.uri if remote is not None else data_dir
         if remote is not None:
             remote.pull(ORIGIN_FILE, data_dir)  # the record on the store is the one that counts
         stored = read_origin(data_dir)
+        terms_version = keyword_terms_version(stored if stored is not None else origin)
         if stored is None:
             if not create:
                 raise StoreError(f"no index in {where}", "build one first with `lodex index DIR`")
@@ -107,7 +118,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
             check_origin(stored, origin, where)
             if create and (updated := with_readers(stored, origin)) is not None:
                 cls._record_origin(data_dir, updated, remote)  # the writer records readers met for the first time
-        return cls(data_dir, int(origin["dim"]), ann, remote)
+        return cls(data_dir, int(origin["dim"]), ann, remote, persist_every_s, optimize_nice, terms_version)
 
     @staticmethod
     def _record_origin(data_dir: Path, origin: dict[str, Any], remote: ObjectStore | None) -> None:
@@ -120,7 +131,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
         """See the latest committed versions of both tables (written by this or another process): their
         (documents, chunks) versions, in one round trip to Lance's runtime, made only when a table's version
         directory changed since the last one (a stat each: `VersionMarks`)."""
-        documents, chunks = lance_bridge.async_table(self.documents), lance_bridge.async_table(self.chunks)
+        documents, chunks = lance_bridge.async_of(self.documents), lance_bridge.async_of(self.chunks)
 
         async def latest() -> tuple[int, int]:
             await asyncio.gather(documents.checkout_latest(), chunks.checkout_latest())
@@ -134,9 +145,9 @@ class LanceStore(LanceKeywordSearch, base.Store):
             self._marks.answered(marks)
             return self._versions
 
-    def document_table(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
+    def scan_documents(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
         """Every document's metadata (these columns; by default all but the vector)."""
-        return lance_bridge.run(lance_bridge.async_table(self.documents).query().select(columns).to_arrow())
+        return lance_bridge.run(lance_bridge.async_of(self.documents).query().select(columns).to_arrow())
 
     def document_rows(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
         """These documents' rows (any order; ids not found are left out)."""
@@ -167,7 +178,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
         no predicate to plan."""
         if not len(row_ids):
             return pa.table({c: [] for c in columns})
-        return lance_bridge.run(lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(columns).to_arrow())
+        return lance_bridge.run(lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(columns).to_arrow())
 
     def chunks_of_documents(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
         """Chunk rows (current and not yet collected) of the given documents."""
@@ -185,7 +196,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
     def chunk_rows_after(self, row_id: int, columns: list[str]) -> pa.Table:
         """These columns and `_rowid` of the chunk rows after this Lance row id, at the refreshed version: a later
         version's new rows all come after the rows of an earlier one (fragments and stable row ids only grow)."""
-        query = lance_bridge.async_table(self.chunks).query()
+        query = lance_bridge.async_of(self.chunks).query()
         if row_id >= 0:
             query = query.where(f"_rowid > {int(row_id)}")
         return lance_bridge.run(query.select(columns).with_row_id().to_arrow())
@@ -196,7 +207,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
         table with them numbers new rows on from the last row id: windows of the ids after it are read until one
         holds none (the first `at_least` ids and more). Rows past a run of missing ids wider than the window so far
         (rows added and deleted again since) are not found: a caller that counts rows falls back to `chunk_rows_after`."""
-        table = lance_bridge.async_table(self.chunks)
+        table = lance_bridge.async_of(self.chunks)
         if row_id < 0 or not self._stable_row_ids(row_id):
             return None
         parts, low, size = [], int(row_id) + 1, max(FOLLOWING_WINDOW, 2 * int(at_least))
@@ -215,20 +226,20 @@ class LanceStore(LanceKeywordSearch, base.Store):
         """Whether the chunks table has stable row ids, seen once for good: a row's id is not its address (fragment
         and offset) there, once a table has more than one fragment; elsewhere they are the same (no answer yet)."""
         if not self._stable_ids:
-            take = lance_bridge.async_table(self.chunks).take_row_ids([int(row_id)]).select(["_rowaddr"]).with_row_id()
+            take = lance_bridge.async_of(self.chunks).take_row_ids([int(row_id)]).select(["_rowaddr"]).with_row_id()
             got = lance_bridge.run(take.to_arrow())
             self._stable_ids = bool(got.num_rows) and got["_rowaddr"][0].as_py() != got["_rowid"][0].as_py()
         return self._stable_ids
 
     def chunk_row_ids(self) -> np.ndarray:
         """Every chunk's Lance row id at the refreshed version (one column read)."""
-        return lance_bridge.run(lance_bridge.async_table(self.chunks).query().select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
+        return lance_bridge.run(lance_bridge.async_of(self.chunks).query().select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
 
     def existing_chunk_rows(self, row_ids: np.ndarray) -> np.ndarray:
         """Which of these Lance row ids the refreshed version still has (a direct read of those rows)."""
         if not len(row_ids):
             return np.zeros(0, np.uint64)
-        take = lance_bridge.async_table(self.chunks).take_row_ids(np.asarray(row_ids).tolist())
+        take = lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist())
         return lance_bridge.run(take.select([]).with_row_id().to_arrow())["_rowid"].to_numpy()
 
     def chunk_count(self) -> int:
@@ -240,7 +251,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
         refresh."""
         if self._versions == versions:
             return
-        documents, chunks = lance_bridge.async_table(self.documents), lance_bridge.async_table(self.chunks)
+        documents, chunks = lance_bridge.async_of(self.documents), lance_bridge.async_of(self.chunks)
 
         async def checkout() -> None:
             await asyncio.gather(documents.checkout(versions[0]), chunks.checkout(versions[1]))
@@ -287,7 +298,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
         if chunks is not None:  # leaves its chunks to the next collection
             self._stale.note(pc.unique(chunks["document_id"]).to_pylist())
         if chunks is not None and chunks.num_rows:
-            self.chunks.add(with_keywords(chunks))
+            self.chunks.add(with_keywords(chunks, self.keyword_scheme.terms_version))
             self._unoptimized_rows += chunks.num_rows
             self._faiss.added(chunks)
         before = self.documents.version
@@ -387,7 +398,3 @@ class LanceStore(LanceKeywordSearch, base.Store):
         with lance_bridge.mapped_errors("save the vector index"):
             if not (self.data_dir / f"chunks.v{version}.faiss").exists():
                 index.save(self.data_dir, version)
-
-
-Store = LanceStore  # the name lodex has always opened its store by
-

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from lodex.indexer.encoder import Encoder
-from lodex.store.lance_store import Store, vectors_of
+from lodex.store.lance_store import LanceStore, vectors_of
 from lodex.store.origin import read_origin
 
 
@@ -21,7 +21,7 @@ def folder_hashes(root: Path) -> dict[str, str]:
     return out
 
 
-def check_index(store: Store, root: Path | None = None, persisted: bool = False, vector_atol: float = 2e-3,
+def check_index(store: LanceStore, root: Path | None = None, persisted: bool = False, vector_atol: float = 2e-3,
                 encoder: Encoder | None = None) -> dict[str, str]:
     """Assert the invariants of `store`'s current version and return {path: content hash}:
 
@@ -36,7 +36,7 @@ def check_index(store: Store, root: Path | None = None, persisted: bool = False,
     - with `root`: the index holds exactly the folder's files, each at its current content;
     - with `persisted`: the FAISS file of this chunks version is on disk and holds the same ids.
     """
-    docs = store.document_table(["id", "path", "content_hash", "chunk_count", "vector"])
+    docs = store.scan_documents(["id", "path", "content_hash", "chunk_count", "vector"])
     chunks = store.chunks.search().select(["id", "document_id", "content_hash", "ordinal", "text", "vector"]).limit(None).to_arrow()
     ids = chunks["id"].to_numpy()
     assert len(ids) == len(np.unique(ids)), "duplicate chunk ids"
@@ -86,11 +86,11 @@ def check_index(store: Store, root: Path | None = None, persisted: bool = False,
     return dict(zip(paths, hashes))
 
 
-def dense_document_scores(store: Store, query_vector: np.ndarray, ranking: str, top_m: int = 3, alpha: float = 0.5) -> dict[str, float]:
+def dense_document_scores(store: LanceStore, query_vector: np.ndarray, ranking: str, top_m: int = 3, alpha: float = 0.5) -> dict[str, float]:
     """path → the document's dense-mode score under `ranking`, computed by hand from its chunks' vectors in Lance:
     `max` the best chunk's cosine, `topm` the mean of the `top_m` best, `mean` the cosine to the normalized mean of
     its chunk vectors, `blend` alpha * max + (1 - alpha) * mean."""
-    docs = store.document_table(["id", "path", "content_hash"])
+    docs = store.scan_documents(["id", "path", "content_hash"])
     chunks = store.chunks.search().select(["document_id", "content_hash", "vector"]).limit(None).to_arrow()
     vectors = vectors_of(chunks)
     owners = list(zip(chunks["document_id"].to_pylist(), chunks["content_hash"].to_pylist()))

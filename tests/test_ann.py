@@ -12,7 +12,7 @@ from lodex.api.factory import ann_policy
 from lodex.api.settings import Settings
 from lodex.store import exact_vectors, faiss_lifecycle
 from lodex.store.faiss_lifecycle import FaissLifecycle
-from lodex.store.lance_store import AnnPolicy, Store
+from lodex.store.lance_store import AnnPolicy, LanceStore
 from lodex.store.vector_index import PQ_TRAIN, VectorIndex
 from lodex.search.searcher import Searcher
 from lodex.store.schema import vectors_of
@@ -65,7 +65,7 @@ def test_store_switches_to_ivf_and_keeps_it_in_step(tmp_path: Path, monkeypatch:
     store.ann = AnnPolicy(kind="auto", above=100, nprobe=64)
     indexer.run(root)
     assert store.vector_index().kind == "ivf"
-    reader = Store(tmp_path / "data", store.dim, AnnPolicy(nprobe=64))  # another process's view: the saved file
+    reader = LanceStore(tmp_path / "data", store.dim, AnnPolicy(nprobe=64))  # another process's view: the saved file
     assert reader.vector_index().kind == "ivf"
     assert searcher.search("topic7", k=1, mode="dense").results[0].path == "007.txt"
 
@@ -74,7 +74,7 @@ def test_store_switches_to_ivf_and_keeps_it_in_step(tmp_path: Path, monkeypatch:
     (root / "005.txt").unlink()
     (root / "006.txt").write_text("rewritten entirely: zeppelins and airships " * 3)
     indexer.run(root)
-    for view in (store, Store(tmp_path / "data", store.dim, AnnPolicy(nprobe=64))):
+    for view in (store, LanceStore(tmp_path / "data", store.dim, AnnPolicy(nprobe=64))):
         index = view.vector_index()
         assert index.kind == "ivf" and not set(old_ids) & set(index.ids().tolist())
         lance_ids = view.chunks.search().select(["id"]).limit(None).to_arrow()["id"].to_pylist()
@@ -102,7 +102,7 @@ def test_a_large_run_lets_the_index_go_and_the_save_rebuilds_it_from_lance(tmp_p
     built.clear()
     indexer.run(root)
     assert built, "more than HOLD_ROWS new vectors: the save builds the index from Lance"
-    for view in (store, Store(tmp_path / "data", store.dim)):
+    for view in (store, LanceStore(tmp_path / "data", store.dim)):
         lance_ids = view.chunks.search().select(["id"]).to_arrow()["id"].to_pylist()
         assert sorted(lance_ids) == sorted(view.vector_index().ids().tolist())
     assert searcher.search("topic7", k=1, mode="dense").results[0].path == "007.txt"
@@ -257,7 +257,7 @@ def test_the_store_goes_from_flat_to_ivf_to_compressed_and_back_as_the_folder_gr
         for path in sorted(root.iterdir())[count:]:
             path.unlink()
         indexer.run(root)
-        reader = Store(tmp_path / "data", store.dim, policy)  # another process's view: the saved file
+        reader = LanceStore(tmp_path / "data", store.dim, policy)  # another process's view: the saved file
         for view in (store, reader):
             index = view.vector_index()
             lance = view.chunks.search().select(["id", "vector"]).limit(None).to_arrow().sort_by("id")
@@ -282,7 +282,7 @@ def test_a_compressed_index_whose_vector_files_are_gone_reads_them_from_lance(tm
     indexer.run(root)
     for path in (tmp_path / "data").glob("chunks.exact.*.f32"):
         path.unlink()
-    reader = Store(tmp_path / "data", store.dim, AnnPolicy(kind="compressed"))
+    reader = LanceStore(tmp_path / "data", store.dim, AnnPolicy(kind="compressed"))
     index = reader.vector_index()
     lance = reader.chunks.search().select(["id", "vector"]).limit(None).to_arrow()
     assert index.kind == "compressed" and np.array_equal(index.vectors(lance["id"].to_numpy()), vectors_of(lance))

@@ -9,7 +9,7 @@ import pytest
 
 from lodex.search.batcher import QueryBatcher
 from lodex.search.searcher import Query, Searcher
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -32,8 +32,8 @@ def test_concurrent_queries_get_their_own_answers_in_batches(index: Path) -> Non
         sizes.append(len(texts))
         return encoder.embed(texts, kind="query")
 
-    batcher = QueryBatcher(lambda: Searcher(Store(index, encoder.dim), encoder), encode)
-    direct = Searcher(Store(index, encoder.dim), encoder)
+    batcher = QueryBatcher(lambda: Searcher(LanceStore(index, encoder.dim), encoder), encode)
+    direct = Searcher(LanceStore(index, encoder.dim), encoder)
     texts = [f"topic{i % 12} word{i % 12}x{i % 7}" for i in range(48)]
     with ThreadPoolExecutor(16) as pool:
         answers = list(pool.map(lambda t: batcher.submit(Query(t, k=3)).result(timeout=60), texts))
@@ -59,7 +59,7 @@ def test_an_encoder_failure_reaches_every_waiting_caller_and_the_batcher_goes_on
             raise RuntimeError("encoder broke")
         return encoder.embed(texts, kind="query")
 
-    batcher = QueryBatcher(lambda: Searcher(Store(index, encoder.dim), encoder), encode)
+    batcher = QueryBatcher(lambda: Searcher(LanceStore(index, encoder.dim), encoder), encode)
     first = batcher.submit(Query("topic1"))
     assert started.wait(10)
     later = [batcher.submit(Query(f"topic{i}")) for i in range(3)]
@@ -75,8 +75,8 @@ def test_keyword_hits_started_before_a_commit_answer_from_their_version_less_the
     the query path after every commit): its hits are those of the version it started at, less the chunks that
     version's successor no longer has (row ids are stable, never reused). Without stable row ids it is searched again."""
     encoder = FakeEncoder()
-    early = Searcher(Store(index, encoder.dim), encoder, mode="bm25")  # the batcher's encoding stage
-    searcher = Searcher(Store(index, encoder.dim), encoder, mode="bm25")  # its search stage
+    early = Searcher(LanceStore(index, encoder.dim), encoder, mode="bm25")  # the batcher's encoding stage
+    searcher = Searcher(LanceStore(index, encoder.dim), encoder, mode="bm25")  # its search stage
     queries = [Query("topic3", k=3), Query("novelword", k=3)]
     vectors = encoder.embed([q.text for q in queries], kind="query")
     current = early.start_keyword_search(queries)()

@@ -34,6 +34,9 @@ def test_index_search_status_json(folder: Path, tmp_path: Path) -> None:
     summary = _json(runner.invoke(app, ["index", str(folder), "--json"]))
     assert summary["added"] == 2 and summary["failed"] == 1 and "blob.txt" in summary["failures"]
     assert (tmp_path / ".lodex" / "origin.json").exists()  # data dir defaults to ./.lodex
+    phases = summary["phases"]  # where the wall time went, start (the process's age when the run began) first
+    assert list(phases) == ["start", "scan", "read", "encode", "commit", "finish"] and all(v >= 0 for v in phases.values())
+    assert sum(v for k, v in phases.items() if k != "start") <= summary["seconds"] + 0.01 and phases["start"] > 0
     body = _json(runner.invoke(app, ["search", "swept wings lift", "-k", "1", "--json"]))
     assert set(body) == {"query", "mode", "took_ms", "results"}
     assert [r["path"] for r in body["results"]] == ["wings.md"]

@@ -11,13 +11,13 @@ import pytest
 from lodex.search.results import SearchFilters
 from lodex.store import compactor
 from lodex.store.errors import StoreError
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from tests.conftest import indexed_notes, make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
 from tests.invariants import check_index
 
 
-def _indexed(tmp_path: Path) -> tuple[Path, Store, object]:
+def _indexed(tmp_path: Path) -> tuple[Path, LanceStore, object]:
     root = tmp_path / "docs"
     root.mkdir(parents=True)
     for i in range(6):
@@ -49,7 +49,7 @@ def test_an_optimize_apart_runs_in_a_helper_at_the_writer_priority_and_leaves_th
     try:
         helper = store._compactor.pid
         assert helper is not None and os.getpriority(os.PRIO_PROCESS, helper) >= 7
-        assert store.chunks.version > before and store.chunks.version == Store(tmp_path / "data", store.dim).refresh()[1]
+        assert store.chunks.version > before and store.chunks.version == LanceStore(tmp_path / "data", store.dim).refresh()[1]
         assert store._text_index_covers(store.chunks.version)  # new rows folded into the full-text index
         assert store.chunks.count_rows() == here_store.chunks.count_rows()
         for query in ("zeppelins airships", "wings lift topic3"):
@@ -103,7 +103,7 @@ def test_new_rows_go_into_a_new_segment_until_an_index_has_max_segments_then_it_
     assert compactor.segments_to_merge(rows, new) == merged
 
 
-def _segments(store: Store) -> dict[str, int]:
+def _segments(store: LanceStore) -> dict[str, int]:
     import lance
 
     names = [index["name"] for index in lance.dataset(store.chunks.uri).list_indices()]
@@ -147,7 +147,7 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
     check_index(store, root, encoder=FakeEncoder())
 
 
-def _indexed_as(root: Path, data: Path) -> tuple[Path, Store, object]:
+def _indexed_as(root: Path, data: Path) -> tuple[Path, LanceStore, object]:
     store, indexer, searcher = make_pipeline(data, FakeEncoder())
     indexer.run(root)
     return root, store, searcher

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from lodex.indexer.pipeline import document_id
 from lodex.search.searcher import Searcher
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -27,7 +27,7 @@ def test_searches_during_writes_see_one_version_per_document(tmp_path: Path) -> 
     store, indexer, _ = make_pipeline(tmp_path / "data", encoder)
     indexer.flush_tokens = 300  # many small commits: many intermediate versions to look at
     indexer.run(root)
-    reader = Searcher(Store(tmp_path / "data", encoder.dim), FakeEncoder(), passages=6)
+    reader = Searcher(LanceStore(tmp_path / "data", encoder.dim), FakeEncoder(), passages=6)
     done = threading.Event()
 
     def write() -> None:
@@ -75,8 +75,8 @@ def test_mean_vectors_follow_document_versions_reading_only_what_changed(tmp_pat
 
     before, ids = check()
     full_reads = []
-    document_table = store.document_table
-    monkeypatch.setattr(store, "document_table", lambda *args: full_reads.append(args) or document_table(*args))
+    scan_documents = store.scan_documents
+    monkeypatch.setattr(store, "scan_documents", lambda *args: full_reads.append(args) or scan_documents(*args))
     (root / "d3.txt").write_text("rewritten entirely " + " ".join(f"z{j}" for j in range(40)))
     indexer.run(root)
     after, ids_after = check()

@@ -15,7 +15,7 @@ from lodex.indexer.encoder import Encoder
 from lodex.indexer.pipeline import Indexer
 from lodex.search.searcher import MODES, RANKINGS, Searcher
 from lodex.store import faiss_lifecycle
-from lodex.store.lance_store import AnnPolicy, Store
+from lodex.store.lance_store import AnnPolicy, LanceStore
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 from tests.invariants import check_index, dense_document_scores
@@ -75,7 +75,7 @@ class Backend:
     root: Path
     data: Path
     encoder: Encoder
-    store: Store
+    store: LanceStore
     indexer: Indexer
     searcher: Searcher
 
@@ -85,7 +85,7 @@ class Backend:
 
     def reader(self) -> Searcher:
         """A searcher over a fresh handle on the data directory: another process's view."""
-        return Searcher(Store(self.data, self.encoder.dim, AnnPolicy(kind=self.kind)), self.encoder)
+        return Searcher(LanceStore(self.data, self.encoder.dim, AnnPolicy(kind=self.kind)), self.encoder)
 
     def check(self, persisted: bool = True) -> dict[str, str]:
         """The invariants from the writer's side and from a fresh reader's; the index kind is the one asked for."""

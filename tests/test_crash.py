@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from tests.fakes import FakeEncoder
 from tests.invariants import check_index
 
@@ -37,7 +37,7 @@ def _committed(data: Path, root: Path) -> set[int]:
     """Files whose current content is committed in the index (by their number)."""
     if not (data / "origin.json").exists():
         return set()
-    store = Store(data, 256)
+    store = LanceStore(data, 256)
     done = set()
     for path, record in store.document_records().items():
         file = root / path
@@ -61,7 +61,7 @@ def test_kill_during_indexing_then_restart_converges(tmp_path: Path, kill_after:
     assert len(committed) < 520
     restart = _lodex(data, root, tmp_path / "restart.log")
     assert restart.returncode == 0, restart.stderr[-2000:]
-    check_index(Store(data, 256), root, persisted=True, encoder=FakeEncoder())
+    check_index(LanceStore(data, 256), root, persisted=True, encoder=FakeEncoder())
     re_encoded = _encoded_files(tmp_path / "restart.log")
     assert not (re_encoded & committed), f"finished files encoded again: {sorted(re_encoded & committed)[:10]}"
     assert re_encoded == set(range(520)) - committed
@@ -83,5 +83,5 @@ def test_kill_during_an_update_run(tmp_path: Path) -> None:
     assert killed.returncode == -9
     restart = _lodex(data, root, tmp_path / "restart.log")
     assert restart.returncode == 0, restart.stderr[-2000:]
-    check_index(Store(data, 256), root, persisted=True, encoder=FakeEncoder())
+    check_index(LanceStore(data, 256), root, persisted=True, encoder=FakeEncoder())
     assert _encoded_files(tmp_path / "restart.log") <= set(range(100)), "only changed files may be encoded"

@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from lodex.api import forward
-from lodex.api.app import create_app
 from lodex.api.cli import app as cli_app
+from lodex.api.app import create_app
 from lodex.api.forward import SERVER_FILE, Identity, ask_server, read_server, record_server, running_server
 from lodex.api.service import LodexService
+from tests.live_server import live_server
 from tests.test_api import _service
 
 KEY = "sesame-" + "k" * 20
@@ -260,23 +260,9 @@ def test_the_record_is_private_and_written_whole(tmp_path: Path) -> None:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[LodexService, Identity, int]]:
     """A real lodex app (fake encoder, api key KEY) under uvicorn on 127.0.0.1, recorded in its data dir's server.json."""
-    service, identity = _service(tmp_path, api_key=KEY), Identity.new()
-    server = uvicorn.Server(uvicorn.Config(create_app(service, identity=identity, host="127.0.0.1"), host="127.0.0.1", port=0,
-                                           log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not (server.started and server.servers) and time.monotonic() < deadline and thread.is_alive():
-        threading.Event().wait(0.02)
-    assert server.started, "uvicorn did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    record_server(service.data_dir, "127.0.0.1", port, identity)
-    try:
+    service = _service(tmp_path, api_key=KEY)
+    with live_server(service) as (identity, port):
         yield service, identity, port
-    finally:
-        server.should_exit = True
-        thread.join(30)
-        service.close()
 
 
 def test_the_real_server_proves_itself_and_gets_the_key(served: tuple[LodexService, Identity, int]) -> None:

@@ -7,12 +7,14 @@ import pytest
 
 from lodex.api.factory import build_indexer
 from lodex.api.settings import Settings
+from lodex.indexer.pipeline import Indexer
+from lodex.indexer.settings import IndexSettings
 from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
 from lodex.search.searcher import RANKINGS
 from lodex.store import lance_store
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 from tests.invariants import dense_document_scores
@@ -248,20 +250,20 @@ def test_highlight_spans_unit() -> None:
 def test_a_long_run_of_a_serving_writer_folds_new_chunks_into_the_keyword_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lance_store, "OPTIMIZE_ROWS", 5)
     counted: list[int] = []
-    optimize = Store.optimize
-    monkeypatch.setattr(Store, "optimize", lambda self: counted.append(self.chunks.count_rows()) or optimize(self))
+    optimize = LanceStore.optimize
+    monkeypatch.setattr(LanceStore, "optimize", lambda self: counted.append(self.chunks.count_rows()) or optimize(self))
     root = tmp_path / "docs"
     root.mkdir()
     for i in range(30):
         (root / f"{i:02d}.txt").write_text(f"note {i} about turbine blades and topic{i} " * 20)
     store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder())
-    indexer.flush_tokens = 300  # many commits in one run
     settings = Settings(base_dir=tmp_path)
     assert indexer.optimize_every_s == 0  # a one-off run (lodex index) optimizes at its end only
     long_lived = build_indexer(settings, indexer.encoder, store, long_lived=True)  # the indexer of `watch` / `serve`
     assert long_lived.optimize_every_s == settings.watch.optimize_every_s > 0
-    indexer.optimize_every_s = 1e-6  # as often as rows pile up, for the test
-    summary = indexer.run(root)
+    eager = Indexer(store, indexer.encoder, indexer.chunker, indexer.rules, IndexSettings(flush_tokens=300),  # many commits in one run,
+                    optimize_every_s=1e-6)  # optimized as often as rows pile up, for the test
+    summary = eager.run(root)
     assert len(counted) > 2 and counted[0] < summary.chunks, "optimized during the run, not only at its end"
     stats = store.chunks.index_stats("keywords_idx")
     assert stats.num_unindexed_rows == 0

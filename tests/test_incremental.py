@@ -234,7 +234,7 @@ def test_title_prefix_is_encoded_and_recorded(tmp_path: Path) -> None:
 def test_the_writer_keeps_its_document_records_across_its_own_optimize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A compaction changes the documents table's version, not its rows: the writer's next run does not read every
     document again (~0.7 s of CPU at 41,940 documents, after each optimize while serving)."""
-    from lodex.store.lance_store import Store
+    from lodex.store.lance_store import LanceStore
 
     root, _, store, indexer, _, _ = _indexed(tmp_path, {"a.txt": _doc_text("alpha"), "b.txt": _doc_text("beta")})
     _write(root, "a.txt", _doc_text("gamma"))
@@ -243,8 +243,8 @@ def test_the_writer_keeps_its_document_records_across_its_own_optimize(tmp_path:
     store.optimize()
     assert store.documents.version > before
     reads: list[int] = []
-    full_read = store.document_table
-    monkeypatch.setattr(store, "document_table", lambda *args, **kw: reads.append(1) or full_read(*args, **kw))
+    full_read = store.scan_documents
+    monkeypatch.setattr(store, "scan_documents", lambda *args, **kw: reads.append(1) or full_read(*args, **kw))
     records = store.document_records()
     assert not reads
-    assert records == Store(tmp_path / "data", store.dim).document_records()
+    assert records == LanceStore(tmp_path / "data", store.dim).document_records()

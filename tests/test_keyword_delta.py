@@ -12,7 +12,7 @@ from lodex.search import snapshot_source
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store import lance_bridge
 from lodex.store.fts_terms import STOP_WORDS, terms
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from lodex.store.lancedb_import import import_lancedb
 from tests.conftest import EVALDATA, indexed_notes, make_pipeline
 from tests.fakes import FakeEncoder, ReferenceBM25
@@ -61,7 +61,7 @@ def _folder(root: Path, texts: list[str], start: int, n: int) -> list[str]:
     return names
 
 
-def _hits(store: Store, text: str, version: int, delta, n: int = 10) -> list[int]:
+def _hits(store: LanceStore, text: str, version: int, delta, n: int = 10) -> list[int]:
     return store.start_keyword_search([text], n, version, delta)()[0][0].tolist()
 
 
@@ -77,7 +77,7 @@ def test_new_rows_rank_as_the_index_will_rank_them_once_folded_in(tmp_path: Path
     indexer.run(root)  # a full run: optimized, every row in the full-text index
     names = _folder(root, texts, 400, 60)
     indexer.run(root, only=names)  # as the watcher does: not folded in yet
-    source = SnapshotSource(Store(tmp_path / "data", store.dim))
+    source = SnapshotSource(LanceStore(tmp_path / "data", store.dim))
     snap = source.refresh()
     reader = source.store
     indexed, unindexed = reader.text_index_rows(snap.version)
@@ -91,7 +91,7 @@ def test_new_rows_rank_as_the_index_will_rank_them_once_folded_in(tmp_path: Path
     assert overlap >= 0.95
 
     store.optimize()  # folded in: the index's own ranking of the same rows
-    after = Store(tmp_path / "data", store.dim)
+    after = LanceStore(tmp_path / "data", store.dim)
     version = after.refresh()[1]
     assert after.text_index_rows(version)[1] == 0
     owners = after.chunk_owners(version)
@@ -150,7 +150,7 @@ def test_the_idf_of_new_terms_is_learned_in_the_searchs_own_round_trip(tmp_path:
     text = "flutter of zeppelinoid wings"
     words = store.keyword_scheme.query_words(text, "en")
     assert set(snap.keywords.index_terms.missing(snap.keywords.wanted_terms(words))) == {"flutter", "wing", "zeppelinoid"}
-    reader = Store(tmp_path / "data", store.dim)
+    reader = LanceStore(tmp_path / "data", store.dim)
     reader.pin(snap.versions)
     wait = reader.start_keyword_search([text], 10, snap.version, snap.keywords)
     calls: list[object] = []

@@ -13,7 +13,7 @@ from lodex.search.searcher import Searcher
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SharedIndex, SnapshotSource
 from lodex.store import faiss_lifecycle, lance_bridge, lance_store
-from lodex.store.lance_store import AnnPolicy, Store
+from lodex.store.lance_store import AnnPolicy, LanceStore
 from tests.conftest import make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
 
@@ -80,7 +80,7 @@ def _assert_same(incremental: dict, full: dict) -> None:
 
 
 def _from_scratch(data: Path, dim: int, versions: tuple[int, int], ann: AnnPolicy) -> dict:
-    store = Store(data, dim, ann)
+    store = LanceStore(data, dim, ann)
     store.pin(versions)
     return _state(SnapshotSource(store)._next(None, versions))
 
@@ -110,7 +110,7 @@ def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, s
     store.ann = ann
     indexer.flush_tokens = 200  # several commits per run: versions with chunks whose documents are not committed yet
     indexer.run(root)
-    source = SnapshotSource(Store(tmp_path / "data", encoder.dim, ann))
+    source = SnapshotSource(LanceStore(tmp_path / "data", encoder.dim, ann))
     full_builds: list[SnapshotSource] = []
     full = SnapshotSource._full
     monkeypatch.setattr(SnapshotSource, "_full", lambda self, version: full_builds.append(self) or full(self, version))
@@ -146,7 +146,7 @@ def test_a_pinned_snapshot_keeps_the_vectors_of_chunks_a_newer_version_dropped(t
     (root / "b.txt").write_text("bravo stays the same " * 5)
     store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
     indexer.run(root)
-    source = SnapshotSource(Store(tmp_path / "data", store.dim))
+    source = SnapshotSource(LanceStore(tmp_path / "data", store.dim))
     with source.pinned() as old:
         rows = np.arange(len(old.docs))
         before = old.chunk_vectors(rows)
@@ -169,7 +169,7 @@ def test_after_an_optimize_the_next_snapshot_reads_no_chunk_rows_again(tmp_path:
     for i in range(4):  # several fragments: something for the compaction to merge
         (root / f"extra{i}.txt").write_text(f"extra note {i} " * 30)
         indexer.run(root)
-    source = SnapshotSource(Store(tmp_path / "data", store.dim))
+    source = SnapshotSource(LanceStore(tmp_path / "data", store.dim))
     before = source.refresh()
     rows_before = before.owners.row_ids.copy()
     store.optimize()
@@ -186,8 +186,8 @@ def test_after_an_optimize_the_next_snapshot_reads_no_chunk_rows_again(tmp_path:
 def _count_reads(monkeypatch: pytest.MonkeyPatch, reads: list[str]) -> None:
     """Note in `reads` each call of the store's chunk reads that a snapshot makes."""
     for name in ("chunk_rows_following", "chunk_rows_after", "chunk_row_ids", "chunks_at_rows", "detached_vector_index"):
-        original = getattr(Store, name)
-        monkeypatch.setattr(Store, name, lambda self, *a, _name=name, _f=original, **k: reads.append(_name) or _f(self, *a, **k))
+        original = getattr(LanceStore, name)
+        monkeypatch.setattr(LanceStore, name, lambda self, *a, _name=name, _f=original, **k: reads.append(_name) or _f(self, *a, **k))
 
 
 def test_new_rows_past_a_gap_in_row_ids_are_found_by_a_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,7 +198,7 @@ def test_new_rows_past_a_gap_in_row_ids_are_found_by_a_scan(tmp_path: Path, monk
     root, settings = notes_and_settings(tmp_path, 6)
     store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
     indexer.run(root)
-    source = SnapshotSource(Store(tmp_path / "data", store.dim))
+    source = SnapshotSource(LanceStore(tmp_path / "data", store.dim))
     before = source.refresh()
     for text in ("a long middle version " * 300, "the last version, short"):
         (root / "0.txt").write_text(text)
@@ -218,12 +218,12 @@ def _alpha_and_its_source(tmp_path: Path) -> tuple[Path, FakeEncoder, Indexer, S
     encoder = FakeEncoder()
     _, indexer, _ = make_pipeline(tmp_path / "data", encoder)
     indexer.run(root)
-    return root, encoder, indexer, SnapshotSource(Store(tmp_path / "data", encoder.dim), poll_s=0.01).start()
+    return root, encoder, indexer, SnapshotSource(LanceStore(tmp_path / "data", encoder.dim), poll_s=0.01).start()
 
 
 def test_a_search_during_a_slow_refresh_answers_from_the_previous_version(tmp_path: Path, monkeypatch) -> None:
     root, encoder, indexer, source = _alpha_and_its_source(tmp_path)
-    searcher = Searcher(Store(tmp_path / "data", encoder.dim), encoder, source=source)  # a query thread's own handle
+    searcher = Searcher(LanceStore(tmp_path / "data", encoder.dim), encoder, source=source)  # a query thread's own handle
     entered, gate = threading.Event(), threading.Event()
     prepare = source._next
 

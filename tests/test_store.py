@@ -9,13 +9,13 @@ import pytest
 from lodex.store import faiss_lifecycle
 from lodex.store.ann_policy import AnnPolicy
 from lodex.store.errors import OriginMismatchError, StoreError
-from lodex.store.lance_store import ChunkOwners, Store
+from lodex.store.lance_store import ChunkOwners, LanceStore
 from lodex.store.origin import make_origin
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
 
-def _index_folder(tmp_path: Path, encoder: FakeEncoder) -> tuple[Store, Path]:
+def _index_folder(tmp_path: Path, encoder: FakeEncoder) -> tuple[LanceStore, Path]:
     root = tmp_path / "docs"
     root.mkdir()
     for i in range(4):
@@ -31,7 +31,7 @@ def test_origin_mismatch_is_a_clear_error(tmp_path: Path) -> None:
     other = FakeEncoder(dim=128)
     other.model_id = "another-model"
     with pytest.raises(OriginMismatchError) as caught:
-        Store.open(tmp_path / "data", make_origin(other.origin(), 64, 4))
+        LanceStore.open(tmp_path / "data", make_origin(other.origin(), 64, 4))
     message = caught.value.one_line()
     assert "another-model" in message and "dim" in message and "--rebuild" in message
 
@@ -40,12 +40,12 @@ def test_chunk_settings_are_part_of_the_origin(tmp_path: Path) -> None:
     encoder = FakeEncoder()
     _index_folder(tmp_path, encoder)
     with pytest.raises(OriginMismatchError, match="chunk_tokens"):
-        Store.open(tmp_path / "data", make_origin(encoder.origin(), 32, 4))
+        LanceStore.open(tmp_path / "data", make_origin(encoder.origin(), 32, 4))
 
 
 def test_missing_index_is_reported_when_not_creating(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no index"):
-        Store.open(tmp_path / "nothing", make_origin(FakeEncoder().origin(), 64, 4), create=False)
+        LanceStore.open(tmp_path / "nothing", make_origin(FakeEncoder().origin(), 64, 4), create=False)
 
 
 def test_faiss_index_is_persisted_for_the_lance_version(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_faiss_index_is_persisted_for_the_lance_version(tmp_path: Path) -> None:
     store, _ = _index_folder(tmp_path, encoder)
     files = list((tmp_path / "data").glob("chunks.v*.faiss"))
     assert [f.name for f in files] == [f"chunks.v{store.chunks.version}.faiss"]
-    reopened = Store(tmp_path / "data", encoder.dim)
+    reopened = LanceStore(tmp_path / "data", encoder.dim)
     assert len(reopened.vector_index()) == store.counts()["chunks"]
 
 
@@ -63,10 +63,10 @@ def test_faiss_index_is_rebuilt_when_missing_or_stale(tmp_path: Path) -> None:
     chunks = store.counts()["chunks"]
     for f in (tmp_path / "data").glob("chunks.v*.faiss"):
         f.unlink()
-    assert len(Store(tmp_path / "data", encoder.dim).vector_index()) == chunks
+    assert len(LanceStore(tmp_path / "data", encoder.dim).vector_index()) == chunks
     store.persist_index()
     store.chunks.delete("ordinal = 0")  # Lance moves on without the FAISS file: it is stale now
-    rebuilt = Store(tmp_path / "data", encoder.dim).vector_index()
+    rebuilt = LanceStore(tmp_path / "data", encoder.dim).vector_index()
     assert len(rebuilt) == chunks - 4
 
 
@@ -149,12 +149,12 @@ def test_an_index_refuses_a_changed_extraction_and_records_new_readers(tmp_path:
 
     encoder = FakeEncoder()
     old = make_origin(encoder.origin(), 64, 4)  # an index from before readers were recorded
-    Store.open(tmp_path / "data", old)
-    Store.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1"}))
+    LanceStore.open(tmp_path / "data", old)
+    LanceStore.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1"}))
     assert read_origin(tmp_path / "data")["readers"] == {"pdf": "1", "text": "1"}  # recorded once met
-    Store.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1", "docx": "1"}))
+    LanceStore.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1", "docx": "1"}))
     with pytest.raises(OriginMismatchError, match="other versions of the pdf reader") as caught:
-        Store.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "2", "text": "1", "docx": "1"}))
+        LanceStore.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "2", "text": "1", "docx": "1"}))
     assert "--rebuild" in caught.value.one_line()
 
 
@@ -180,7 +180,7 @@ def test_kept_document_records_match_a_full_read_through_runs_of_changes(tmp_pat
     import os
     import random
 
-    from lodex.store.base import Store as BaseStore
+    from lodex.store.base import Store
     from tests.invariants import check_index
 
     encoder = FakeEncoder()
@@ -203,7 +203,7 @@ def test_kept_document_records_match_a_full_read_through_runs_of_changes(tmp_pat
             name = rng.choice(names)
             (root / name).rename(root / f"moved{step}-{name}")
         indexer.run(root)
-        assert store.document_records() == BaseStore.document_records(Store(tmp_path / "data", encoder.dim)), action
+        assert store.document_records() == Store.document_records(LanceStore(tmp_path / "data", encoder.dim)), action
         check_index(store, root, encoder=FakeEncoder())
         assert store.chunks.count_rows() == store.counts()["chunks"], action  # nothing stale left behind
 
@@ -212,18 +212,18 @@ def test_a_watching_writers_small_updates_save_the_index_at_most_every_save_inde
     """A long-lived indexer (watch, serve) has its store save the vector index after small updates at most every
     watch.save_index_every_s (a save at 1M chunks writes ~0.4 GB on the writer's time, beside the queries); `lodex
     index`'s store keeps PERSIST_EVERY_S; a full run still saves at once, and readers catch an older file up."""
-    from lodex.api.factory import build_indexer
+    from lodex.api.factory import build_indexer, open_store
     from lodex.store.base import PERSIST_EVERY_S
     from tests.conftest import notes_and_settings
 
     root, settings = notes_and_settings(tmp_path, 6)
     settings.watch.save_index_every_s = 3600.0
     encoder = FakeEncoder()
-    store, _, _ = make_pipeline(tmp_path / "data", encoder)
-    plain = build_indexer(settings, encoder, store)
-    assert store.persist_every_s == PERSIST_EVERY_S
+    store = open_store(settings, encoder, tmp_path / "data", create=True, long_lived=True)  # as WriteSide(long_lived=True)
+    plain = open_store(settings, encoder, tmp_path / "data", create=True)  # as `lodex index`'s
+    assert plain.persist_every_s == PERSIST_EVERY_S and store.persist_every_s == 3600.0
+    plain.close()
     watching = build_indexer(settings, encoder, store, long_lived=True)
-    assert store.persist_every_s == 3600.0 and plain.store is watching.store
     watching.run(root)  # a full run: saved at once
     saved = store.chunks.version
     assert (tmp_path / "data" / f"chunks.v{saved}.faiss").exists()
@@ -232,5 +232,5 @@ def test_a_watching_writers_small_updates_save_the_index_at_most_every_save_inde
         watching.run(root, only=[f"{i}.txt"])
     assert store.chunks.version > saved
     assert sorted(p.name for p in (tmp_path / "data").glob("chunks.v*.faiss")) == [f"chunks.v{saved}.faiss"]  # not saved again
-    reader = Store(tmp_path / "data", encoder.dim)
+    reader = LanceStore(tmp_path / "data", encoder.dim)
     assert len(reader.vector_index()) == store.counts()["chunks"]  # the older file caught up from Lance

@@ -5,7 +5,7 @@ import time
 from pathlib import Path
 
 import lodex.store.lance_bridge as lance_bridge
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from lodex.store.version_marks import VersionMarks
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
@@ -42,7 +42,7 @@ def test_refresh_asks_lance_only_after_a_commit(tmp_path: Path, monkeypatch) -> 
     root.mkdir()
     (root / "a.txt").write_text("wings and lift " * 50)
     indexer.run(root)
-    reader = Store(tmp_path / "data", store.dim)
+    reader = LanceStore(tmp_path / "data", store.dim)
     versions_dirs = [tmp_path / "data" / "lance" / f"{t}.lance" / "_versions" for t in ("documents", "chunks")]
     for directory in versions_dirs:
         _age(directory, 5)

@@ -15,7 +15,7 @@ from lodex.indexer.writer import RunHooks
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.store.job_log import FileRecord
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -39,7 +39,7 @@ class Harness:
         settings.watch.polling = polling
         settings.watch.poll_interval_s = 0.2
         self.service: WatchService = build_watch(settings, indexer, self.root, RunHooks(on_file=self.records.append))
-        self.reader = Store(self.data, self.encoder.dim)
+        self.reader = LanceStore(self.data, self.encoder.dim)
         self.noted: list[str] = []  # every path the watcher's filter let through to the collector (work to do)
         add = self.service.collector.add
         self.service.collector.add = lambda rel: self.noted.append(rel) or add(rel)  # type: ignore[method-assign]

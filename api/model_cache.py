@@ -6,6 +6,7 @@ from pathlib import Path
 
 from lodex.api.settings import Settings
 from lodex.indexer.errors import ModelError
+from lodex.indexer.model_languages import model_languages
 from lodex.indexer.onnx_model import default_cache_dir
 from lodex.indexer.settings import EncoderSettings
 
@@ -39,3 +40,14 @@ def model_path(settings: Settings) -> Path:
         return cached
     raise ModelError(f"encoder.model {value} is neither a local folder nor a pulled model",
                      f"run `lodex model pull {value}` once (online), or set encoder.model to a local model directory")
+
+
+def encoder_languages(settings: Settings) -> frozenset[str] | None:
+    """The languages the configured model covers, read from its folder (encoder.model resolved as `model_path` does:
+    a relative path against the config file's folder, a hub id to its pulled copy); None when it does not say."""
+    if not settings.encoder.model:
+        return model_languages("")
+    try:
+        return model_languages(str(model_path(settings)))
+    except ModelError:
+        return None

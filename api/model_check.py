@@ -12,6 +12,7 @@ from lodex.api.model_cache import cached_model, is_model_id, model_path
 from lodex.api.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.model_info import Choice, read_model_dir, window
+from lodex.indexer.model_languages import declared_languages
 from lodex.indexer.layer_stream import StreamedModel
 from lodex.indexer.layer_weights import fp32_bytes, tensor_index
 from lodex.indexer.model_probe import FastProbe, measure_exact, probe_fast, probe_texts
@@ -59,6 +60,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
     pooling = info.pooling(cfg.pooling)
     query, document = info.prefixes(cfg)
     late = late_plan(settings, encoder, settings.data_dir)
+    covered, source = declared_languages(cfg.model)
     texts = probe_texts()
     exact = measure_exact(encoder, texts)
     streamed = isinstance(encoder.model, StreamedModel)
@@ -89,6 +91,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         "document_prefix": _choice(document),
         "eos": _choice(info.eos(cfg.append_eos, pooling.value, tokenizer)),
         "padding_side": tokenizer.padding_side,
+        "languages": _choice(Choice(sorted(covered) if covered is not None else None, source)),
         "late_chunking": {"setting": settings.chunking.late, "enabled": late is not None, "window_limit": encoder.window_limit,
                           "window_tokens": late.window_tokens if late else None},
         "configured_precision": settings.encoder.precision,

@@ -109,6 +109,7 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
     eos = report["eos"]["value"]
     chosen("eos", "eos", f"append token {eos}" if eos is not None else "not appended")
     line("padding", report["padding_side"])
+    chosen("languages", "languages", ", ".join(report["languages"]["value"]) if report["languages"]["value"] else "any")
     late = report["late_chunking"]
     line("late chunking", (f"on, windows of {late['window_tokens']:,} tokens" if late["enabled"] else "off")
          + f" (chunking.late = {str(late['setting']).lower()}; the model reads up to {late['window_limit']:,} tokens at once)")
@@ -117,7 +118,8 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
         line("fast mode", f"yes (int8 vs exact cosine mean {fast['mean_cosine']:.4f}, min {fast['min_cosine']:.4f} on {fast['texts']} texts; "
                           f"load-time gate {fast['gate_cosine']:.4f})")
     else:
-        refused = "; encoder.precision = \"fast\" is refused: set it to \"exact\"" if report["configured_precision"] == "fast" else ""
+        refused = {"fast": "; encoder.precision = \"fast\" is refused: set it to \"exact\"",
+                   "auto": " (encoder.precision = \"auto\" takes exact mode)"}.get(report["configured_precision"], "")
         line("fast mode", f"no — {fast['reason']}; served exactly{refused}")
     speed = report["tokens_per_s"]
     line("tokens/s", f"exact {speed['exact']:,}" + (f", fast {speed['fast']:,}" if speed["fast"] is not None else ""))

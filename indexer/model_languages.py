@@ -16,23 +16,32 @@ _CARD_ONE = re.compile(r"^language:\s*([\w-]+)\s*$", re.MULTILINE)
 def model_languages(model_dir: str) -> frozenset[str] | None:
     """The languages (ISO 639-1) the model in `model_dir` covers ("": the bundled English MiniLM); None when it does
     not say ("multilingual" in its card: every language)."""
+    return declared_languages(model_dir)[0]
+
+
+def declared_languages(model_dir: str) -> tuple[frozenset[str] | None, str]:
+    """`model_languages` and where it came from (for `lodex model check`)."""
     if not model_dir:
-        return frozenset({"en"})
+        return frozenset({"en"}), "the bundled all-MiniLM-L6-v2 is English-only"
     root = Path(model_dir)
     try:
         config = json.loads((root / "config.json").read_text())
         if isinstance(config.get("lodex_languages"), list):
-            return frozenset(str(c).lower() for c in config["lodex_languages"])
-    except (OSError, ValueError):
+            return frozenset(str(c).lower() for c in config["lodex_languages"]), "config.json lodex_languages"
+    except (OSError, ValueError, AttributeError):
         pass
     try:
         card = (root / "README.md").read_text(errors="replace")[:20_000]
     except OSError:
-        return None
+        return None, "not declared (no lodex_languages in config.json, no model card): every language taken as covered"
     found = _CARD_LIST.search(card)
     codes = re.findall(r"-\s*([\w-]+)", found.group(1)) if found else ([m.group(1)] if (m := _CARD_ONE.search(card)) else [])
     codes = [c.lower() for c in codes]
-    return None if not codes or "multilingual" in codes else frozenset(codes)
+    if "multilingual" in codes:
+        return None, "README.md language: multilingual (every language)"
+    if not codes:
+        return None, "not declared (no language: list in README.md): every language taken as covered"
+    return frozenset(codes), "README.md language:"
 
 
 def language_note(mix: dict[str, int], covered: frozenset[str] | None, bundled: bool) -> str | None:

@@ -40,6 +40,22 @@ class Hits(NamedTuple):
         first = self.firsts()
         return Hits(self.rows[first], self.rows[first], self.scores[first])
 
+    def summed_per_document(self, m: int) -> "Hits":
+        """Each document scored by the sum of its `m` best hits (those in this list), keyed by document row, best
+        first (ties in list order); m = 1: `best_per_document`."""
+        if m <= 1 or not len(self.ids):
+            return self.best_per_document()
+        docs, group = np.unique(self.rows, return_inverse=True)
+        grouped = np.argsort(group, kind="stable")  # each document's hits together, in list order (best first)
+        starts = np.searchsorted(group[grouped], group[grouped])
+        keep = grouped[np.arange(len(grouped)) - starts < m]
+        sums = np.bincount(group[keep], weights=self.scores[keep], minlength=len(docs))
+        first = self.firsts()
+        rows = self.rows[first]
+        scores = sums[np.searchsorted(docs, rows)]
+        order = np.argsort(-scores, kind="stable")
+        return Hits(rows[order], rows[order], scores[order])
+
 
 @dataclass(frozen=True)
 class Fusion:
@@ -61,6 +77,7 @@ class Fusion:
     top_m: int = 3
     blend_alpha: float = 0.5  # dense blend: alpha * best chunk + (1 - alpha) * mean-vector cosine
     depth: int = 100  # convex: scores are normalized over each list's top `depth` hits, so k does not change them
+    keyword_passages: int = 2  # bm25 mode, ranking topm: a document scores the sum of this many best chunks' BM25
 
     def fuse(self, dense: Hits, keyword: Hits) -> Hits:
         """Both lists fused into one, best first (ties: in order of first appearance, dense list first)."""

@@ -2,7 +2,8 @@
 
 Modes: `dense` (cosine of the query to chunk vectors), `bm25` (Lance's full-text index over chunk text) and
 `hybrid` (both fused at chunk level, see `Fusion`). Document rankings: `max` (best chunk), `topm` (mean of the m
-best chunks), `mean` (the document's mean vector) and `blend` (best chunk and mean vector). Queries are searched
+best chunks; in bm25 mode the sum of its `keyword_passages` best), `mean` (the document's mean vector) and `blend` (best
+chunk and mean vector; bm25 mode: its best chunk). Queries are searched
 in batches: one encoder pass, one scan of the FAISS index and one round of keyword queries serve them all, and
 candidates are ranked as numpy arrays, which is what keeps latency low when many clients ask at once on a small CPU.
 """
@@ -22,7 +23,7 @@ from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SnapshotSource
-from lodex.store.lance_store import Store
+from lodex.store.base import Store
 from lodex.store.languages import OTHER_SCRIPT_LANGUAGES
 from lodex.store.schema import LOCATION_COLUMNS
 
@@ -109,8 +110,11 @@ class Searcher:
 
     def _for_model(self, snap: Snapshot, q: Query) -> Query:
         """A hybrid query in a language of another script that the encoder does not cover (Chinese, Japanese, Korean,
-        Thai…) is answered by keywords alone: its vector is near random there (the bundled model: top-1 0.17 Chinese,
-        0.03 Japanese), and fusing it in only pushes good keyword hits down. One in an uncovered language of the
+        Thai…) is answered by keywords alone, documents scored by their `keyword_passages` best chunks (ranking
+        `topm`): its vector is near random there (the bundled model: top-1 0.17 Chinese, 0.03 Japanese), and fusing
+        it in only pushes good keyword hits down; a section's second passage speaks for it where its vector cannot
+        (top-1 0.78 -> 0.81 Chinese, 0.66 -> 0.74 Japanese; on English abstracts, 1-3 chunks a document, it cost bm25
+        4.5 points of nDCG@10, so keyword search elsewhere keeps the best chunk). One in an uncovered language of the
         model's own script stays hybrid: shared words and names carry meaning (German: dense top-1 0.41, and hybrid
         0.51 where keywords alone gave 0.43; bench/RESULTS-languages.md)."""
         if self.languages is None or (q.mode or self.mode) != "hybrid":
@@ -118,7 +122,7 @@ class Searcher:
         language = snap.docs.query_language(q.text)
         if language is None or language in self.languages or language not in OTHER_SCRIPT_LANGUAGES:
             return q
-        return replace(q, mode="bm25")
+        return replace(q, mode="bm25", ranking="topm")
 
     def _search_snapshot(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, started: float,
                          keywords: Keywords | None) -> list[SearchResponse]:
@@ -141,7 +145,7 @@ class Searcher:
         shown = sorted({r for top in tops for r, _ in top})
         docs = dict(zip(shown, zip(*(snap.docs.rows(shown, c) for c in ("ids", "paths", "titles")))))
         return [
-            SearchResponse(q.text, took, [DocumentHit(*docs[r], round(s, 6), passages.get((i, r), [])) for r, s in top], q.mode or self.mode)
+            SearchResponse(q.text, q.mode or self.mode, took, [DocumentHit(*docs[r], round(s, 6), passages.get((i, r), [])) for r, s in top])
             for i, (q, top) in enumerate(zip(queries, tops))
         ]
 
@@ -205,8 +209,8 @@ class Searcher:
         """Documents scored for one query (keyed by row, any order), and the chunk scores (in the mode's scale)
         that passages follow."""
         mode, ranking, f = q.mode or self.mode, q.ranking or self.ranking, self.fusion
-        if mode == "bm25":
-            return keyword.best_per_document(), keyword
+        if mode == "bm25":  # best chunk; "topm": the sum of the keyword_passages best (uncovered languages' hybrid)
+            return keyword.summed_per_document(f.keyword_passages if ranking == "topm" else 1), keyword
         if mode == "dense":
             if ranking == "max":
                 return dense.best_per_document(), dense

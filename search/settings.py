@@ -20,6 +20,7 @@ class SearchSettings(Section):
     doc_dense_weight: float = Field(0.7, ge=0, le=1)
     hybrid_blend_alpha: float = Field(0.6, ge=0, le=1)
     top_m: int = Field(3, ge=1, le=100)
+    keyword_passages: int = Field(2, ge=1, le=100)
     blend_alpha: float = Field(0.5, ge=0, le=1)
     k: int = Field(10, ge=1, le=1000)
     passages: int = Field(3, ge=0, le=50)

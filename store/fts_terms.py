@@ -2,7 +2,8 @@
 index them ready, joined by spaces (the chunks' `keywords` column, split at spaces by the index): words split at every
 character that is not a letter or digit, lower-cased, stemmed by the text's language's Snowball stemmer (its stop
 words dropped after stemming), words of 40 bytes or more dropped, accents folded; runs of Chinese,
-Japanese, Korean and other spaceless scripts cut into words (`script_words`). `terms` are those Lance's own English
+Japanese, Korean and other spaceless scripts cut into words (`script_words`); a chunk's section heading adds its terms
+HEADING_WEIGHT times (questions name the topic of a section). `terms` are those Lance's own English
 tokenizer makes of raw text, as an index made before lodex 0.x tokenized it (over `text`). lodex scores the chunk rows
 the index does not hold yet with them (`keyword_delta`), as the index will once it does."""
 
@@ -26,6 +27,10 @@ here there when where why how all any both each few more most other some such no
 can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan
 shouldn wasn weren won wouldn""".split())
 MAX_BYTES = 40  # words this long or longer are left out
+# The terms' version a new index records in its origin (`keyword_terms`); an index that records none holds version 1
+# (before section headings, Chinese character pairs and Japanese parts of speech), and is searched and extended so.
+TERMS_VERSION = 2
+HEADING_WEIGHT = 2  # a chunk's keywords hold its section heading's terms this many times (version 2)
 _WORD = re.compile(r"[^\W_]+")
 _FOLDS = str.maketrans({"æ": "ae", "œ": "oe", "ø": "o", "đ": "d", "ð": "d", "ł": "l", "þ": "th", "ı": "i"})
 _local = threading.local()
@@ -86,27 +91,34 @@ def _stop_terms(algorithm: str) -> frozenset[str]:
     return frozenset(_fold(s) for s in Stemmer.Stemmer(algorithm).stemWords(words))
 
 
-def keyword_words_and_terms(text: str, language: str | None = None, query: bool = False) -> list[tuple[str, str]]:
+def keyword_words_and_terms(text: str, language: str | None = None, query: bool = False,
+                            terms_version: int = TERMS_VERSION) -> list[tuple[str, str]]:
     """Each word of the text keyword search keeps, with its term, in text order: words of spaceless scripts as
     `script_words` cuts them (a query's Chinese as its words, a document's also as the words inside its long ones),
-    the others stemmed by `language`'s Snowball stemmer (English for a language Snowball lacks, or none given)."""
+    the others stemmed by `language`'s Snowball stemmer (English for a language Snowball lacks, or none given);
+    `terms_version`: that of the index (`TERMS_VERSION`)."""
     algorithm = SNOWBALL.get(language or "en", "english")
     if SPACELESS.search(text) is None:
         return _latin_terms(text, algorithm)
     out: list[tuple[str, str]] = []
     for piece, spaceless in split_runs(text):
         if spaceless:
-            out += [(w, w) for w in run_words(piece, language, query) if len(w.encode()) < MAX_BYTES]
+            out += [(w, w) for w in run_words(piece, language, query, terms_version) if len(w.encode()) < MAX_BYTES]
         else:
             out += _latin_terms(piece, algorithm)
     return out
 
 
-def keyword_terms(text: str, language: str | None = None, query: bool = False) -> list[str]:
+def keyword_terms(text: str, language: str | None = None, query: bool = False, terms_version: int = TERMS_VERSION) -> list[str]:
     """The terms of `keyword_words_and_terms`, in text order (repeats kept)."""
-    return [term for _, term in keyword_words_and_terms(text, language, query)]
+    return [term for _, term in keyword_words_and_terms(text, language, query, terms_version)]
 
 
-def keyword_text(text: str, language: str | None = None) -> str:
-    """What a chunk's `keywords` column holds: its terms joined by spaces, as the full-text index splits them."""
-    return " ".join(keyword_terms(text, language))
+def keyword_text(text: str, language: str | None = None, heading: str | None = None, terms_version: int = TERMS_VERSION) -> str:
+    """What a chunk's `keywords` column holds: its terms joined by spaces, as the full-text index splits them, then
+    (version 2) the terms of its section `heading` (the heading path, "2 Methods › 2.3 Sampling"), HEADING_WEIGHT
+    times: a chunk deep in a section still says what the section is about."""
+    got = keyword_terms(text, language, terms_version=terms_version)
+    if heading and terms_version >= 2:
+        got += keyword_terms(heading, language, terms_version=terms_version) * HEADING_WEIGHT
+    return " ".join(got)

@@ -4,7 +4,7 @@ was, Lance's English tokenizer over `text` (searched as then: Chinese and Japane
 
 from dataclasses import dataclass
 
-from lodex.store.fts_terms import keyword_words_and_terms, terms, words_and_terms
+from lodex.store.fts_terms import TERMS_VERSION, keyword_words_and_terms, terms, words_and_terms
 
 KEYWORDS = "keywords"  # the column of lodex's terms
 LEGACY = "text"  # the column an index made before it holds
@@ -14,9 +14,11 @@ REINDEX_HINT = ("its keyword index predates word segmentation (Chinese, Japanese
 
 @dataclass(frozen=True)
 class KeywordScheme:
-    """How keyword search tokenizes a store's chunks (`column`: the indexed column) and its queries."""
+    """How keyword search tokenizes a store's chunks (`column`: the indexed column; `terms_version`: which terms lodex
+    made for it, as its origin records) and its queries."""
 
     column: str = KEYWORDS
+    terms_version: int = TERMS_VERSION
 
     @property
     def segmented(self) -> bool:
@@ -31,7 +33,7 @@ class KeywordScheme:
 
     def query_words(self, text: str, language: str | None) -> list[tuple[str, str]]:
         """A query's (word, term) pairs, in order, tokenized as the rows are (`language`: the query's)."""
-        return keyword_words_and_terms(text, language, query=True) if self.segmented else words_and_terms(text)
+        return keyword_words_and_terms(text, language, True, self.terms_version) if self.segmented else words_and_terms(text)
 
     def lance_query(self, text: str, words: list[tuple[str, str]]) -> str:
         """What the full-text index is asked for a query (its `query_words`): the terms, or the raw text as before."""

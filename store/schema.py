@@ -62,17 +62,22 @@ def vectors_of(table: pa.Table) -> np.ndarray:
     return column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32, copy=False)
 
 
-def with_keywords(chunks: pa.Table) -> pa.Table:
-    """The chunk rows with their `keywords` made from text and language where they lack them (the indexer makes
-    them while reading; rows made elsewhere get them here)."""
-    if "keywords" in chunks.column_names and chunks["keywords"].null_count == 0:
-        return chunks
-    from lodex.store.fts_terms import keyword_text
+def with_keywords(chunks: pa.Table, terms_version: int | None = None) -> pa.Table:
+    """The chunk rows with their `keywords` made from text, section heading and language where they lack them (the
+    indexer makes them while reading; rows made elsewhere get them here), or, for an index of other keyword terms
+    than the indexer makes (`terms_version`: an index made before them), made again as that index holds them."""
+    from lodex.store.fts_terms import TERMS_VERSION, keyword_text
 
-    languages = chunks["language"].to_pylist() if "language" in chunks.column_names else [None] * chunks.num_rows
-    given = chunks["keywords"].to_pylist() if "keywords" in chunks.column_names else [None] * chunks.num_rows
-    made = pa.array([k if k is not None else keyword_text(t or "", lang) for k, t, lang in zip(given, chunks["text"].to_pylist(), languages)],
-                    pa.string())
+    version = TERMS_VERSION if terms_version is None else terms_version
+    if "keywords" in chunks.column_names and chunks["keywords"].null_count == 0 and version == TERMS_VERSION:
+        return chunks
+    count = chunks.num_rows
+    languages = chunks["language"].to_pylist() if "language" in chunks.column_names else [None] * count
+    sections = chunks["section"].to_pylist() if "section" in chunks.column_names else [None] * count
+    given = (chunks["keywords"].to_pylist() if "keywords" in chunks.column_names and version == TERMS_VERSION
+             else [None] * count)
+    made = pa.array([k if k is not None else keyword_text(t or "", lang, section, version)
+                     for k, t, lang, section in zip(given, chunks["text"].to_pylist(), languages, sections)], pa.string())
     if "keywords" in chunks.column_names:
         return chunks.set_column(chunks.column_names.index("keywords"), "keywords", made)
     return chunks.append_column("keywords", made)

@@ -1,6 +1,7 @@
-"""Words of the scripts written without spaces: Chinese by jieba's dictionary (rjieba), Japanese by Sudachi's (small
-dictionary), Korean and the others (Thai, Lao, Khmer, Myanmar) as overlapping character pairs; keyword search makes
-its terms of these words (`fts_terms`)."""
+"""Words of the scripts written without spaces: Chinese by jieba's dictionary (rjieba) with the run's character pairs
+alongside, Japanese by Sudachi's (small dictionary) with its function words left out by part of speech, Korean and the
+others (Thai, Lao, Khmer, Myanmar) as overlapping character pairs; keyword search makes its terms of these words
+(`fts_terms`). `terms_version` 1 is how an index made before the pairs and parts of speech holds its words."""
 
 import re
 import threading
@@ -19,6 +20,12 @@ _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]{1,2}$")  # particles and endings (
 # Chinese function words that carry nothing to search for (BM25 would weigh them near zero; they only cost postings).
 CHINESE_STOP_WORDS = frozenset("的 了 是 在 和 与 及 或 也 就 都 而 着 之 于 把 被 吗 呢 吧 啊 这 那 这个 那个 一个 我们 你们 他们 它们 以及 "
                                "如果 因为 所以 但是 可以 并 其 该 为 对 从 等 个 中 上 下 不".split())
+# Sudachi's parts of speech that carry nothing to search for: particles, auxiliary verbs, symbols, pronouns (何, それ),
+# suffixes (化, 者: the stem they follow is the word), and, at the second level, the verbs and adjectives that may
+# stand for a function (する, ある, いる, いい): Lucene's Japanese analyzer drops the same classes
+JAPANESE_FUNCTION_POS = frozenset({"助詞", "助動詞", "補助記号", "記号", "空白", "代名詞", "接尾辞"})
+_DEPENDENT = "非自立可能"
+PAIR_MARK = "\u00b7"  # a Chinese character pair's term is marked (·系统), apart from the dictionary word 系统
 _local = threading.local()
 
 
@@ -37,34 +44,43 @@ def _pairs(run: str) -> list[str]:
     return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
 
 
-def chinese_words(run: str, query: bool) -> list[str]:
+def chinese_words(run: str, query: bool, pairs: bool = True) -> list[str]:
     """A run of Han characters as words: a document's in search mode (long words and the dictionary words inside
-    them: 系统管理员 → 系统, 管理, 管理员, 系统管理员), a query's as its words alone."""
+    them: 系统管理员 → 系统, 管理, 管理员, 系统管理员), a query's as its words alone; with `pairs`, then the run's
+    overlapping character pairs, marked (`PAIR_MARK`), which meet where the query and the document are cut into
+    words differently (文本编辑器 in a question cut as 文本编辑 + 器)."""
     import rjieba
 
     words = rjieba.cut(run, hmm=True) if query else rjieba.cut_for_search(run, hmm=True)
-    return [w for w in words if w not in CHINESE_STOP_WORDS]
+    out = [w for w in words if w not in CHINESE_STOP_WORDS]
+    return out + [PAIR_MARK + p for p in _pairs(run) if len(p) == 2] if pairs else out
 
 
-def japanese_words(run: str) -> list[str]:
-    """A run of Japanese text (kanji and kana) as its words in Sudachi's normalized form, particles left out."""
+def japanese_words(run: str, by_part_of_speech: bool = True) -> list[str]:
+    """A run of Japanese text (kanji and kana) as its words in Sudachi's normalized form, particles left out (short
+    hiragana words; with `by_part_of_speech`, every word of `JAPANESE_FUNCTION_POS` too)."""
     out = []
     for i in range(0, len(run), 8000):  # Sudachi takes at most ~49 kB at once
         for m in _japanese().tokenize(run[i:i + 8000]):
+            if by_part_of_speech:
+                pos = m.part_of_speech()
+                if pos[0] in JAPANESE_FUNCTION_POS or pos[1] == _DEPENDENT:
+                    continue
             word = m.normalized_form()
             if not _HIRAGANA_ONLY.match(m.surface()) and word.strip():
                 out.append(word.lower())
     return out
 
 
-def run_words(run: str, language: str | None, query: bool) -> list[str]:
+def run_words(run: str, language: str | None, query: bool, terms_version: int = 2) -> list[str]:
     """The words of one run of a spaceless script (`SPACELESS`); `language`, the text's (ISO 639-1), decides whether
-    kanji alone are Japanese."""
+    kanji alone are Japanese; `terms_version` 1 as an index made before version 2 holds them (no character pairs in
+    Chinese, Japanese words not chosen by part of speech)."""
     if _PAIRED.match(run):
         return _pairs(run)
     if language == "ja" or _KANA_CHAR.search(run):
-        return japanese_words(run)
-    return chinese_words(run, query)
+        return japanese_words(run, terms_version >= 2)
+    return chinese_words(run, query, terms_version >= 2)
 
 
 def split_runs(text: str) -> Iterator[tuple[str, bool]]:

@@ -12,7 +12,7 @@ from lodex.indexer.settings import IndexSettings
 from lodex.store import lance_bridge
 from lodex.store.fts_terms import keyword_terms, keyword_text
 from lodex.store.languages import detect
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from lodex.store.lancedb_import import import_lancedb
 from tests.conftest import indexed_notes
 from tests.fakes import ReferenceBM25
@@ -32,12 +32,13 @@ def _chinese(rng: random.Random, words: int) -> str:
 
 def test_mixed_text_keeps_chinese_words_and_english_stems() -> None:
     """A Chinese sentence with commands and product names in it: its Chinese words (a document's also the words inside
-    its long ones), its English words stemmed; a query's Chinese as its words alone."""
+    its long ones) and character pairs, its English words stemmed; a query's Chinese as its words alone and pairs."""
     text = "使用 apt-get install 安装软件包时，请先检查系统管理员的Debian手册。Running tests"
     got = keyword_terms(text, "zh")
     assert {"apt", "get", "instal", "安装", "软件包", "软件", "检查", "系统管理员", "管理员", "debian", "手册", "run", "test"} <= set(got)
     assert "的" not in got and not any(" " in t or "，" in t for t in got)
-    assert keyword_terms("系统管理员 apt-get", "zh", query=True) == ["系统管理员", "apt", "get"]
+    assert keyword_terms("系统管理员 apt-get", "zh", query=True) == ["系统管理员", "·系统", "·统管", "·管理", "·理员", "apt", "get"]
+    assert keyword_terms("系统管理员 apt-get", "zh", query=True, terms_version=1) == ["系统管理员", "apt", "get"]
 
 
 def test_japanese_korean_and_other_scripts() -> None:
@@ -94,13 +95,13 @@ def test_a_chinese_passage_committed_a_moment_ago_scores_as_once_optimized(tmp_p
     assert snap.keywords is not None and len(snap.keywords) == 1
     query = "时钟同步 chrony"
     assert [h.path for h in searcher.search(query, 3, mode="bm25").results][:1] == ["new.txt"]
-    reader = Store(tmp_path / "data", store.dim)
+    reader = LanceStore(tmp_path / "data", store.dim)
     reader.pin(snap.versions)
     rows, scores = reader.start_keyword_search([query], 10, snap.version, snap.keywords, ["zh"])()[0]
     before = dict(zip(*snap.owners.ranked(rows, scores)))
 
     store.optimize()
-    after = Store(tmp_path / "data", store.dim)
+    after = LanceStore(tmp_path / "data", store.dim)
     version = after.refresh()[1]
     assert after.text_index_rows(version)[1] == 0
     rows, scores = after.start_keyword_search([query], 10, version, None, ["zh"])()[0]
@@ -155,6 +156,7 @@ def test_cli_language_mix_note_and_lang_filter(cli_home: Path) -> None:
     result = runner.invoke(app, ["index", str(root)])
     assert result.exit_code == 0, result.output
     assert "80% of this folder is Chinese; the bundled model is English-only: keyword search carries these documents" in result.output
+    assert result.output.count("of this folder is") == 1  # once, in the summary
     status = json.loads(runner.invoke(app, ["status", "--json"]).stdout)
     assert status["languages"] == {"zh": 4, "en": 1}
     assert "languages zh 80% (4), en 20% (1)" in runner.invoke(app, ["status"]).output

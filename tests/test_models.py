@@ -45,6 +45,7 @@ def _copy(source: Path, tmp_path: Path, name: str = "model") -> Path:
 def _encoder(path: Path, **settings):  # noqa: ANN202
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
+    settings.setdefault("precision", "exact")
     return TransformersEncoder(EncoderSettings(model=str(path), cache_dir=os.environ["LODEX_ENCODER__CACHE_DIR"], **settings))
 
 

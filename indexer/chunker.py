@@ -94,17 +94,44 @@ def _last(flags: np.ndarray, lo: int, hi: int) -> int | None:
     return lo + int(hits[-1]) if len(hits) else None
 
 
-class Chunker:
-    """Cuts a document into chunks of at most `max_tokens` tokens with `overlap` tokens shared."""
+@dataclass(frozen=True)
+class ChunkRule:
+    """Where chunks end beyond their length: a text, or the rest of one, of up to max_tokens + `whole_slack` tokens is
+    one chunk (a short document is not cut in two, a long one ends without a last chunk made mostly of overlap); with
+    `overlap_at_breaks` false, a chunk cut at a sentence or paragraph end shares no tokens with the next (the overlap
+    only bridges text a cut splits). ChunkRule() is the rule of indexes built before these options (LEGACY_RULE)."""
 
-    def __init__(self, tokenize: TokenSpans, max_tokens: int = 254, overlap: int = 32) -> None:
+    whole_slack: int = 0
+    overlap_at_breaks: bool = True
+
+    def origin(self) -> dict[str, int | bool] | None:
+        """What an index chunked this way records (None for the legacy rule, so older indexes compare equal)."""
+        return None if self == LEGACY_RULE else {"whole_slack": self.whole_slack, "overlap_at_breaks": self.overlap_at_breaks}
+
+    @classmethod
+    def recorded(cls, origin: dict[str, int | bool] | None) -> "ChunkRule":
+        """The rule an index's origin records (none: the legacy rule)."""
+        return cls(int(origin["whole_slack"]), bool(origin["overlap_at_breaks"])) if origin else LEGACY_RULE
+
+
+LEGACY_RULE = ChunkRule()
+
+
+class Chunker:
+    """Cuts a document into chunks of at most `max_tokens` tokens (max_tokens + rule.whole_slack for a text's last
+    chunk) with `overlap` tokens shared."""
+
+    def __init__(self, tokenize: TokenSpans, max_tokens: int = 254, overlap: int = 32, rule: ChunkRule = LEGACY_RULE) -> None:
         if max_tokens < 8:
             raise ValueError("max_tokens must be at least 8")
         if not 0 <= overlap < max_tokens // 2:
             raise ValueError("overlap must be between 0 and half of max_tokens")
+        if rule.whole_slack < 0:
+            raise ValueError("whole_slack must be at least 0")
         self.tokenize = tokenize
         self.max_tokens = max_tokens
         self.overlap = overlap
+        self.rule = rule
 
     def chunk(self, text: str, spans: np.ndarray | None = None) -> list[Chunk]:
         """All chunks of `text`, in order, with exact character offsets; `spans`: its token spans, when already known."""
@@ -121,14 +148,15 @@ class Chunker:
         sentence = _marks(text, starts, _SENTENCE) | paragraph
         chunks: list[Chunk] = []
         s = 0
+        whole = self.max_tokens + self.rule.whole_slack  # the rest of a text up to this long is its last chunk
         while True:
-            e = min(s + self.max_tokens, n)
+            e = n if n - s <= whole else s + self.max_tokens
             cut = e if e == n else self._cut(s, e, paragraph, sentence, word)
             a, b = int(starts[s]), int(ends[cut - 1])
             chunks.append(Chunk(len(chunks), a, b, cut - s, text[a:b]))
             if cut >= n:
                 return chunks
-            s = self._next_start(s, cut, word)
+            s = cut if not self.rule.overlap_at_breaks and sentence[cut] else self._next_start(s, cut, word)
 
     def chunk_parts(self, text: str, starts: list[int] | None = None, spans: np.ndarray | None = None) -> list[Chunk]:
         """Chunks of `text` that never cross the given part boundaries (offsets where each page or slide starts):

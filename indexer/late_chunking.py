@@ -16,10 +16,12 @@ class LateChunking:
 
     window_tokens: int
     margin: int
+    long_only: bool = False  # only documents longer than one window; shorter ones encode each chunk alone
 
-    def origin(self) -> dict[str, int]:
-        """What an index built this way records (its vectors differ from plain chunking's)."""
-        return {"window_tokens": self.window_tokens, "margin": self.margin}
+    def origin(self) -> dict[str, int | str]:
+        """What an index built this way records (its vectors differ from plain chunking's); an index late-chunking
+        every document records no "for", as those from before chunking.late_for did."""
+        return {"window_tokens": self.window_tokens, "margin": self.margin} | ({"for": "long"} if self.long_only else {})
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class Window:
 
 
 def late_chunking(enabled: bool, window_tokens: int, margin: int, chunk_tokens: int, model_window: int,
-                  pooling: str = "mean") -> LateChunking | None:
+                  pooling: str = "mean", long_only: bool = False) -> LateChunking | None:
     """The late-chunking plan of the settings, checked; None when off. Windows of `window_tokens`, or (0) of twice a
     chunk (measured best with MiniLM: 256-token windows beat 512 on every evaluation run), within the model's window."""
     if not enabled:
@@ -48,7 +50,7 @@ def late_chunking(enabled: bool, window_tokens: int, margin: int, chunk_tokens: 
     if window < chunk_tokens:
         raise ConfigError(f"encoder.window_tokens {window} is shorter than a chunk (chunking.max_tokens {chunk_tokens})",
                           "raise encoder.window_tokens, lower chunking.max_tokens, or set chunking.late = false")
-    return LateChunking(window, margin)
+    return LateChunking(window, margin, long_only)
 
 
 def plan_windows(text: str, chunks: list[Chunk], tokenize: TokenSpans, budget: int, margin: int, pack: bool = True,

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from lodex.store.errors import OriginMismatchError, StoreError
+from lodex.store.fts_terms import TERMS_VERSION
 
 ORIGIN_FILE = "origin.json"
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
 _MUST_MATCH = (
     "model_id", "model_fingerprint", "dim", "pooling", "normalize", "max_length", "precision", "quantization",
     "query_prefix", "document_prefix", "eos_token", "chunk_tokens", "chunk_overlap", "title_prefix", "late_chunking",
-    "layer_weights",
+    "layer_weights", "chunk_rule",
 )
 _LIBRARIES = ("lodex", "torch", "transformers", "tokenizers", "lancedb", "faiss-cpu", "pyarrow")
 
@@ -30,13 +31,20 @@ def library_versions() -> dict[str, str]:
 
 
 def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int, title_prefix: bool = False,
-                readers: dict[str, str] | None = None, late: dict[str, int] | None = None) -> dict[str, Any]:
-    """The full origin record for an index built with this encoder and chunking (title_prefix and late chunking's
-    windows recorded only when on, so indexes from before those options open unchanged) and these format readers
-    ({format: version})."""
-    origin = {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions()}
+                readers: dict[str, str] | None = None, late: dict[str, Any] | None = None,
+                rule: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The full origin record for an index built with this encoder and chunking (title_prefix, late chunking's
+    windows and a chunk rule other than the legacy one recorded only when on, so indexes from before those options
+    open unchanged) and these format readers ({format: version})."""
+    origin = {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions(),
+              "keyword_terms": TERMS_VERSION}
     return (origin | ({"title_prefix": True} if title_prefix else {}) | ({"readers": dict(readers)} if readers else {})
-            | ({"late_chunking": dict(late)} if late else {}))
+            | ({"late_chunking": dict(late)} if late else {}) | ({"chunk_rule": dict(rule)} if rule else {}))
+
+
+def keyword_terms_version(origin: dict[str, Any]) -> int:
+    """Which keyword terms (`fts_terms.TERMS_VERSION`) an index holds: the version its origin records, 1 when none."""
+    return int(origin.get("keyword_terms", 1))
 
 
 def read_origin(data_dir: Path) -> dict[str, Any] | None:

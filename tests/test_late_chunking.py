@@ -15,7 +15,7 @@ from lodex.indexer.scanner import ScanRules
 from lodex.indexer.settings import EncoderSettings, IndexSettings
 from lodex.indexer.transformers_encoder import TransformersEncoder
 from lodex.store.errors import ConfigError
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from lodex.store.origin import make_origin, read_origin
 from tests.conftest import EVALDATA
 from tests.fakes import FakeEncoder
@@ -120,9 +120,9 @@ def test_settings_are_checked_against_the_model() -> None:
         late_chunking(True, 64, 32, 128, 512)
 
 
-def _indexer(data: Path, encoder, late: LateChunking | None) -> tuple[Store, Indexer]:
+def _indexer(data: Path, encoder, late: LateChunking | None) -> tuple[LanceStore, Indexer]:
     size = 30
-    store = Store.open(data, make_origin(encoder.origin(), size, 4, late=late.origin() if late else None))
+    store = LanceStore.open(data, make_origin(encoder.origin(), size, 4, late=late.origin() if late else None))
     return store, Indexer(store, encoder, Chunker(encoder.token_spans, size, 4), ScanRules(), IndexSettings(flush_tokens=2048), late=late)
 
 
@@ -130,7 +130,7 @@ def _paragraphs(n: int, tag: str = "") -> str:
     return "\n\n".join(f"Paragraph {i} {tag if i == 7 else ''} about wings, drag and boundary layers in flow number {i}." for i in range(n))
 
 
-def _chunks(store: Store, columns: list[str]) -> list[dict]:
+def _chunks(store: LanceStore, columns: list[str]) -> list[dict]:
     rows = store.chunks_of_documents([r.id for r in store.document_records().values()], columns).to_pylist()
     return sorted(rows, key=lambda r: (r["char_start"], r["text"]))
 
@@ -166,7 +166,7 @@ def test_late_indexes_the_same_chunks_and_an_edit_reencodes_only_its_windows(tmp
 @pytest.mark.parametrize(("kind", "bound_mib"), [("modernbert", 1200), ("lfm2", 256)])
 def test_an_8k_window_runs_with_bounded_memory(tmp_path: Path, kind: str, bound_mib: int) -> None:
     model = tiny_model(kind, tmp_path / kind, window=8192)
-    encoder = TransformersEncoder(EncoderSettings(model=str(model)))
+    encoder = TransformersEncoder(EncoderSettings(model=str(model), precision="exact"))
     assert encoder.window_limit == 8192
     text = " ".join(f"word{i % 997} flows past the wing." for i in range(850))
     chunker = Chunker(encoder.token_spans, 126, 16)
@@ -188,7 +188,7 @@ def test_late_equals_naive_at_window_equal_chunk_for_every_architecture(tmp_path
     model = tiny_model(kind.split("-")[0], tmp_path / kind)
     if kind == "qwen3-left-eos":
         tokenizer_options(model, padding_side="left", special_tokens=False)  # lodex appends the EOS itself
-    encoder = TransformersEncoder(EncoderSettings(model=str(model)))
+    encoder = TransformersEncoder(EncoderSettings(model=str(model), precision="exact"))
     text = _long_text(6)
     chunker = Chunker(encoder.token_spans, 40, 8)
     chunks = chunker.chunk(text)
@@ -205,7 +205,7 @@ def test_late_windows_take_the_title_as_their_first_chunk_takes_a_prefix(tmp_pat
 
     root = tmp_path / "docs"
     root.mkdir()
-    (root / "a.md").write_text("# Wings\n\n" + _paragraphs(12))
+    (root / "a.md").write_text("# Wings\n\n" + _paragraphs(40))
     settings = Settings(base_dir=tmp_path)
     settings.encoder.backend, settings.chunking.title_prefix = "fake", True
     encoder = build_encoder(settings)
@@ -214,7 +214,7 @@ def test_late_windows_take_the_title_as_their_first_chunk_takes_a_prefix(tmp_pat
     encoder.embed_windows = lambda windows, given=None: leads.extend(given or []) or real(windows, given)  # type: ignore[method-assign]
     build_indexer(settings, encoder, open_store(settings, encoder, tmp_path / "data", create=True)).run(root)
     assert leads and set(leads) == {"Wings\n\n"}
-    assert json.loads((tmp_path / "data" / "origin.json").read_text())["late_chunking"] == {"window_tokens": 256, "margin": 32}
+    assert json.loads((tmp_path / "data" / "origin.json").read_text())["late_chunking"] == {"window_tokens": 256, "margin": 32, "for": "long"}
 
 
 def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
@@ -232,9 +232,9 @@ def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
     settings.chunking.late = "auto"
     assert late_plan(settings, encoder, tmp_path / "plain") is None
     open_store(settings, encoder, tmp_path / "plain", create=True)  # opens, no rebuild asked
-    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32)
+    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32, long_only=True)
     open_store(settings, encoder, tmp_path / "new", create=True)
-    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32)
+    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32, long_only=True)
     settings.chunking.late = True
     with pytest.raises(OriginMismatchError, match="late_chunking"):
         open_store(settings, encoder, tmp_path / "plain", create=False)

@@ -94,7 +94,7 @@ def _odf_start(el: ET.Element, state: _OdfState, doc: DocBuilder) -> None:
     if tag in _ODF_SKIPPED:
         state.skip += 1
     elif tag == f"{_ODF_TABLE}table":
-        state.tables.start_table()
+        state.tables.begin()
         name = el.get(f"{_ODF_TABLE}name")
         if name and doc.fmt == "ods" and not state.tables.rows:
             doc.heading(1, name)

@@ -32,7 +32,8 @@ class Tables:
     def in_cell(self) -> bool:
         return bool(self.cells)
 
-    def start_table(self) -> None:
+    def begin(self) -> None:
+        """A table begins (one nested in a cell goes on counting its outermost table's rows)."""
         if not self.rows:
             self.rows_out = 0
 

@@ -119,7 +119,7 @@ def _docx_body(chunks: Iterable[bytes], levels: dict[str, int], doc: DocBuilder,
             w = w or namespace(tag)
             skip += tag == MC_FALLBACK
             if tag == f"{w}tbl":
-                tables.start_table()
+                tables.begin()
             elif tag == f"{w}tr":
                 tables.start_row()
             elif tag == f"{w}tc":

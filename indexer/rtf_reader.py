@@ -38,7 +38,7 @@ class _Group:
     font: str = ""
     level: int = 0  # the paragraph's outline level + 1 (0: body text)
     style: str = ""
-    in_table: bool = False
+    intbl: bool = False
 
 
 class _RtfState:
@@ -150,18 +150,18 @@ def _paragraph_control(state: _RtfState, word: str, number: str) -> None:
     characters."""
     group = state.group
     if word == "par" or word == "sect" or word == "page":
-        if group.in_table:
+        if group.intbl:
             state.paragraph.append(" ")
         else:
             _end_paragraph(state)
     elif word == "pard":
-        state.group = replace(group, level=0, style="", in_table=False)
+        state.group = replace(group, level=0, style="", intbl=False)
     elif word == "s":
         state.group = replace(group, style=number)
     elif word == "outlinelevel" and number.isdigit():
         state.group = replace(group, level=int(number) + 1 if int(number) < 9 else 0)
     elif word == "intbl":
-        state.group = replace(group, in_table=True)
+        state.group = replace(group, intbl=True)
     elif word == "cell" or word == "nestcell":
         state.cells.append(" ".join("".join(state.paragraph).split()))
         state.paragraph = []

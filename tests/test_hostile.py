@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.proc_tree import process_tree
 from tests.test_serve import REPO, Server, get
 
 pytestmark = [pytest.mark.slow,  # real lodex processes
@@ -231,7 +232,7 @@ def _watch_tree(proc: subprocess.Popen, peaks: dict[int, int]) -> None:
     """Until `proc` ends: the peak resident memory (VmHWM, the process's own since its exec) of it and of every
     process under it, read every 20 ms. (rusage's ru_maxrss would count the test process's pages its fork copied.)"""
     while proc.poll() is None:
-        for pid in _tree(proc.pid):
+        for pid in process_tree(proc.pid):
             try:
                 hwm = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("VmHWM:"))
             except (OSError, StopIteration, ValueError):
@@ -241,20 +242,3 @@ def _watch_tree(proc: subprocess.Popen, peaks: dict[int, int]) -> None:
             proc.wait(timeout=0.02)  # the next sample in 20 ms, or none once it has ended
         except subprocess.TimeoutExpired:
             pass
-
-
-def _tree(root: int) -> list[int]:
-    """`root` and the processes under it."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out

@@ -1,0 +1,35 @@
+"""A real lodex app served by uvicorn on 127.0.0.1 (a free port) in a thread and recorded in its data dir's
+server.json, as `lodex serve` records itself: for tests of the CLI against a real socket."""
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+
+from lodex.api.app import create_app
+from lodex.api.forward import Identity, record_server
+from lodex.api.service import LodexService
+
+
+@contextmanager
+def live_server(service: LodexService) -> Iterator[tuple[Identity, int]]:
+    """Serve `service` until the block ends (then stop the server and close the service); yields its identity and port."""
+    identity = Identity.new()
+    server = uvicorn.Server(uvicorn.Config(create_app(service, identity=identity, host="127.0.0.1"), host="127.0.0.1", port=0,
+                                           log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not (server.started and server.servers) and time.monotonic() < deadline and thread.is_alive():
+        threading.Event().wait(0.02)
+    assert server.started, "uvicorn did not start"
+    port = server.servers[0].sockets[0].getsockname()[1]
+    record_server(service.data_dir, "127.0.0.1", port, identity)
+    try:
+        yield identity, port
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        service.close()

@@ -10,11 +10,10 @@ from typing import Any
 from pathlib import Path
 from types import TracebackType
 
-from lodex.indexer.model_languages import model_languages
 from lodex.api.index_files import index_origin, read_job_log, remote_store, require_index
-from lodex.api.model_cache import model_path
+from lodex.api.model_cache import encoder_languages, model_path
 from lodex.api.settings import EncoderSettings, Settings
-from lodex.indexer.chunker import Chunker
+from lodex.indexer.chunker import Chunker, ChunkRule
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import LateChunking, late_chunking
 from lodex.indexer.pipeline import Indexer
@@ -25,10 +24,11 @@ from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.searcher import Fusion, Searcher
 from lodex.search.snapshot_source import SnapshotSource
+from lodex.store.base import PERSIST_EVERY_S, Store
 from lodex.store.blas_threads import single_threaded_numpy_blas
 from lodex.store.errors import ConfigError, StoreError
 from lodex.store.job_log import JobLog
-from lodex.store.lance_store import AnnPolicy, Store
+from lodex.store.lance_store import AnnPolicy, LanceStore
 from lodex.store.lease import LEASE_FILE
 from lodex.store.object_store import ObjectStore
 from lodex.store.origin import ORIGIN_FILE, make_origin, read_origin
@@ -60,14 +60,35 @@ def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
     raise ConfigError(f"unknown encoder.backend {name!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}, or module:callable")
 
 
-def build_encoder(settings: Settings) -> Encoder:
-    """The configured encoder, loaded (a relative encoder.model is resolved against the config file's folder, a hub id
-    to its copy pulled by `lodex model pull`)."""
-    backend = _backend(settings.encoder.backend)
+def encoder_settings(settings: Settings, data_dir: Path | None = None) -> EncoderSettings:
+    """The [encoder] settings as the encoder takes them: a relative encoder.model resolved against the config file's
+    folder (a hub id to its copy pulled by `lodex model pull`), and precision "auto" resolved to the precision the
+    index in `data_dir` (default the settings' data dir) was built with; for a new index it stays "auto" (the encoder
+    takes fast mode when its fidelity gate passes on this CPU, exact otherwise)."""
     cfg = settings.encoder
     if cfg.model:
         cfg = cfg.model_copy(update={"model": str(model_path(settings))})
-    return backend(cfg, settings.data_dir) if backend is _transformers else backend(cfg)  # a streamed model spills beside the index
+    if cfg.precision == "auto":
+        stored = read_origin(settings.data_dir if data_dir is None else data_dir)
+        if stored is not None and stored.get("precision") in ("exact", "fast"):
+            cfg = cfg.model_copy(update={"precision": stored["precision"]})
+    return cfg
+
+
+def build_encoder(settings: Settings, data_dir: Path | None = None) -> Encoder:
+    """The configured encoder, loaded for the index in `data_dir` (default the settings' data dir; see encoder_settings)."""
+    backend = _backend(settings.encoder.backend)
+    cfg = encoder_settings(settings, data_dir)
+    spill = settings.data_dir if data_dir is None else data_dir
+    if backend is not _transformers:
+        return backend(cfg)
+    if settings.index.engine != "ray":  # fast mode measured and checked here before: rebuilt from its recipe, no PyTorch
+        from lodex.indexer.recipe_encoder import load_fast_encoder
+
+        light = load_fast_encoder(cfg, read_origin(spill))
+        if light is not None:
+            return light
+    return _transformers(cfg, spill)  # a streamed model spills beside the index
 
 
 def build_query_encoder(settings: Settings) -> Encoder:
@@ -76,8 +97,7 @@ def build_query_encoder(settings: Settings) -> Encoder:
     if settings.encoder.backend == "transformers":
         from lodex.indexer.query_encoder import load_query_encoder
 
-        cfg = settings.encoder
-        light = load_query_encoder(cfg.model_copy(update={"model": str(model_path(settings))}) if cfg.model else cfg)
+        light = load_query_encoder(encoder_settings(settings))
         if light is not None:
             return light
     return build_encoder(settings)
@@ -88,12 +108,23 @@ def chunk_tokens(settings: Settings, encoder: Encoder) -> int:
     return min(settings.chunking.max_tokens, encoder.max_length) - encoder.special_tokens
 
 
-def build_chunker(settings: Settings, encoder: Encoder) -> Chunker:
-    """The chunker for this encoder's tokenizer."""
+def build_chunker(settings: Settings, encoder: Encoder, data_dir: Path) -> Chunker:
+    """The chunker for this encoder's tokenizer, cutting as the index in `data_dir` was cut (chunk_rule)."""
     size = chunk_tokens(settings, encoder)
     if not 0 <= settings.chunking.overlap < size // 2:
         raise ConfigError(f"chunking.overlap {settings.chunking.overlap} must be below half a chunk ({size // 2} tokens)", "lower chunking.overlap")
-    return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap)
+    return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap, rule=chunk_rule(settings, encoder, data_dir))
+
+
+def chunk_rule(settings: Settings, encoder: Encoder, data_dir: Path) -> ChunkRule:
+    """Where chunks end (chunking.whole_slack, chunking.overlap_at_breaks) for a new index; an existing index keeps the
+    rule it was built with (one from before these options: the legacy rule), so an upgrade never re-cuts its
+    documents (`lodex index --rebuild` applies the configured rule). The slack stays within what the model reads."""
+    stored = read_origin(data_dir)
+    if stored is not None:
+        return ChunkRule.recorded(stored.get("chunk_rule"))
+    room = max(encoder.max_length - encoder.special_tokens - chunk_tokens(settings, encoder), 0)
+    return ChunkRule(min(settings.chunking.whole_slack, room), settings.chunking.overlap_at_breaks)
 
 
 def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunking | None:
@@ -106,21 +137,29 @@ def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunk
         stored = read_origin(data_dir)
         capable = encoder.pools_windows() and encoder.pooling != "cls"
         enabled = "late_chunking" in stored if stored is not None else capable
+    recorded = (read_origin(data_dir) or {}).get("late_chunking")
+    long_only = recorded.get("for") == "long" if recorded else chunking.late_for == "long"  # an index keeps its rule
     return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
-                         encoder.window_limit, encoder.pooling)
+                         encoder.window_limit, encoder.pooling, long_only)
 
 
-def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool) -> Store:
+def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool, long_lived: bool = False,
+               optimize_apart: bool = False) -> LanceStore:
     """The store in data_dir (or on object storage, data_dir its cache), checked against this encoder and chunking
     (created when allowed). The format readers' versions are checked only by the writer (create=True): a search
-    reads stored passages, it extracts nothing, and so needs not import the readers."""
+    reads stored passages, it extracts nothing, and so needs not import the readers. `long_lived` (watch, serve): its
+    small updates save the vector index at most every watch.save_index_every_s; `optimize_apart` (serve): it optimizes
+    large tables in a helper process at watch.writer_nice, its seconds of compaction kept off the query threads'."""
     remote = remote_store(settings, data_dir)
     if remote is not None:
         index_origin(settings)  # late chunking's plan reads it
     late = late_plan(settings, encoder, data_dir)
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
-                         reader_versions() if create else None, late.origin() if late else None)
-    return Store.open(data_dir, origin, create=create, ann=ann_policy(settings), remote=remote)
+                         reader_versions() if create else None, late.origin() if late else None,
+                         chunk_rule(settings, encoder, data_dir).origin())
+    persist_every_s = settings.watch.save_index_every_s if long_lived else PERSIST_EVERY_S
+    return LanceStore.open(data_dir, origin, create=create, ann=ann_policy(settings), remote=remote, persist_every_s=persist_every_s,
+                           optimize_nice=settings.watch.writer_nice if optimize_apart else None)
 
 
 def ann_policy(settings: Settings) -> AnnPolicy:
@@ -137,17 +176,13 @@ def scan_rules(settings: Settings) -> ScanRules:
 
 def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False) -> Indexer:
     """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
-    keep the full-text index caught up as they go (watch.optimize_every_s), its small updates save the vector index
-    at most every watch.save_index_every_s, and it indexes locally whatever index.engine."""
-    chunker, late = build_chunker(settings, encoder), late_plan(settings, encoder, store.data_dir)
+    keep the full-text index caught up as they go (watch.optimize_every_s), and it indexes locally whatever
+    index.engine (the store's own pace of saving the vector index is set when it is opened: open_store)."""
+    chunker, late = build_chunker(settings, encoder, store.data_dir), late_plan(settings, encoder, store.data_dir)
     if settings.index.engine == "ray" and not long_lived:
         return _ray_indexer(settings, encoder, store, chunker, late, jobs)
-    indexer = Indexer(store, encoder, chunker, scan_rules(settings), settings.index, jobs=jobs,
-                      title_prefix=settings.chunking.title_prefix, late=late)
-    if long_lived:
-        indexer.optimize_every_s = settings.watch.optimize_every_s
-        store.persist_every_s = settings.watch.save_index_every_s
-    return indexer
+    return Indexer(store, encoder, chunker, scan_rules(settings), settings.index, jobs=jobs, title_prefix=settings.chunking.title_prefix,
+                   late=late, optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0)
 
 
 def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Chunker, late: LateChunking | None,
@@ -175,9 +210,9 @@ def build_watch(settings: Settings, indexer: Indexer, root: Path, hooks: RunHook
     return WatchService(build_writer(settings, indexer, root, hooks), watcher, collector)
 
 
-def open_reader(settings: Settings, dim: int) -> Store:
+def open_reader(settings: Settings, dim: int) -> LanceStore:
     """A read-only handle on the index in settings.data_dir (searches, listings, status), at its latest version."""
-    return Store(settings.data_dir, dim, ann_policy(settings), remote_store(settings))
+    return LanceStore(settings.data_dir, dim, ann_policy(settings), remote_store(settings))
 
 
 def wipe_index(data_dir: Path, remote: ObjectStore | None = None) -> None:
@@ -202,7 +237,8 @@ class WriteSide:
     and `lodex serve` all open it; closing it releases the lock."""
 
     def __init__(self, settings: Settings, root: Path, rebuild: bool = False, encoder: Encoder | None = None,
-                 long_lived: bool = False) -> None:
+                 long_lived: bool = False, optimize_apart: bool = False) -> None:
+        """`long_lived` (watch, serve) and `optimize_apart` (serve): as open_store and build_indexer take them."""
         self.settings = settings
         self.root = root
         remote = remote_store(settings)
@@ -218,7 +254,8 @@ class WriteSide:
                     raise ConfigError(f"the index in {settings.location} mirrors {self.jobs.root}, not {root}",
                                       "give that folder, use another --data-dir for this one, or `lodex index --rebuild` to replace the index")
                 self.encoder = encoder or build_encoder(settings)
-                self.store = open_store(settings, self.encoder, settings.data_dir, create=True)
+                self.store = open_store(settings, self.encoder, settings.data_dir, create=True, long_lived=long_lived,
+                                        optimize_apart=optimize_apart)
                 self.jobs.set_root(str(root))
                 self.indexer = build_indexer(settings, self.encoder, self.store, self.jobs, long_lived)
             except BaseException:
@@ -255,6 +292,6 @@ def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: S
     fusion = Fusion(method=cfg.fusion, dense_weight=cfg.dense_weight, rrf_k=cfg.rrf_k, bm25_weight=cfg.bm25_weight,
                     feedback_chunks=cfg.feedback_chunks, feedback_weight=cfg.feedback_weight, doc_dense_weight=cfg.doc_dense_weight,
                     hybrid_blend_alpha=cfg.hybrid_blend_alpha,
-                    top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates)
+                    top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates, keyword_passages=cfg.keyword_passages)
     return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion,
-                    source=source, languages=model_languages(settings.encoder.model))
+                    source=source, languages=encoder_languages(settings))

@@ -1,7 +1,10 @@
 """Terminal rendering of an indexing run: a live progress bar and the closing summary."""
 
+import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -12,6 +15,8 @@ from lodex.indexer.paths import printable
 if TYPE_CHECKING:  # types only: the CLI's renderers load without the indexing pipeline
     from lodex.indexer.pipeline import Progress as RunProgress
     from lodex.indexer.pipeline import RunSummary
+
+_IMPORTED = time.monotonic()
 
 
 @contextmanager
@@ -48,6 +53,8 @@ def summary_lines(summary: "RunSummary") -> list[str]:
         f"(moved/copied), {summary.unchanged} unchanged, {summary.deleted} deleted, {summary.failed} failed; "
         f"{summary.chunks:,} chunks written, {summary.tokens:,} tokens encoded ({rate:,.0f} tokens/s)"
     ]
+    if summary.phases:
+        lines.append("time: " + " · ".join(f"{name} {seconds:.1f} s" for name, seconds in summary.phases.items()))
     if summary.skipped:
         lines.append(f"skipped: {skipped_line(summary.skipped)} (no reader)")
     if summary.interrupted:
@@ -55,3 +62,13 @@ def summary_lines(summary: "RunSummary") -> list[str]:
     lines += [f"note: {note}" for note in summary.notes]
     lines += [f"  failed: {printable(path)}: {printable(reason)}" for path, reason in sorted(summary.failures.items())]
     return lines
+
+
+def process_seconds() -> float:
+    """Seconds since this process started (from /proc on Linux; elsewhere since this module was imported)."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime: clock ticks after boot
+        return max(0.0, float(Path("/proc/uptime").read_text().split()[0]) - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - _IMPORTED

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from lodex.indexer.identity import document_id
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.store.lance_store import Store
+from lodex.store.lance_store import LanceStore
 from lodex.store.schema import chunks_schema, vectors_of
 
 JITTER = 0.02  # per-dimension noise on a unit vector: a copy's cosine to its original is ~0.93 at 384 dimensions
@@ -29,7 +29,7 @@ def inflate(data: Path, target: int, vary_text: bool = False, progress: bool = F
     the original's, a file edited back to its original text was given a copy's chunks, and the next edit of it found
     none of its chunk texts to keep and encoded it whole). Compacts the tables and saves the
     vector index (rebuilt as the kind the size calls for); returns the chunk count and the seconds of each phase."""
-    store = Store(data, 384)
+    store = LanceStore(data, 384)
     chunks = store.chunks.search().limit(None).to_arrow()
     total = chunks.num_rows
     originals = [d for d in store.documents.search().limit(None).to_arrow().to_pylist() if not d["path"].startswith(PUSHED_PREFIX)]

@@ -41,7 +41,7 @@ EVAL = ROOT.parent / "shared" / "evaldata"
 from bench.inflate import inflate  # noqa: E402
 from bench.peers import DENSE, FAISS, HYBRID, LODEX, TXTAI, Peer, build_txtai, peers  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
-from lodex.store.lance_store import Store  # noqa: E402
+from lodex.store.lance_store import LanceStore  # noqa: E402
 
 
 def rss_mib(pid: int) -> float:
@@ -226,7 +226,7 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
             inflate(data, args.chunks)
         if args.peer:
-            print(json.dumps({"chunks": Store(data, 384).chunks.count_rows(), "clients": args.clients, "seconds": args.seconds,
+            print(json.dumps({"chunks": LanceStore(data, 384).chunks.count_rows(), "clients": args.clients, "seconds": args.seconds,
                               **compare_peers(folder, data, env, queries, args, Path(tmp))}, indent=1))
             return
         port = free_port()

@@ -34,7 +34,7 @@ def st_baseline(store, queries: dict[str, str], depth: int) -> tuple[dict[str, l
     from lodex.indexer.transformers_encoder import bundled_model_dir
 
     chunks = store.chunks.search().select(["document_id", "text"]).limit(None).to_arrow()
-    paths = {r["id"]: r["path"] for r in store.document_table().select(["id", "path"]).to_pylist()}
+    paths = {r["id"]: r["path"] for r in store.scan_documents().select(["id", "path"]).to_pylist()}
     owners = [paths[d] for d in chunks["document_id"].to_pylist()]
     model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
     started = time.perf_counter()

@@ -120,11 +120,11 @@ def recall_at_10(data: Path, queries: list[str]) -> tuple[float, str]:
     """recall@10 of the vector index lodex serves against an exact scan of every chunk vector in Lance, and its kind."""
     from lodex.api.factory import build_encoder
     from lodex.api.settings import Settings
-    from lodex.store.lance_store import Store
+    from lodex.store.lance_store import LanceStore
     from lodex.store.schema import vectors_of
 
     vectors = build_encoder(Settings()).embed(queries, kind="query").astype(np.float32)
-    store = Store(data, 384)
+    store = LanceStore(data, 384)
     index = store.vector_index()
     _, found = index.search_batch(vectors, 10)
     best = np.full((len(queries), 10), -np.inf, np.float32)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lodex.indexer.chunker import Chunk
+from lodex.indexer.chunker import Chunk, token_spans_of
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.late_chunking import LateChunking, Window, plan_windows
 from lodex.indexer.preparation import Prepared
@@ -35,10 +35,15 @@ class WindowPlanner:
     chunk_tokens: int  # the chunker's max_tokens
     lead: Lead
 
-    def __call__(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window]:
+    def __call__(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window] | None:
+        """The windows, or None where the document's chunks are encoded alone (late.long_only: it fits one window)."""
         encoder, late = self.encoder, self.late
         lead = encoder.document_prefix + self.lead(title)
         budget = late.window_tokens - encoder.special_tokens - (len(encoder.token_spans([lead])[0]) if lead else 0)
+        if late.long_only:
+            spans = token_spans_of(text, encoder.token_spans) if spans is None else spans
+            if len(spans) <= budget:
+                return None
         pack = late.window_tokens > self.chunk_tokens + encoder.special_tokens  # else a window per chunk
         return plan_windows(text, chunks, encoder.token_spans, budget, late.margin if pack else 0, pack, spans)
 

@@ -207,7 +207,7 @@ def open_streamed(model_dir: Path, cfg: EncoderSettings, fingerprint: str, spill
     reason = streaming_reason(model_dir, cfg.memory_budget_mb, cfg.stream_layers)
     if not reason:
         return None
-    if cfg.precision == "fast":
+    if cfg.precision == "fast":  # "auto" takes exact mode for a streamed model
         raise ConfigError(f"encoder.precision = \"fast\" cannot run a layer-streamed model ({reason})",
                           'set encoder.precision = "exact" and encoder.layer_weights = "int8" for compressed streamed layers')
     log.info("the model in %s is layer-streamed from disk: %s", model_dir, reason)

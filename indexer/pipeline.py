@@ -17,8 +17,8 @@ from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
 from lodex.indexer.encoding_jobs import Job, TitleLead, WindowPlanner, encoder_jobs, run_jobs
 from lodex.indexer.late_chunking import LateChunking, Window
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.run_state import Progress, RunSummary
-from lodex.indexer.preparation import CHANGED, VANISHED, Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.run_state import Progress, RunSummary, moved_on, unchanged_file
+from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.read_budget import ReadBudget, ReadPool
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.store.base import DocRecord, Store
@@ -47,30 +47,15 @@ class Interrupted(LodexError):
         super().__init__(message, fix)
 
 
-def _unchanged(record: DocRecord | None, entry: FileEntry) -> bool:
-    return record is not None and record.size == entry.size and record.mtime == entry.mtime
-
-
-def _moved_on(entry: FileEntry) -> str | None:
-    """Why a file being indexed must be dropped (it changed or vanished since it was listed), or None."""
-    if entry.path.startswith(PUSHED_PREFIX):
-        return None  # pushed text: no file behind it
-    try:
-        info = entry.abspath.stat()
-    except FileNotFoundError:
-        return VANISHED
-    except OSError:
-        return None
-    return None if (info.st_size, info.st_mtime) == (entry.size, entry.mtime) else CHANGED
-
-
 class Indexer:
     """Brings the store in line with a folder; the only writer of the store while it runs."""
 
     def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings | None = None,
-                 jobs: JobLog | None = None, title_prefix: bool = False, late: LateChunking | None = None) -> None:
+                 jobs: JobLog | None = None, title_prefix: bool = False, late: LateChunking | None = None,
+                 optimize_every_s: float = 0.0) -> None:
         """`cfg`: the [index] settings (flush_tokens, retries, retry_backoff_s; their defaults when None); `late`: encode
-        documents read whole in windows and pool each chunk from its span (late chunking), or each chunk alone (None)."""
+        documents read whole in windows and pool each chunk from its span (late chunking), or each chunk alone (None);
+        `optimize_every_s` > 0 (a serving writer's): optimize during runs too, at most this often."""
         cfg = cfg or IndexSettings()
         self.store = store
         self.title_prefix = title_prefix
@@ -81,7 +66,7 @@ class Indexer:
         self.flush_tokens = max(cfg.flush_tokens, encoder.group_tokens)  # a layer-streamed encoder wants its whole group at once
         self.jobs = jobs
         self.retries, self.retry_backoff_s = cfg.retries, cfg.retry_backoff_s
-        self.optimize_every_s = 0.0  # > 0: optimize during runs too, at most this often (set when serving)
+        self.optimize_every_s = optimize_every_s
         self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
         self.background_commits = True  # commit a flush while the next one encodes (False: commit in turn, as a test may want)
         self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
@@ -95,9 +80,9 @@ class Indexer:
         return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
                         self.plan_windows if self.late else None, self.reading, self.language)
 
-    def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window]:
+    def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window] | None:
         """Late chunking: the windows a document's chunks (offsets in its clean `text`, whose token spans are `spans`
-        when known) are encoded in."""
+        when known) are encoded in (None: each chunk alone)."""
         assert self.late is not None
         return WindowPlanner(self.encoder, self.late, self.chunker.max_tokens, self._lead)(text, chunks, title, spans)
 
@@ -125,33 +110,39 @@ class Indexer:
             note(FileRecord(path, "failed", error=reason))
         todo = []
         for entry in entries:
-            if _unchanged(known.get(entry.path), entry):
+            if unchanged_file(known.get(entry.path), entry):
                 summary.unchanged += 1
                 note(FileRecord(entry.path, "unchanged"))
             else:
                 todo.append(entry)
         by_content = {(r.content_hash, r.format): r for r in known.values()}
+        summary.phases["scan"] = round(time.monotonic() - started, 3)
         try:
             self._process(todo, known, by_content, summary, Progress(files_total=len(todo)), progress, note, run_id)
         except Interrupted:
             summary.interrupted = True
         if summary.tokens:
             self.encoder.release_memory()  # before compaction and the index save, which need memory too
-        if not summary.interrupted:
-            scanned = {e.path for e in entries}
-            gone = [p for p in in_scope if p not in scanned or p in summary.failures]
-            self.store.commit(None, [], [in_scope[p].id for p in gone])
-            for path in gone:
-                if path not in summary.failures:
-                    summary.deleted += 1
-                    note(FileRecord(path, "deleted"))
-            self.store.after_run(full=only is None)
+        with summary.phase("finish"):
+            if not summary.interrupted:
+                self._finish(summary, {e.path for e in entries}, in_scope, only is None, note)
         summary.failed = len(summary.failures)
         summary.seconds = round(time.monotonic() - started, 3)
         if self.jobs:
             self.jobs.record(run_id, [r for r in records if r.status in ("unchanged", "failed", "deleted")])
             self.jobs.finish_run(run_id, {k: v for k, v in summary.to_dict().items() if k != "failures"})
         return summary
+
+    def _finish(self, summary: RunSummary, scanned: set[str], in_scope: dict[str, DocRecord], full: bool,
+                note: Callable[[FileRecord], None]) -> None:
+        """Drop the documents whose files are gone (or failed), then bring the store's indexes up to date."""
+        gone = [p for p in in_scope if p not in scanned or p in summary.failures]
+        self.store.commit(None, [], [in_scope[p].id for p in gone])
+        for path in gone:
+            if path not in summary.failures:
+                summary.deleted += 1
+                note(FileRecord(path, "deleted"))
+        self.store.after_run(full=full)
 
     def index_text(self, name: str, text: str, title: str = "", metadata: str = "{}") -> FileRecord:
         """Index a document pushed as text (not a file of the folder) under PUSHED_PREFIX + name."""
@@ -215,7 +206,7 @@ class Indexer:
             summary.failures[entry.path] = error
             note(FileRecord(entry.path, "failed", error=error, attempts=attempts))
 
-        for item in self._items(todo, known, by_content):
+        for item in summary.timed(iter(self._items(todo, known, by_content)), "read"):
             if self.cancel.is_set():
                 raise Interrupted()
             if item.entry.path in dropped:
@@ -241,7 +232,8 @@ class Indexer:
             self._flush(pending, summary, state, note, run_id, fail)
             if progress:
                 progress(state)
-        self._settle()
+        with summary.phase("commit"):
+            self._settle()
         if progress:
             progress(state)
         self.store.touch_documents({document_id(entry.path): (entry.size, entry.mtime) for entry in touched})
@@ -265,7 +257,7 @@ class Indexer:
 
         def drop_moved() -> None:
             for p in pending:
-                reason = None if p.entry.path in gone else _moved_on(p.entry)
+                reason = None if p.entry.path in gone else moved_on(p.entry)
                 if reason and fail is not None:
                     gone.add(p.entry.path)
                     fail(p.entry, reason)
@@ -329,7 +321,8 @@ class Indexer:
         """Encode the pending files' chunks, then commit chunks and documents, then record them."""
         fresh_ids = {id(p) for p in pending if p.vectors is None or p.encoded is not None}
         wanted_before = {id(p): p.to_encode() for p in pending}
-        pending = self._encode(pending, fail, state)
+        with summary.phase("encode"):
+            pending = self._encode(pending, fail, state)
         if not pending:
             return
         encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) for p in pending if (key := id(p)) in fresh_ids}
@@ -384,11 +377,12 @@ class Indexer:
             if self.jobs:
                 self.jobs.record(run_id, records)
 
-        self._settle()  # commits stay in order: the one before this is done first
-        if self._committer is None or not self.background_commits:
-            commit()
-            committed()
-        else:
+        with summary.phase("commit"):
+            self._settle()  # commits stay in order: the one before this is done first
+            if self._committer is None or not self.background_commits:
+                commit()
+                committed()
+        if self._committer is not None and self.background_commits:
             self._in_flight = (self._committer.submit(commit), committed)
 
     def _settle(self) -> None:

@@ -97,22 +97,25 @@ class Skipped:
 
 
 Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one file gives
-# Late chunking's planner: (clean text, its chunks, title, its token spans or None) → the windows to encode them in.
-Planner = Callable[[str, list[Chunk], str, np.ndarray | None], list[Window]]
+# Late chunking's planner: (clean text, its chunks, title, its token spans or None) → the windows to encode them in
+# (None: each chunk alone).
+Planner = Callable[[str, list[Chunk], str, np.ndarray | None], list[Window] | None]
 
 
 def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None,
                language: str | None = None) -> dict[str, list]:
     """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table; each chunk's location (the page
     it starts and ends on, the section it starts in) from the document's `pages` and `sections`; its terms for
-    keyword search, made here (on the reader thread, while others are encoded) by its document's `language`."""
+    keyword search, made here (on the reader thread, while others are encoded) by its document's `language`, with its
+    section heading's."""
     return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
             "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
             "text": [c.text for c in chunks],
             "page": [page_of(pages, c.char_start) for c in chunks],
             "page_end": [page_of(pages, max(c.char_end - 1, c.char_start)) for c in chunks],
             "section": [section_of(sections, c.char_start) for c in chunks],
-            "language": [language] * len(chunks), "keywords": [keyword_text(c.text, language) for c in chunks]}
+            "language": [language] * len(chunks),
+            "keywords": [keyword_text(c.text, language, section_of(sections, c.char_start)) for c in chunks]}
 
 
 def _lookahead(items: Iterable[Any], empty: Any) -> Iterator[tuple[Any, bool]]:

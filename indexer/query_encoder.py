@@ -18,7 +18,7 @@ from lodex.indexer.padding import padded_inputs
 from lodex.indexer.settings import EncoderSettings
 from lodex.indexer.transformers_encoder import _fingerprint, _pool, bundled_model_dir
 
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2  # 2: the fast path recorded (fast mode's documents run from the recipe too)
 
 
 def _model_path(cfg: EncoderSettings) -> Path:
@@ -28,7 +28,7 @@ def _model_path(cfg: EncoderSettings) -> Path:
 def recipe_path(cfg: EncoderSettings, fingerprint: str) -> Path:
     """Where the recipe for these settings and these weights lives (any setting that changes query vectors is in its name)."""
     shaping = cfg.model_dump(include={"pooling", "normalize", "max_length", "query_prefix", "document_prefix", "precision",
-                                      "fast_queries", "append_eos", "window_tokens"})
+                                      "fast_queries", "append_eos", "window_tokens", "fast_path"})
     key = hashlib.blake2b(json.dumps([RECIPE_VERSION, str(_model_path(cfg)), fingerprint, shaping], sort_keys=True).encode(),
                           digest_size=10).hexdigest()
     cache = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
@@ -46,6 +46,7 @@ def save_recipe(encoder: Any, cfg: EncoderSettings, onnx_path: Path) -> None:
         "normalize": encoder.normalize, "max_length": encoder.max_length, "window_limit": encoder.window_limit,
         "special_tokens": encoder.special_tokens, "query_prefix": encoder.query_prefix, "document_prefix": encoder.document_prefix,
         "precision": encoder.precision, "origin": encoder.origin(), "runtime": encoder.runtime(),
+        "fast_path": encoder.fast_path.name if encoder.precision == "fast" and encoder.fast_path is not None else None,
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,19 +74,16 @@ class OnnxQueryEncoder(Encoder):
     """Encodes queries as the TransformersEncoder that wrote its recipe does (same tokenizer, ONNX model, pooling);
     it cannot encode documents through another runtime than the index's, so only queries are asked of it."""
 
-    def __init__(self, recipe: dict[str, Any], threads: int) -> None:
-        from tokenizers import Tokenizer
-
+    def __init__(self, recipe: dict[str, Any], threads: int, spin: bool = False) -> None:
         super().__init__()
         self.recipe = recipe
-        self.tokenizer = Tokenizer.from_str(recipe["tokenizer"])
-        self.tokenizer.no_padding()
         self.eos_id: int | None = recipe["eos_id"]
-        self.tokenizer.enable_truncation(recipe["max_length"] - (self.eos_id is not None))
+        self.tokenizer = tokenizer_of(recipe, recipe["max_length"] - (self.eos_id is not None))  # inputs, cut as the model's
+        self._whole = tokenizer_of(recipe, None)  # token spans of whole texts (the chunker's)
         for name in ("model_id", "fingerprint", "dim", "pooling", "normalize", "max_length", "window_limit", "special_tokens",
                      "query_prefix", "document_prefix", "precision"):
             setattr(self, name, recipe[name])
-        self.model = OnnxModel(Path(recipe["onnx"]), threads, spin=False)
+        self.model = OnnxModel(Path(recipe["onnx"]), threads, spin=spin)
 
     def origin(self) -> dict[str, Any]:
         return dict(self.recipe["origin"])
@@ -94,12 +92,29 @@ class OnnxQueryEncoder(Encoder):
         return str(self.recipe["runtime"])
 
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
-        encoded = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        encoded = self._whole.encode_batch(texts, add_special_tokens=False)
         return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encoded]
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        return self._run(self.model, texts)
+
+    def _run(self, model: OnnxModel, texts: list[str]) -> np.ndarray:
+        """One batch through `model`: tokenized and padded as the full encoder does, pooled."""
         encoded = self.tokenizer.encode_batch(texts)
         columns = padded_inputs([e.ids for e in encoded], self.recipe["pad_id"], self.recipe["padding_side"] == "left", self.eos_id,
                                 {"token_type_ids": ([e.type_ids for e in encoded], 0)})
         batch = {name: columns[name] for name in self.recipe["inputs"]}
-        return _pool(self.model(batch), batch["attention_mask"], self.pooling)
+        return _pool(model(batch), batch["attention_mask"], self.pooling)
+
+
+def tokenizer_of(recipe: dict[str, Any], truncate: int | None) -> Any:
+    """The recipe's tokenizer (the tokenizers library's), unpadded, cutting inputs at `truncate` tokens (None: never)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(recipe["tokenizer"])
+    tokenizer.no_padding()
+    if truncate is None:
+        tokenizer.no_truncation()
+    else:
+        tokenizer.enable_truncation(truncate)
+    return tokenizer

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.chunker import Chunker
+from lodex.indexer.chunker import LEGACY_RULE, Chunker, ChunkRule
 from lodex.indexer.encoder import Encoder
 from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner, encoder_jobs, run_jobs
 from lodex.indexer.late_chunking import LateChunking
@@ -66,10 +66,11 @@ class ReadSide:
     title_prefix: bool
     budget: ReadBudget
     language: str | None = None  # index.language: every document's language, when set
+    rule: ChunkRule = LEGACY_RULE  # the index's chunk rule (chunking.whole_slack, chunking.overlap_at_breaks)
 
     def preparer(self) -> Preparer:
         """A store-less preparer with the writer's settings, reading within the per-file budget."""
-        chunker = Chunker(self.tokens.token_spans, self.chunk_tokens, self.overlap)
+        chunker = Chunker(self.tokens.token_spans, self.chunk_tokens, self.overlap, self.rule)
         plan = WindowPlanner(self.tokens, self.late, self.chunk_tokens, TitleLead(self.title_prefix)) if self.late else None
         return Preparer(None, chunker, self.rules, threading.Event(), self.flush_tokens, self.retries, self.retry_backoff_s, plan,
                         task_pool(self.budget), self.language)
@@ -146,7 +147,8 @@ class RayIndexer(Indexer):
         """The run as a Ray dataset: files → reading tasks → encoder actors, in the order of `todo`."""
         ray = self.ray
         side = ReadSide(self.encoder.tokenizer_only(), self.chunker.max_tokens, self.chunker.overlap, self.rules, self.flush_tokens,
-                        self.retries, self.retry_backoff_s, self.late, self.title_prefix, self.reading.budget, self.language)
+                        self.retries, self.retry_backoff_s, self.late, self.title_prefix, self.reading.budget, self.language,
+                        self.chunker.rule)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         actors = self.actors or max(1, int((cpus - READ_CPUS) // self.cpus_per_actor))
         rows = [{"seq": i, "file": pickle.dumps((entry, known.get(entry.path)))} for i, entry in enumerate(todo)]

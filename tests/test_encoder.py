@@ -137,7 +137,7 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
 
     queries = ["heat transfer in hypersonic flow", "what is the effect of sweep on the drag of wings at transonic speed",
                "a", "Boundary layer. " * 300]  # short, long, tiny and truncated
-    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False))
+    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False, precision="exact"))
     as_queries = encoder.embed(queries, kind="query")
     assert encoder._queries is not None and len(list((tmp_path / "cache").glob("*-fp32.onnx"))) == 1
     import onnx
@@ -148,7 +148,7 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
     assert np.abs(as_queries - real_encoder.embed(queries, kind="document")).max() < 1e-5
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")
-    fallback = TransformersEncoder(EncoderSettings(cache_dir=str(blocked), fast_queries=False))
+    fallback = TransformersEncoder(EncoderSettings(cache_dir=str(blocked), fast_queries=False, precision="exact"))
     assert np.abs(fallback.embed(queries, kind="query") - as_queries).max() < 1e-5
     assert fallback._queries is None and fallback._query_fallback
 
@@ -175,7 +175,7 @@ def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, mo
         return Garbled(model) if not kwargs.get("int8") else model
 
     monkeypatch.setattr(module, "load_onnx_model", garbled_load)
-    encoder = module.TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False))
+    encoder = module.TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False, precision="exact"))
     queries = ["heat transfer in hypersonic flow", "drag of swept wings"]
     with caplog.at_level("WARNING"):
         vectors = encoder.embed(queries, kind="query")

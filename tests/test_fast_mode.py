@@ -15,11 +15,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="session")
-def fast_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("fast-model-cache")
-
-
-@pytest.fixture(scope="session")
 def fast_encoder(fast_cache: Path):
     from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.transformers_encoder import TransformersEncoder
@@ -140,7 +135,7 @@ def test_fast_queries_on_an_exact_index_use_the_int8_model_for_queries_only(real
     from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.transformers_encoder import TransformersEncoder
 
-    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(fast_cache), fast_queries=True))
+    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(fast_cache), fast_queries=True, precision="exact"))
     texts = _real_chunks(real_encoder, per_collection=25)
     assert np.allclose(encoder.embed(texts, kind="document"), real_encoder.embed(texts, kind="document"), atol=1e-5)
     queries = ["heat transfer in hypersonic flow", "information retrieval evaluation", "blood pressure in children"]

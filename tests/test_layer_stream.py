@@ -32,6 +32,7 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _encoder(model: Path, tmp_path: Path, **settings) -> TransformersEncoder:  # noqa: ANN003 - EncoderSettings fields
+    settings.setdefault("precision", "exact")
     cfg = EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"), batch_tokens=256, **settings)
     return TransformersEncoder(cfg, spill_dir=tmp_path / "data")
 
@@ -163,7 +164,7 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
     import sys
     import time
 
-    from lodex.store.lance_store import Store
+    from lodex.store.lance_store import LanceStore
     from tests.invariants import check_index
 
     root, data = tmp_path / "docs", tmp_path / "data"
@@ -185,7 +186,7 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
     assert restart.returncode == 0, restart.stderr[-2000:]
     assert json.loads(restart.stdout)["added"] == 40 and not list(data.glob(f"{SPILL_PREFIX}*"))
     encoder = _encoder(models["modernbert"], tmp_path)
-    check_index(Store(data, encoder.dim), root, persisted=True, encoder=encoder)
+    check_index(LanceStore(data, encoder.dim), root, persisted=True, encoder=encoder)
 
 
 @pytest.mark.parametrize("kind", ["bert", "qwen3"])

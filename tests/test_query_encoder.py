@@ -24,7 +24,7 @@ def test_the_recipe_encodes_queries_exactly_as_the_full_encoder(tmp_path: Path, 
     model = tiny_model(kind.split("-")[0], tmp_path / "model")
     if kind == "qwen3-left-eos":
         tokenizer_options(model, padding_side="left", special_tokens=False)
-    cfg = EncoderSettings(model=str(model), fast_queries=fast_queries, cache_dir=str(tmp_path / "cache"))
+    cfg = EncoderSettings(model=str(model), fast_queries=fast_queries, cache_dir=str(tmp_path / "cache"), precision="exact")
     assert load_query_encoder(cfg) is None  # nothing cached yet: the full encoder is needed
     full = TransformersEncoder(cfg)
     expected = full.embed(QUERIES, kind="query")  # loads (and checks) the ONNX query model, which leaves the recipe
@@ -40,7 +40,7 @@ def test_the_recipe_encodes_queries_exactly_as_the_full_encoder(tmp_path: Path, 
 
 def test_a_broken_recipe_is_ignored(tmp_path: Path) -> None:
     model = tiny_model("bert", tmp_path / "model")
-    cfg = EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"))
+    cfg = EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"), precision="exact")
     TransformersEncoder(cfg).embed(["warm"], kind="query")
     recipe = next((tmp_path / "cache" / "queries").glob("*.json"))
     recipe.write_text("{broken")

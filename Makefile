@@ -38,7 +38,7 @@ test: install-test
 	$(BIN)/python scripts/lint_imports.py  # the layers: api > search > indexer > store (import-linter; see the script)
 	$(BIN)/mypy  # types of the four packages ([tool.mypy] in pyproject.toml)
 	$(MAKE) --no-print-directory docs
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile  # pytest-xdist: one worker per core, a test file stays on one worker (its module fixtures load once)
 
 # the docs site (mkdocs.yml, docs/): the configuration page must match the code, and any warning fails the build
 docs: $(VENV)/.installed-docs

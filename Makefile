@@ -36,7 +36,7 @@ run: install
 
 test: install-test
 	$(BIN)/python scripts/lint_imports.py  # the layers: api > search > indexer > store (import-linter; see the script)
-	$(BIN)/mypy  # types of the four packages ([tool.mypy] in pyproject.toml)
+	$(BIN)/python scripts/typecheck.py  # mypy over lodex.* as it installs ([tool.mypy] in pyproject.toml)
 	$(MAKE) --no-print-directory docs
 	$(BIN)/python -m pytest -n auto --dist loadfile  # pytest-xdist: one worker per core, a test file stays on one worker (its module fixtures load once)
 

@@ -103,7 +103,7 @@ def retry(
     jobs = read_job_log(settings)
     root, failed = jobs.root, list(jobs.failed())
     jobs.close()
-    if not failed:
+    if not failed or root is None:
         err.print("no failed files to retry")
         if as_json:
             print(json.dumps({"retried": 0}))

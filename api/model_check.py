@@ -70,8 +70,10 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         fast = FastProbe(False, "the model is layer-streamed (encoder.stream_layers, or weights over encoder.memory_budget_mb): "
                                 "fast mode needs it whole in memory")
     else:
-        weights = sum(p.numel() * p.element_size() for p in encoder.model.parameters())
-        parameters = sum(p.numel() for p in encoder.model.parameters())
+        model = encoder.model
+        assert not isinstance(model, StreamedModel)
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        parameters = sum(p.numel() for p in model.parameters())
         fast = probe_fast(encoder, texts, exact)
     heads = int(getattr(config, "num_attention_heads", 0) or 0)
     width = min(encoder.max_length, cfg.batch_tokens)

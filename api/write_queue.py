@@ -6,6 +6,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
+from functools import partial
 from typing import Any, TypeVar
 
 from lodex.indexer.pipeline import Indexer, Interrupted, RunSummary
@@ -80,7 +81,7 @@ class WriteQueue:
                 if future is self._reindex:
                     self._reindex = None  # handed on: a later reindex sees the folder as it is then
             inner = self.writer.submit(job)  # waits while the writer's queue is full: only this thread waits
-            inner.add_done_callback(lambda done, outer=future: _settle(outer, done))
+            inner.add_done_callback(partial(_settle, future))
 
     def halt(self) -> None:
         """Stop handing on: what waits here is cancelled (pushes stay on disk for the next start)."""

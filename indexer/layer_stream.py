@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,16 @@ class Activations:
             self.path.unlink(missing_ok=True)
 
 
+def _keep_hidden(store: Activations, b: int, hidden: Any, args: tuple, kwargs: dict) -> None:
+    """Batch `b`'s input to the first layer, kept for it."""
+    store.put(b, hidden)
+
+
+def _run_layer(store: Activations, b: int, layer: Any, _: Any, args: tuple, kwargs: dict) -> None:
+    """Batch `b`'s activations through `layer` (its masks and position embeddings in `args`/`kwargs`)."""
+    store.put(b, layer(store.get(b), *args, **kwargs))
+
+
 class StreamedModel:
     """A transformer run a layer at a time from its weight files (float32, or a compressed per-layer copy)."""
 
@@ -160,14 +171,14 @@ class StreamedModel:
             try:
                 prefetch.start(self._slots(0))
                 for b, batch in enumerate(batches):  # the embeddings: the model's own forward up to its first layer
-                    self.skeleton.at_layer(batch, 0, lambda hidden, args, kwargs, b=b: store.put(b, hidden))
+                    self.skeleton.at_layer(batch, 0, partial(_keep_hidden, store, b))
                 for index in range(len(self.skeleton.layers)):
                     prefetch.wait()
                     layer = self.skeleton.real_layer(index, self._load(index, compressed))
                     if index + 1 < len(self.skeleton.layers):
                         prefetch.start(self._slots(index + 1))
                     for b, batch in enumerate(batches):
-                        self.skeleton.at_layer(batch, index, lambda _, args, kwargs, b=b, layer=layer: store.put(b, layer(store.get(b), *args, **kwargs)))
+                        self.skeleton.at_layer(batch, index, partial(_run_layer, store, b, layer))
                     del layer
                     release_freed()
                 return [finish(b, self.skeleton.after_layers(batch, store.get(b))) for b, batch in enumerate(batches)]

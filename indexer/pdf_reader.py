@@ -2,6 +2,7 @@
 
 import re
 import threading
+from functools import partial
 from statistics import median
 
 import pypdfium2 as pdfium
@@ -219,7 +220,7 @@ def _document(pages: list[Page], title: str, outline: list[tuple[int, int, str]]
     if not pages:
         raise ReadError("unreadable PDF: it has no pages")
     running, compounds = Running(pages), hyphen_evidence(pages)
-    texts = [finish(page, lambda line, head, i=i: running.is_running(i, line, head), compounds)
+    texts = [finish(page, partial(running.is_running, i), compounds)
              for i, page in enumerate(pages)]
     starts: list[int] = []
     offset = 0

@@ -24,7 +24,7 @@ from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.store.base import DocRecord, Store
 from lodex.indexer.settings import IndexSettings
 from lodex.store.errors import LodexError
-from lodex.store.job_log import FileRecord, JobLog
+from lodex.store.job_log import FileRecord, FileStatus, JobLog
 from lodex.store.schema import chunks_schema
 
 # Chunks are encoded in groups of about this many encoder batches; between two groups the run checks that it was not
@@ -370,7 +370,7 @@ class Indexer:
                 state.files_done += 1
                 if self._progress:
                     self._progress(state)
-                status = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
+                status: FileStatus = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
                 record = FileRecord(p.entry.path, status, round(done - p.started, 3), total.chunks, total.encoded, attempts=p.attempts)
                 records.append(record)
                 note(record)

@@ -8,7 +8,7 @@ import struct
 import sys
 import threading
 import time
-from typing import BinaryIO, cast
+from typing import IO, cast
 
 from lodex.indexer.document import ReadLimits
 from lodex.store.errors import LodexError
@@ -20,7 +20,7 @@ READER_MODULES = ("lodex.indexer.readers", "lodex.indexer.pdf_reader", "lodex.in
                   "lodex.indexer.mail_reader")
 
 
-def send(out: BinaryIO, message: object) -> None:
+def send(out: IO[bytes], message: object) -> None:
     """One length-prefixed pickled message."""
     blob = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     out.write(_LENGTH.pack(len(blob)))
@@ -28,7 +28,7 @@ def send(out: BinaryIO, message: object) -> None:
     out.flush()
 
 
-def receive(source: BinaryIO) -> object | None:
+def receive(source: IO[bytes]) -> object | None:
     """The next length-prefixed pickled message, or None at the end of the stream."""
     head = source.read(_LENGTH.size)
     if len(head) < _LENGTH.size:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from lodex.indexer.cpu import cpu_info, physical_cores
-from lodex.indexer.fast_paths import candidates, parse_path, remembered
+from lodex.indexer.fast_paths import FastPath, candidates, parse_path, remembered
 from lodex.indexer.late_chunking import pool_spans
 from lodex.indexer.layer_stream import streaming_reason
 from lodex.indexer.onnx_model import OnnxModel, SessionPool, default_cache_dir
@@ -98,6 +98,7 @@ def load_fast_encoder(cfg: EncoderSettings, stored: dict[str, Any] | None) -> Re
         recipe = json.loads(recipe_path(fast, fingerprint).read_text())
         if recipe.get("precision") != "fast" or not recipe.get("fast_path") or not Path(recipe["onnx"]).is_file():
             return None
+        chosen: FastPath | None
         if cfg.fast_path != "auto":
             chosen = parse_path(cfg.fast_path)
         else:

@@ -1,6 +1,7 @@
 """Scoring a searcher on judged queries: every retrieval mode (and document ranking) against relevance labels."""
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from lodex.search.metrics import evaluate
@@ -9,7 +10,7 @@ from lodex.search.searcher import Query, Searcher
 _BATCH = 16  # queries per search_many call
 
 
-def _run(searcher: Searcher, queries: dict[str, str], mode: str, ranking: str | None) -> tuple[dict[str, list[str]], float]:
+def _run(searcher: Searcher, queries: Mapping[str, str], mode: str, ranking: str | None) -> tuple[dict[str, list[str]], float]:
     """Top-100 document paths per query, and the mean milliseconds per query."""
     ids = list(queries)
     runs: dict[str, list[str]] = {}
@@ -21,7 +22,7 @@ def _run(searcher: Searcher, queries: dict[str, str], mode: str, ranking: str | 
     return runs, (time.perf_counter() - started) * 1000 / max(len(ids), 1)
 
 
-def score_modes(searcher: Searcher, queries: dict[str, str], qrels: dict[str, dict[str, int]], modes: tuple[str, ...],
+def score_modes(searcher: Searcher, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], modes: tuple[str, ...],
                 rankings: tuple[str, ...] = ()) -> dict[str, dict[str, dict[str, float]]]:
     """nDCG@10, Recall@100, MRR@10 and ms/query of `queries` in each mode, and for `rankings` each document ranking in
     dense and hybrid mode: {"modes": {mode: metrics}, "rankings": {"mode:ranking": metrics}}."""

@@ -143,9 +143,10 @@ class Searcher:
         passages = self._passages(snap, queries, vectors, tops, chunk_order)
         took = round((time.perf_counter() - started) * 1000, 3)
         shown = sorted({r for top in tops for r, _ in top})
-        docs = dict(zip(shown, zip(*(snap.docs.rows(shown, c) for c in ("ids", "paths", "titles")))))
+        ids, names, titles = (dict(zip(shown, snap.docs.rows(shown, c))) for c in ("ids", "paths", "titles"))
         return [
-            SearchResponse(q.text, q.mode or self.mode, took, [DocumentHit(*docs[r], round(s, 6), passages.get((i, r), [])) for r, s in top])
+            SearchResponse(q.text, q.mode or self.mode, took,
+                           [DocumentHit(ids[r], names[r], titles[r], round(s, 6), passages.get((i, r), [])) for r, s in top])
             for i, (q, top) in enumerate(zip(queries, tops))
         ]
 

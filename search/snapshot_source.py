@@ -147,8 +147,10 @@ class SnapshotSource:
                                 snap.rows_since)
                 with self._pinning:
                     self._current = snap
-            with snap.index.reading():
-                self.store.save_vector_index(snap.index.index, snap.version)
+            shared = snap.index
+            assert isinstance(shared, SharedIndex)  # a source's snapshots hold its shared index
+            with shared.reading():
+                self.store.save_vector_index(shared.index, snap.version)
 
     # ---- refreshing ---------------------------------------------------------------------
     def start(self) -> "SnapshotSource":

@@ -6,6 +6,7 @@ nothing outside `store/` sees a table, a SQL predicate or an event loop."""
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import pyarrow.compute as pc
 
 from lodex.store.chunk_owners import ChunkOwners
 from lodex.store.keyword_delta import KeywordDelta
+from lodex.store.keyword_scheme import KeywordScheme
 from lodex.store.schema import DOCUMENT_COLUMNS, vectors_of
 from lodex.store.vector_index import VectorIndex
 
@@ -46,6 +48,8 @@ class Store(ABC):
     of the last `refresh`; writes come from one writer at a time."""
 
     dim: int  # the length of every vector
+    data_dir: Path  # where it keeps its tables and vector index (the local cache of an object store's)
+    keyword_scheme: KeywordScheme  # how the keyword index makes terms of text
     persist_every_s: float = PERSIST_EVERY_S  # small updates save the vector index at most this often
 
     # ---- reading -------------------------------------------------------------------------
@@ -147,9 +151,11 @@ class Store(ABC):
 
     @abstractmethod
     def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
-                             delta: "KeywordDelta | None" = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+                             delta: "KeywordDelta | None" = None, languages: list[str | None] | None = None
+                             ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer: per text, the row ids
-        and scores of its best `limit` chunks at this chunks version (`delta`: its rows the keyword index lacks)."""
+        and scores of its best `limit` chunks at this chunks version (`delta`: its rows the keyword index lacks;
+        `languages`: each text's language, for its stems and stop words)."""
 
     @abstractmethod
     def text_index_rows(self, version: int) -> tuple[int, int]:

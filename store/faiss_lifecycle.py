@@ -129,7 +129,8 @@ class FaissLifecycle:
         index = self.current()
         kind = self.ann.rebuild(index)
         if kind is not None:
-            self._index = index = None  # freed before the new one is built
+            self._index = None  # freed before the new one is built
+            del index
             self._index = index = self._build(kind)
             (self.data_dir / index_file(self.chunks.version)).unlink(missing_ok=True)
         if not (self.data_dir / index_file(self.chunks.version)).exists():

@@ -305,10 +305,12 @@ def eval_(
     if missing:
         raise ConfigError(f"{dataset} is not a BEIR-layout collection (missing {', '.join(missing)})",
                           "pass a folder holding corpus.jsonl, queries.jsonl and qrels.tsv")
-    modes = MODES if mode == "all" else tuple(m.strip() for m in mode.split(","))
-    rankings = () if not ranking else RANKINGS if ranking == "all" else tuple(r.strip() for r in ranking.split(","))
-    if bad := [m for m in modes if m not in MODES] + [r for r in rankings if r not in RANKINGS]:
+    asked = MODES if mode == "all" else tuple(m.strip() for m in mode.split(","))
+    asked_rankings = () if not ranking else RANKINGS if ranking == "all" else tuple(r.strip() for r in ranking.split(","))
+    if bad := [m for m in asked if m not in MODES] + [r for r in asked_rankings if r not in RANKINGS]:
         raise ConfigError(f"unknown mode or ranking: {', '.join(bad)}", f"modes: {', '.join(MODES)}, all; rankings: {', '.join(RANKINGS)}, all")
+    modes = tuple(m for m in MODES if m in asked)
+    rankings = tuple(r for r in RANKINGS if r in asked_rankings)
     err.print(f"evaluating {dataset.name} (bundle {bundle}) with {settings.encoder.model or 'the bundled all-MiniLM-L6-v2'}…", highlight=False)
     with progress_bar(err) as update:
         result = evaluate_dataset(dataset, settings, bundle, modes, rankings, progress=update)

@@ -62,7 +62,7 @@ class ModelsOut(BaseModel):
 def _encoded(vector: np.ndarray, encoding: str) -> list[float] | str:
     if encoding == "base64":
         return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
-    return vector.tolist()  # type: ignore[no-any-return]
+    return vector.tolist()
 
 
 def embeddings_router(service: LodexService) -> APIRouter:

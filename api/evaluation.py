@@ -9,10 +9,11 @@ from lodex.api.factory import build_encoder, build_indexer, build_searcher, open
 from lodex.api.settings import Settings
 from lodex.search.collections import load_collection, write_files
 from lodex.search.evaluation import score_modes
+from lodex.search.names import Mode, Ranking
 
 
-def evaluate_dataset(dataset: Path, settings: Settings, bundle: int = 1, modes: tuple[str, ...] = ("bm25", "dense", "hybrid"),
-                     rankings: tuple[str, ...] = (), progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
+def evaluate_dataset(dataset: Path, settings: Settings, bundle: int = 1, modes: tuple[Mode, ...] = ("bm25", "dense", "hybrid"),
+                     rankings: tuple[Ranking, ...] = (), progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Write `dataset` out as files (bundles of `bundle` documents), index it in a temporary data dir, run its
     judged queries in each mode (and, for `rankings`, each document ranking in dense and hybrid mode)."""
     collection = load_collection(dataset)

@@ -23,6 +23,7 @@ from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.batcher import EmbedJob, QueryBatcher
 from lodex.search.results import SearchFilters, SearchResponse
+from lodex.search.names import Mode
 from lodex.search.searcher import Query
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.errors import ReadOnlyError
@@ -184,9 +185,9 @@ class LodexService:
         return self._rate
 
     # ---- reading -------------------------------------------------------------------------
-    def search(self, query: str, k: int, filters: SearchFilters, mode: str | None = None) -> "Future[SearchResponse]":
+    def search(self, query: str, k: int, filters: SearchFilters, mode: Mode | None = None) -> "Future[SearchResponse]":
         """Queue a search; concurrent searches are answered together in one batch."""
-        return self.batcher.submit(Query(query, k, filters, mode))  # type: ignore[arg-type]
+        return self.batcher.submit(Query(query, k, filters, mode))
 
     def embed(self, texts: list[str], kind: str) -> "Future[tuple[np.ndarray, int]]":
         """Queue texts to embed (as queries or documents) on the query encoder's thread; the future gives their

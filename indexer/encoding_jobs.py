@@ -79,9 +79,11 @@ def run_jobs(encoder: Encoder, lead: Lead, group: list[Job]) -> None:
     if single:
         texts = [lead(job.prepared.title) + job.prepared.texts[job.chunks[0]] for job in single]
         for job, vector in zip(single, encoder.embed(texts, lengths=[job.length for job in single])):
-            job.prepared.vectors[job.chunks[0]] = vector  # type: ignore[index]
+            assert job.prepared.vectors is not None  # set before its jobs are made
+            job.prepared.vectors[job.chunks[0]] = vector
     windowed = [(job, job.window) for job in group if job.window is not None]
     if windowed:
         pooled = encoder.embed_windows([w for _, w in windowed], [lead(job.prepared.title) for job, _ in windowed])
         for (job, _), vectors in zip(windowed, pooled):
-            job.prepared.vectors[job.chunks] = vectors  # type: ignore[index]
+            assert job.prepared.vectors is not None
+            job.prepared.vectors[job.chunks] = vectors

@@ -9,13 +9,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from lodex.search.results import SearchResponse
 from lodex.search.searcher import Query, Searcher
 
-_Batch = list[tuple[Query, Future]]
+_Batch = list[tuple[Query, "Future[Any]"]]
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ class QueryBatcher:
         self.max_batch = max_batch
         self._encode = encode
         self._embed = embed
-        self._queue: queue.Queue = queue.Queue()
-        self._encoded: queue.Queue = queue.Queue()
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._encoded: queue.Queue[Any] = queue.Queue()
         self._encoder = threading.Thread(target=self._encode_batches, args=(make_searcher,), name="lodex-query-encoder", daemon=True)
         self._threads = [threading.Thread(target=self._serve, args=(make_searcher,), name=f"lodex-query-{i}", daemon=True)
                          for i in range(workers)]
@@ -46,7 +47,7 @@ class QueryBatcher:
 
     def submit(self, query: Query) -> "Future[SearchResponse]":
         """Queue one search."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         self._queue.put((query, future))
         return future
 
@@ -54,7 +55,7 @@ class QueryBatcher:
         """Queue texts to embed on the encoding thread; the future gives (vectors, tokens the model read)."""
         if self._embed is None:
             raise RuntimeError("this batcher embeds queries only")
-        future: Future = Future()
+        future: Future[Any] = Future()
         self._queue.put((job, future))
         return future
 
@@ -89,14 +90,14 @@ class QueryBatcher:
         for _ in self._threads:
             self._encoded.put(None)
 
-    def _run_embedding(self, job: EmbedJob, future: Future) -> None:
+    def _run_embedding(self, job: EmbedJob, future: "Future[Any]") -> None:
         assert self._embed is not None
         try:
             future.set_result(self._embed(job.texts, job.kind))
         except Exception as exc:  # noqa: BLE001 — for its caller alone
             future.set_exception(exc)
 
-    def _encode_alone(self, searcher: Searcher, pair: tuple[Query, Future], started: float) -> None:
+    def _encode_alone(self, searcher: Searcher, pair: tuple[Query, "Future[Any]"], started: float) -> None:
         try:
             keywords = searcher.start_keyword_search([pair[0]])
             vectors = self._encode([pair[0].text])
@@ -127,7 +128,7 @@ class QueryBatcher:
                         _fail([(query, future)], alone)
 
 
-def _take(source: queue.Queue, limit: int) -> list | None:
+def _take(source: "queue.Queue[Any]", limit: int) -> list[Any] | None:
     """The next item and whatever else is waiting (up to `limit`); None at the stop signal (left for the rest)."""
     first = source.get()
     if first is None:

@@ -5,25 +5,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from lodex.search.metrics import evaluate
+from lodex.search.names import Mode, Ranking
 from lodex.search.searcher import Query, Searcher
 
 _BATCH = 16  # queries per search_many call
 
 
-def _run(searcher: Searcher, queries: Mapping[str, str], mode: str, ranking: str | None) -> tuple[dict[str, list[str]], float]:
+def _run(searcher: Searcher, queries: Mapping[str, str], mode: Mode, ranking: Ranking | None) -> tuple[dict[str, list[str]], float]:
     """Top-100 document paths per query, and the mean milliseconds per query."""
     ids = list(queries)
     runs: dict[str, list[str]] = {}
     started = time.perf_counter()
     for start in range(0, len(ids), _BATCH):
         part = ids[start : start + _BATCH]
-        for qid, response in zip(part, searcher.search_many([Query(queries[q], 100, mode=mode, ranking=ranking) for q in part])):  # type: ignore[arg-type]
+        for qid, response in zip(part, searcher.search_many([Query(queries[q], 100, mode=mode, ranking=ranking) for q in part])):
             runs[qid] = [hit.path for hit in response.results]
     return runs, (time.perf_counter() - started) * 1000 / max(len(ids), 1)
 
 
-def score_modes(searcher: Searcher, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], modes: tuple[str, ...],
-                rankings: tuple[str, ...] = ()) -> dict[str, dict[str, dict[str, float]]]:
+def score_modes(searcher: Searcher, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], modes: tuple[Mode, ...],
+                rankings: tuple[Ranking, ...] = ()) -> dict[str, dict[str, dict[str, float]]]:
     """nDCG@10, Recall@100, MRR@10 and ms/query of `queries` in each mode, and for `rankings` each document ranking in
     dense and hybrid mode: {"modes": {mode: metrics}, "rankings": {"mode:ranking": metrics}}."""
     result: dict[str, dict[str, dict[str, float]]] = {"modes": {}, "rankings": {}}

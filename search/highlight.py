@@ -56,7 +56,7 @@ def query_stems(query: str) -> set[str]:
 
 
 @lru_cache(maxsize=1024)
-def _candidates(stems: frozenset[str]) -> re.Pattern:
+def _candidates(stems: frozenset[str]) -> re.Pattern[str]:
     """Words that could have one of these stems: a stem less its last letter ("flies" → "fly") starts the
     lower-cased word, so only words with one of those beginnings need stemming."""
     starts = sorted({s[:-1] if len(s) > 1 else s for s in stems}, key=len, reverse=True)

@@ -5,5 +5,5 @@ from typing import Literal, get_args
 Mode = Literal["dense", "bm25", "hybrid"]
 Ranking = Literal["max", "topm", "mean", "blend"]
 FusionMethod = Literal["convex", "rrf"]
-MODES: tuple[str, ...] = get_args(Mode)
-RANKINGS: tuple[str, ...] = get_args(Ranking)
+MODES: tuple[Mode, ...] = get_args(Mode)
+RANKINGS: tuple[Ranking, ...] = get_args(Ranking)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from functools import cache
 from pathlib import PurePosixPath
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import Field, TypeAdapter
 
@@ -59,7 +59,7 @@ class SearchResponse:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape, as Python values (highlights as tuples; `json.dumps` writes them as lists)."""
-        return _shape().dump_python(self)
+        return cast(dict[str, Any], _shape().dump_python(self))
 
     def to_json(self) -> bytes:
         """The JSON shape, as UTF-8 JSON (what the HTTP API answers)."""

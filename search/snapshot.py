@@ -1,6 +1,6 @@
 """What one batch of searches reads: a single committed version of the index, with documents addressed by row."""
 
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import pyarrow as pa
@@ -59,9 +59,9 @@ class DocumentView:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def rows(self, rows: list[int], column: str) -> list:
+    def rows(self, rows: list[int], column: str) -> list[Any]:
         """One column's values for these rows."""
-        return getattr(self, column).take(pa.array(rows, pa.int64())).to_pylist()
+        return cast(list[Any], getattr(self, column).take(pa.array(rows, pa.int64())).to_pylist())
 
 
 class MeanVectors:

@@ -156,7 +156,8 @@ class ChunkOwners:
         if not len(base):
             return self._delta.row_ids[:n]
         picked = base[np.unique(np.random.default_rng(seed).integers(0, len(base), n + len(self._gone_rows)))]
-        return picked[~_member(picked, self._gone_rows)][:n]
+        kept: np.ndarray = picked[~_member(picked, self._gone_rows)][:n]
+        return kept
 
     # ---- lookups ------------------------------------------------------------------------------------------
     def _by_id(self, chunk_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -63,7 +63,7 @@ class Compactor:
 
     def __init__(self, options: dict[str, str] | None, nice: int | None = None, apart_rows: int = APART_ROWS) -> None:
         self.options, self.nice, self.apart_rows = options, nice, apart_rows
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
 
     @property

@@ -93,7 +93,7 @@ class KeywordDelta:
     counted; `merged` adds their BM25 hits to the index's. Made from the previous version's delta by reading only
     the rows it lacks."""
 
-    def __init__(self, rows: dict[int, tuple[Counter, int]], index_terms: IndexTerms) -> None:
+    def __init__(self, rows: dict[int, tuple[Counter[str], int]], index_terms: IndexTerms) -> None:
         self.rows = rows  # row id → (term counts, length in terms)
         self.index_terms = index_terms
         self._row_ids = np.fromiter(rows, np.uint64, len(rows))

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pyarrow as pa
 
@@ -33,7 +33,7 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine on lancedb's background event loop and wait for its result."""
     from lancedb.background_loop import LOOP
 
-    return LOOP.run(coroutine)
+    return cast(T, LOOP.run(coroutine))  # type: ignore[no-untyped-call]  # lancedb's loop is untyped
 
 
 def start(coroutine: Coroutine[Any, Any, T]) -> "Future[T]":

@@ -32,7 +32,7 @@ class _DeferredInit(importlib.abc.Loader):
         def __getattr__(name: str) -> Any:
             with lock:
                 if module.__dict__.pop("__getattr__", None) is not None:
-                    self.real.exec_module(module)  # type: ignore[attr-defined]  # SourceFileLoader has it
+                    self.real.exec_module(module)  # SourceFileLoader has it
             return module.__dict__[name] if name in module.__dict__ else object.__getattribute__(module, name)
 
         setattr(module, "__getattr__", __getattr__)  # PEP 562: asked for names it lacks

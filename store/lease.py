@@ -41,14 +41,14 @@ class Lease:
         return held if isinstance(held, dict) else None
 
     def _refuse(self, held: dict[str, object]) -> StoreError:
-        left = max(0, round(float(held.get("expires", 0)) - time.time()))  # type: ignore[arg-type]
+        left = max(0, round(_expires(held) - time.time()))
         return StoreError(f"another lodex process (pid {held.get('pid')} on {held.get('host')}) is writing to the index in {self.store}",
                           f"wait for it to finish or stop it; a writer that was killed lets go within {left} s")
 
     def acquire(self) -> "Lease":
         """Take the lease or raise StoreError naming the process (and host) that holds it; renewed from now on."""
         held = self._holder()
-        if held is not None and held.get("owner") != self.owner and float(held.get("expires", 0)) > time.time():  # type: ignore[arg-type]
+        if held is not None and held.get("owner") != self.owner and _expires(held) > time.time():
             raise self._refuse(held)
         self.store.put(LEASE_FILE, json.dumps(self._record()).encode())
         time.sleep(SETTLE_S)
@@ -76,3 +76,12 @@ class Lease:
         held = self._holder()
         if held is not None and held.get("owner") == self.owner:
             self.store.delete(LEASE_FILE)
+
+
+def _expires(held: dict[str, object]) -> float:
+    """When a held lease runs out (0 where its record says nothing readable: nobody holds it then)."""
+    value = held.get("expires", 0)
+    try:
+        return float(value) if isinstance(value, (int, float, str)) else 0.0
+    except ValueError:
+        return 0.0

@@ -4,7 +4,7 @@ import json
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lodex.store.errors import OriginMismatchError, StoreError
 from lodex.store.fts_terms import TERMS_VERSION
@@ -53,7 +53,7 @@ def read_origin(data_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text())
+        return cast(dict[str, Any], json.loads(path.read_text()))
     except (OSError, ValueError) as exc:
         raise StoreError(f"cannot read {path}: {exc}", "restore it or rebuild with `lodex index --rebuild`") from exc
 

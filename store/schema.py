@@ -59,7 +59,8 @@ def vectors_of(table: pa.Table) -> np.ndarray:
     column = table["vector"].combine_chunks()
     if len(column) == 0:
         return np.zeros((0, column.type.list_size), dtype=np.float32)
-    return column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1).astype(np.float32, copy=False)
+    values: np.ndarray = column.values.to_numpy(zero_copy_only=False)
+    return values.reshape(len(column), -1).astype(np.float32, copy=False)
 
 
 def with_keywords(chunks: pa.Table, terms_version: int | None = None) -> pa.Table:

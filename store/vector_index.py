@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -143,7 +143,7 @@ class VectorIndex:
             return np.zeros((len(queries), 0), dtype=np.float32), np.zeros((len(queries), 0), dtype=np.int64)
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if self.exact is None:
-            return self.index.search(queries, n)
+            return cast(tuple[np.ndarray, np.ndarray], self.index.search(queries, n))
         _, candidates = self.index.search(queries, min(len(self), n * self.refine))
         return self.exact.rescored(queries, candidates, n)
 
@@ -153,13 +153,13 @@ class VectorIndex:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.exact is not None:
             return self.exact.read(ids)
-        return self.index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+        return cast(np.ndarray, self.index.reconstruct_batch(np.asarray(ids, dtype=np.int64)))
 
     def ids(self) -> np.ndarray:
         """Every chunk id in the index."""
         faiss = self._faiss
         if self.kind == "flat":
-            return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+            return cast(np.ndarray, faiss.vector_to_array(self.index.id_map).astype(np.int64))
         lists = self.index.invlists
         parts = [faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i)).copy() for i in range(self.index.nlist) if lists.list_size(i)]
         return np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, np.int64)

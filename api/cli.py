@@ -74,7 +74,7 @@ def index(
     from lodex.api.progress import progress_bar
     from lodex.api.model_cache import encoder_languages
     from lodex.api.progress import process_seconds
-    from lodex.indexer.model_languages import language_note
+    from lodex.indexer.encoders.model_languages import language_note
 
     settings = command_settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
                          index__ray_actors=ray_actors, index__ray_cpus_per_actor=ray_cpus)
@@ -333,7 +333,7 @@ def status(
     from lodex.api.index_files import read_job_log
     from lodex.api.forward import ask_server
     from lodex.api.render import print_failures, print_status
-    from lodex.indexer.cpu import cpu_info
+    from lodex.indexer.encoders.cpu import cpu_info
     from lodex.store.keyword_scheme import REINDEX_HINT
     from lodex.store.origin import read_origin
 

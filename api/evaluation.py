@@ -5,7 +5,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lodex.api.factory import build_encoder, build_indexer, build_searcher, open_store
+from lodex.api.factory import build_encoder, build_indexer, open_store
+from lodex.api.read_side import ReadSide
 from lodex.api.settings import Settings
 from lodex.search.collections import load_collection, write_files
 from lodex.search.evaluation import score_modes
@@ -25,7 +26,7 @@ def evaluate_dataset(dataset: Path, settings: Settings, bundle: int = 1, modes: 
         store = open_store(settings, encoder, data, create=True)
         summary = build_indexer(settings, encoder, store).run(folder, progress=progress)
         store.maybe_optimize(force=True)
-        searcher = build_searcher(quiet, encoder, store)
+        searcher = ReadSide(quiet, encoder, store).searcher
         queries = {q: t for q, t in collection.queries.items() if q in qrels}
         return {
             "dataset": collection.name, "bundle": bundle, "files": summary.added, "chunks": summary.chunks, "tokens": summary.tokens,

@@ -13,11 +13,11 @@ from types import TracebackType
 from lodex.api.index_files import index_origin, read_job_log, remote_store, require_index
 from lodex.api.model_cache import encoder_languages, model_path
 from lodex.api.settings import EncoderSettings, Settings
-from lodex.indexer.chunker import Chunker, ChunkRule
-from lodex.indexer.encoder import Encoder
-from lodex.indexer.late_chunking import LateChunking, late_chunking
+from lodex.indexer.chunking.chunker import Chunker, ChunkRule
+from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.chunking.late_chunking import LateChunking, late_chunking
 from lodex.indexer.pipeline import Indexer
-from lodex.indexer.readers import reader_versions
+from lodex.indexer.readers.readers import reader_versions
 from lodex.indexer.scanner import ScanRules
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
@@ -38,7 +38,7 @@ single_threaded_numpy_blas()  # every process that loads the search or index sta
 
 
 def _transformers(cfg: EncoderSettings, spill_dir: Path | None = None) -> Encoder:
-    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(cfg, spill_dir)
 
@@ -83,7 +83,7 @@ def build_encoder(settings: Settings, data_dir: Path | None = None) -> Encoder:
     if backend is not _transformers:
         return backend(cfg)
     if settings.index.engine != "ray":  # fast mode measured and checked here before: rebuilt from its recipe, no PyTorch
-        from lodex.indexer.recipe_encoder import load_fast_encoder
+        from lodex.indexer.encoders.recipe_encoder import load_fast_encoder
 
         light = load_fast_encoder(cfg, read_origin(spill))
         if light is not None:
@@ -95,7 +95,7 @@ def build_query_encoder(settings: Settings) -> Encoder:
     """An encoder for queries only: rebuilt without PyTorch from the recipe the full encoder left when it loaded its ONNX
     query model for these settings (a cold `lodex search` starts seconds sooner), else the full encoder."""
     if settings.encoder.backend == "transformers":
-        from lodex.indexer.query_encoder import load_query_encoder
+        from lodex.indexer.encoders.query_encoder import load_query_encoder
 
         light = load_query_encoder(encoder_settings(settings))
         if light is not None:

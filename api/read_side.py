@@ -11,10 +11,12 @@ from lodex.api.index_files import read_job_log, require_index
 from lodex.api.models import DocumentOut, IndexStatus, TextOut
 from lodex.api.reading import index_status, list_documents, read_text
 from lodex.api.settings import Settings
-from lodex.indexer.encoder import Encoder
+from lodex.indexer.encoders.encoder import Encoder
 from lodex.search.context import MAX_WINDOW_CHARS
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters, SearchResponse
+from lodex.search.snapshot_source import SnapshotSource
+from lodex.store.base import Store
 
 if TYPE_CHECKING:
     from lodex.api.service import LodexService
@@ -35,14 +37,18 @@ class Reads(Protocol):
 
 class ReadSide:
     """An index opened for reading in this process: the query encoder (the light ONNX one when it exists), a read-only
-    store at the latest committed version (refreshed at each call) and a searcher; calls are serialized."""
+    store at the latest committed version (refreshed at each call) and a searcher; calls are serialized. The one place
+    a searcher is built: `lodex serve` builds one per query thread over its own store handle and the service's shared
+    snapshots (`store`, `source`), `lodex eval` one over the store it has just written (`store`)."""
 
-    def __init__(self, settings: Settings, encoder: Encoder | None = None) -> None:
-        require_index(settings)
+    def __init__(self, settings: Settings, encoder: Encoder | None = None, store: Store | None = None,
+                 source: SnapshotSource | None = None) -> None:
+        if store is None:
+            require_index(settings)
         self.settings = settings
         self.encoder = encoder or build_query_encoder(settings)
-        self.store = open_store(settings, self.encoder, settings.data_dir, create=False)
-        self.searcher = build_searcher(settings, self.encoder, self.store)
+        self.store = store or open_store(settings, self.encoder, settings.data_dir, create=False)
+        self.searcher = build_searcher(settings, self.encoder, self.store, source)
         self._lock = threading.Lock()
 
     def search(self, query: str, k: int, filters: SearchFilters = SearchFilters(), mode: Mode | None = None) -> SearchResponse:

@@ -12,11 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from lodex.api.factory import WriteSide, build_encoder, build_searcher, open_reader, open_store, read_job_log
+from lodex.api.factory import WriteSide, build_encoder, open_reader, open_store, read_job_log
+from lodex.api.read_side import ReadSide
 from lodex.api.push_spool import PushSpool
 from lodex.api.settings import Settings
 from lodex.api.write_queue import WriteQueue
-from lodex.indexer.encoder import Encoder
+from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary, document_id
 from lodex.indexer.watch_service import WatchService
@@ -82,7 +83,7 @@ class LodexService:
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
         self._queued_lock = threading.Lock()
-        self.batcher = QueryBatcher(lambda: build_searcher(settings, self.encoder, open_reader(settings, self.encoder.dim), self.snapshots),
+        self.batcher = QueryBatcher(lambda: ReadSide(settings, self.encoder, open_reader(settings, self.encoder.dim), self.snapshots).searcher,
                                     lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads,
                                     embed=lambda texts, kind: (self.encoder.embed(texts, kind=kind), sum(self.encoder.input_tokens(texts, kind))))
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lodex.indexer.cpu import cpu_info  # noqa: E402
+from lodex.indexer.encoders.cpu import cpu_info  # noqa: E402
 from lodex.store.heap import release_freed  # noqa: E402
 from lodex.store.vector_index import VectorIndex, ivf_lists, train_stride  # noqa: E402
 

@@ -49,7 +49,7 @@ def _p50(command: list[str], env: dict[str, str], runs: int) -> float:
 
 
 def main() -> None:
-    from lodex.indexer.cpu import cpu_info
+    from lodex.indexer.encoders.cpu import cpu_info
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)

@@ -81,8 +81,8 @@ def pages_pypdfium2(data: bytes) -> Iterator[str]:
 
 
 def pages_lodex(data: bytes) -> Iterator[str]:
-    from lodex.indexer.document import ReadLimits
-    from lodex.indexer.pdf_reader import read_pdf
+    from lodex.indexer.readers.document import ReadLimits
+    from lodex.indexer.pdf.pdf_reader import read_pdf
 
     yield read_pdf(data, ReadLimits()).text
 
@@ -133,11 +133,11 @@ def peak_rss_mib() -> float:
 def child(args: argparse.Namespace) -> None:
     """One library (or baseline) in this process; prints one JSON object."""
     if args.child == "bare":
-        import lodex.indexer.document  # noqa: F401 - the interpreter with lodex imported, nothing read
+        import lodex.indexer.readers.document  # noqa: F401 - the interpreter with lodex imported, nothing read
         print(json.dumps({"rss": peak_rss_mib()}))
         return
     if args.child == "txt":
-        from lodex.indexer.decoding import clean, decode_source
+        from lodex.indexer.readers.decoding import clean, decode_source
 
         started = time.perf_counter()
         texts = [clean(decode_source(p.read_bytes())[0]) for p in sorted(Path(args.files[0]).iterdir())]

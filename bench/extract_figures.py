@@ -69,6 +69,6 @@ def licence(dist: str, known: str) -> str:
 
 def cpu_line() -> str:
     """The CPU's line (model, cores, the flags that matter to the encoder), printed next to speed figures."""
-    from lodex.indexer.cpu import cpu_info
+    from lodex.indexer.encoders.cpu import cpu_info
 
     return cpu_info().line()

@@ -42,7 +42,7 @@ def lodex_format_reader(fmt: str) -> Callable[[bytes], Iterator[str]]:
     def extract(data: bytes) -> Iterator[str]:
         from importlib import import_module
 
-        from lodex.indexer.document import ReadLimits
+        from lodex.indexer.readers.document import ReadLimits
 
         yield getattr(import_module(f"lodex.indexer.{module}"), function)(data, ReadLimits()).text
 

@@ -22,7 +22,7 @@ EVAL = ROOT.parent / "shared" / "evaldata"
 
 import pyarrow as pa  # noqa: E402
 
-from lodex.indexer.cpu import cpu_info  # noqa: E402
+from lodex.indexer.encoders.cpu import cpu_info  # noqa: E402
 from lodex.search.collections import load_collection  # noqa: E402
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lodex.indexer.readers import BY_FORMAT, extract  # noqa: E402
+from lodex.indexer.readers.readers import BY_FORMAT, extract  # noqa: E402
 from tests.fuzz_files import FORMATS, Case, cases  # noqa: E402
 
 RAW = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|MemoryError|RecursionError")

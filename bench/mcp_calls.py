@@ -50,7 +50,7 @@ def main() -> None:
     from typer.testing import CliRunner
 
     from lodex.api.cli import app
-    from lodex.indexer.cpu import cpu_info
+    from lodex.indexer.encoders.cpu import cpu_info
     from tests.test_serve import Server
 
     data = Path(tempfile.mkdtemp(prefix="lodex-mcp-bench-")) / "data"

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from lodex.api.factory import WriteSide, build_searcher, open_store  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
-from lodex.indexer.encoder import Encoder  # noqa: E402
+from lodex.indexer.encoders.encoder import Encoder  # noqa: E402
 
 QUERIES = ["heat transfer in hypersonic boundary layers", "wind tunnel measurements of lift", "clinical trial outcomes",
            "information retrieval evaluation", "turbulent flow separation"]

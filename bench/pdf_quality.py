@@ -42,9 +42,9 @@ QUESTIONS = ROOT / "bench" / "pdfdata" / "questions.json"
 
 def child(files: list[Path], out: Path, questions: bool) -> None:
     """Run in a child process under the code to measure: each file's page texts and fastest read, and page@1."""
-    from lodex.indexer.document import ReadLimits
-    from lodex.indexer.pdf_reader import read_pdf
-    result: dict = {"files": {}, "module": sys.modules["lodex.indexer.pdf_reader"].__file__}
+    from lodex.indexer.readers.document import ReadLimits
+    from lodex.indexer.pdf.pdf_reader import read_pdf
+    result: dict = {"files": {}, "module": sys.modules["lodex.indexer.pdf.pdf_reader"].__file__}
     for path in files:
         data = path.read_bytes()
         started = time.perf_counter()

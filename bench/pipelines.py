@@ -43,7 +43,7 @@ LABELS = {"lodex": "lodex index (defaults)", "txtai": "txtai Embeddings.index (T
 
 
 def model_dir() -> str:
-    from lodex.indexer.transformers_encoder import bundled_model_dir
+    from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
 
     return str(bundled_model_dir())
 
@@ -187,7 +187,7 @@ def cores_table(folder: Folder, cores: list[int]) -> tuple[str, list[dict]]:
 
 
 def header() -> list[str]:
-    from lodex.indexer.cpu import cpu_info
+    from lodex.indexer.encoders.cpu import cpu_info
 
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return [f"- date: {now}", f"- machine: {cpu_info().line()}; os.cpu_count() {os.cpu_count()}",

@@ -160,7 +160,7 @@ def main() -> None:
     parser.add_argument("--text-chars", type=int, default=2000)
     parser.add_argument("--retry", action="store_true", help="clients send a refused push again after its Retry-After")
     args = parser.parse_args()
-    from lodex.indexer.cpu import cpu_info  # the CPU's flags next to every figure
+    from lodex.indexer.encoders.cpu import cpu_info  # the CPU's flags next to every figure
 
     print(cpu_info().line())
     work = Path(tempfile.mkdtemp(prefix="lodex-flood-"))

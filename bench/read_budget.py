@@ -160,9 +160,9 @@ def cost(args: argparse.Namespace) -> None:
 def overhead(args: argparse.Namespace) -> None:
     """Reading alone, in this process (readers.extract) and through the budget (ReadPool.extract), alternated: the
     budget's added cost per file, which end-to-end runs on a loaded machine cannot resolve."""
-    from lodex.indexer.document import ReadLimits
-    from lodex.indexer.read_budget import ReadBudget, ReadPool
-    from lodex.indexer.readers import extract
+    from lodex.indexer.readers.document import ReadLimits
+    from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
+    from lodex.indexer.readers.readers import extract
 
     groups = bundles(args.evaldata)
     limits = ReadLimits(50 << 20, 50 << 20)

@@ -41,7 +41,7 @@ import pyarrow as pa  # noqa: E402
 
 from bench.inflate import inflate  # noqa: E402
 from bench.load import free_port, get_json, pct, start_server  # noqa: E402
-from lodex.indexer.cpu import cpu_info  # noqa: E402
+from lodex.indexer.encoders.cpu import cpu_info  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
 
 COLLECTIONS = ("cranfield", "cisi", "med")

@@ -30,7 +30,7 @@ _ST = """
 import json, sys, time
 from pathlib import Path
 from sentence_transformers import SentenceTransformer
-from lodex.indexer.transformers_encoder import bundled_model_dir
+from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
 model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
 texts = [p.read_text(encoding="utf-8") for p in sorted(Path(sys.argv[1]).iterdir())]
 started = time.perf_counter()
@@ -57,7 +57,7 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, s
 
 
 def main() -> None:
-    from lodex.indexer.cpu import cpu_info
+    from lodex.indexer.encoders.cpu import cpu_info
     from lodex.search.collections import load_collection, write_files
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

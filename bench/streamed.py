@@ -64,7 +64,7 @@ def worker(args: argparse.Namespace) -> None:
     import lodex.store.lance_store  # noqa: F401 - the baseline holds Lance too, as `lodex index` does
     from lodex.indexer.pipeline import GROUP_BATCHES
     from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     workdir = Path(args.workdir)
     cfg = {"baseline": EncoderSettings(),
@@ -115,7 +115,7 @@ def main() -> None:
         return worker(args)
     import numpy as np
 
-    from lodex.indexer.layer_weights import evict, fp32_bytes, tensor_index
+    from lodex.indexer.encoders.layer_weights import evict, fp32_bytes, tensor_index
 
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="lodex-streamed-")
     model = build_model(Path(args.workdir) / "model", args.layers, args.hidden)

@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from lodex.indexer.chunker import Chunk, Chunker
-from lodex.indexer.decoding import OffsetMap, clean_mapped
-from lodex.indexer.encoder import Encoder
+from lodex.indexer.chunking.chunker import Chunk, Chunker
+from lodex.indexer.readers.decoding import OffsetMap, clean_mapped
+from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
 from lodex.indexer.encoding_jobs import Job, TitleLead, WindowPlanner, encoder_jobs, run_jobs
-from lodex.indexer.late_chunking import LateChunking, Window
+from lodex.indexer.chunking.late_chunking import LateChunking, Window
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.run_state import Progress, RunSummary, moved_on, unchanged_file
 from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
-from lodex.indexer.read_budget import ReadBudget, ReadPool
+from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.store.base import DocRecord, Store
 from lodex.indexer.settings import IndexSettings

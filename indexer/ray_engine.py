@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.chunker import LEGACY_RULE, Chunker, ChunkRule
-from lodex.indexer.encoder import Encoder
+from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
+from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner, encoder_jobs, run_jobs
-from lodex.indexer.late_chunking import LateChunking
+from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, parts_of, unchanged_chunks
-from lodex.indexer.read_budget import ReadBudget, ReadPool
+from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.settings import IndexSettings
 from lodex.store.base import DocRecord, Store

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lodex.indexer.chunker import Chunk, Chunker
-from lodex.indexer.decoding import OffsetMap, clean_mapped, sniff_encoding
+from lodex.indexer.chunking.chunker import Chunk, Chunker
+from lodex.indexer.readers.decoding import OffsetMap, clean_mapped, sniff_encoding
 from lodex.indexer.paths import check_read, open_regular
 
 BLOCK_BYTES = 1 << 20  # bytes read at a time

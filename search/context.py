@@ -4,7 +4,7 @@
 from pathlib import Path
 from typing import Any
 
-from lodex.indexer.decoding import decode_source
+from lodex.indexer.readers.decoding import decode_source
 from lodex.indexer.identity import content_hash
 from lodex.indexer.paths import PUSHED_PREFIX, key_path, open_regular
 from lodex.store.base import Store

@@ -52,6 +52,10 @@ class Store(ABC):
     keyword_scheme: KeywordScheme  # how the keyword index makes terms of text
     persist_every_s: float = PERSIST_EVERY_S  # small updates save the vector index at most this often
 
+    @abstractmethod
+    def close(self) -> None:
+        """Let go of what it holds (its helper process, handles); a closed store is not used again."""
+
     # ---- reading -------------------------------------------------------------------------
     @abstractmethod
     def refresh(self) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from concurrent.futures import Future
 from typing import Any, TypeVar, cast
 
+import numpy as np
 import pyarrow as pa
 
 from lodex.store.errors import StoreError
@@ -117,3 +118,9 @@ def mapped_errors(action: str) -> Iterator[None]:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         raise StoreError(f"cannot {action}: {detail}",
                          "check the data directory's free space and permissions, then run again (committed work is kept)") from exc
+
+
+def row_ids(table: pa.Table) -> np.ndarray:
+    """The Lance row ids of a query's answer (`with_row_id`)."""
+    ids: np.ndarray = table["_rowid"].to_numpy()
+    return ids

@@ -233,14 +233,14 @@ class LanceStore(LanceKeywordSearch, base.Store):
 
     def chunk_row_ids(self) -> np.ndarray:
         """Every chunk's Lance row id at the refreshed version (one column read)."""
-        return _row_ids(lance_bridge.run(lance_bridge.async_of(self.chunks).query().select([]).with_row_id().to_arrow()))
+        return lance_bridge.row_ids(lance_bridge.run(lance_bridge.async_of(self.chunks).query().select([]).with_row_id().to_arrow()))
 
     def existing_chunk_rows(self, row_ids: np.ndarray) -> np.ndarray:
         """Which of these Lance row ids the refreshed version still has (a direct read of those rows)."""
         if not len(row_ids):
             return np.zeros(0, np.uint64)
         take = lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist())
-        return _row_ids(lance_bridge.run(take.select([]).with_row_id().to_arrow()))
+        return lance_bridge.row_ids(lance_bridge.run(take.select([]).with_row_id().to_arrow()))
 
     def chunk_count(self) -> int:
         """Chunk rows at the refreshed version."""
@@ -398,9 +398,3 @@ class LanceStore(LanceKeywordSearch, base.Store):
         with lance_bridge.mapped_errors("save the vector index"):
             if not (self.data_dir / f"chunks.v{version}.faiss").exists():
                 index.save(self.data_dir, version)
-
-
-def _row_ids(table: pa.Table) -> np.ndarray:
-    """The Lance row ids of a query's answer (`with_row_id`)."""
-    ids: np.ndarray = table["_rowid"].to_numpy()
-    return ids

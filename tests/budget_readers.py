@@ -4,9 +4,9 @@ one that never returns, one that allocates without bound, one without the PDF gu
 import threading
 from pathlib import PurePath
 
-from lodex.indexer import pdf_reader
-from lodex.indexer.document import ReadLimits
-from lodex.indexer.readers import Extracted, extract
+from lodex.indexer.pdf import pdf_reader
+from lodex.indexer.readers.document import ReadLimits
+from lodex.indexer.readers.readers import Extracted, extract
 
 
 def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:

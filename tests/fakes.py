@@ -11,8 +11,8 @@ from collections import Counter
 
 import numpy as np
 
-from lodex.indexer.encoder import Encoder
-from lodex.indexer.late_chunking import Window
+from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.chunking.late_chunking import Window
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 

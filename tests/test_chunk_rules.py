@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from lodex.indexer.chunker import LEGACY_RULE, Chunker, ChunkRule
+from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
 from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner
-from lodex.indexer.late_chunking import LateChunking
+from lodex.indexer.chunking.late_chunking import LateChunking
 from tests.fakes import FakeEncoder
 
 

@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from lodex.indexer.chunker import Chunker
+from lodex.indexer.chunking.chunker import Chunker
 from tests.fakes import FakeEncoder
 
 

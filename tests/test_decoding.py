@@ -4,7 +4,7 @@ import codecs
 
 import pytest
 
-from lodex.indexer.decoding import decode
+from lodex.indexer.readers.decoding import decode
 from lodex.indexer.errors import ReadError
 
 FRENCH = "Le café de la gare est très agréable, déjà ouvert à l'été, où l'on goûte une crème brûlée."

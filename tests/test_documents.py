@@ -85,7 +85,7 @@ def test_pdfs_index_with_pages_and_their_failures(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_sentence_planted_on_page_37_is_found_first_with_its_page_and_offsets(tmp_path: Path, real_encoder) -> None:
-    from lodex.indexer.readers import extract
+    from lodex.indexer.readers.readers import extract
 
     root = _pdf_folder(tmp_path / "docs")
     store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder)

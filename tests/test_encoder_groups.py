@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 from lodex.indexer import pipeline
-from lodex.indexer.chunker import Chunk
-from lodex.indexer.late_chunking import late_chunking, plan_windows
+from lodex.indexer.chunking.chunker import Chunk
+from lodex.indexer.chunking.late_chunking import late_chunking, plan_windows
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.preparation import Prepared
 from lodex.indexer.scanner import scan

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lodex.api.cli import app
-from lodex.indexer.chunker import Chunker
+from lodex.indexer.chunking.chunker import Chunker
 from tests.conftest import EVALDATA
 
 pytestmark = pytest.mark.slow
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="session")
 def fast_encoder(fast_cache: Path):
     from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(EncoderSettings(precision="fast", cache_dir=str(fast_cache)))
 
@@ -51,7 +51,7 @@ def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, 
 
 def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) -> None:
     from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     chosen = fast_encoder._fast.path  # the export of the path measured fastest (7-bit weights can win on AVX2 without VNNI)
     assert chosen.parent == fast_cache and chosen.exists()
@@ -90,7 +90,7 @@ def test_smoothing_keeps_the_model_function_and_evens_out_input_ranges(real_enco
     its int8 matrix products see have less uneven channel ranges than the original's."""
     import torch
 
-    from lodex.indexer.smoothing import calibration_texts, smoothed_copy
+    from lodex.indexer.encoders.smoothing import calibration_texts, smoothed_copy
 
     model, tokenizer = real_encoder.model, real_encoder.tokenizer
     smoothed = smoothed_copy(model, tokenizer, real_encoder.max_length)
@@ -133,7 +133,7 @@ def test_a_fast_index_of_another_quantization_scheme_is_refused(fast_encoder, re
 def test_fast_queries_on_an_exact_index_use_the_int8_model_for_queries_only(real_encoder, fast_encoder, fast_cache: Path) -> None:
     """encoder.fast_queries: queries through the (cached) int8 model, documents exact, the index's origin unchanged."""
     from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.transformers_encoder import TransformersEncoder
+    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     encoder = TransformersEncoder(EncoderSettings(cache_dir=str(fast_cache), fast_queries=True, precision="exact"))
     texts = _real_chunks(real_encoder, per_collection=25)

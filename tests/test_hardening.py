@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lodex.indexer import chunker as chunker_module
-from lodex.indexer.chunker import Chunker
-from lodex.indexer.decoding import OffsetMap, clean, decode_source
+from lodex.indexer.chunking import chunker as chunker_module
+from lodex.indexer.chunking.chunker import Chunker
+from lodex.indexer.readers.decoding import OffsetMap, clean, decode_source
 from lodex.indexer.paths import key_path, path_key, printable
-from lodex.indexer.readers import MAX_HTML_DEPTH, extract
+from lodex.indexer.readers.readers import MAX_HTML_DEPTH, extract
 from lodex.indexer.scanner import ScanRules, scan
 from lodex.indexer.streaming import chunk_stream, text_blocks
 from lodex.store.job_log import FileRecord, JobLog
@@ -315,7 +315,7 @@ def test_a_stopping_writer_stops_a_long_run_soon(tmp_path: Path) -> None:
 # ---- found by trying to break the first round of fixes ----------------------------------------------------------
 
 def test_rst_with_unmatched_inline_markup_reads_in_linear_time() -> None:
-    from lodex.indexer.readers import read_rst
+    from lodex.indexer.readers.readers import read_rst
 
     for text in ("*a " * 60_000, "`a <b " * 20_000, ":r:`x " * 30_000):
         _run_with_deadline(lambda: read_rst(text), 10)
@@ -325,7 +325,7 @@ def test_rst_with_unmatched_inline_markup_reads_in_linear_time() -> None:
 @pytest.mark.parametrize("page", ["<div/>" * 5_000, "<div></x>" * 5_000, "<b>" * 5_000, "<div><span>" * 3_000])
 def test_the_html_depth_guard_counts_as_a_parser_nests(page: str) -> None:
     from lodex.indexer.errors import ReadError
-    from lodex.indexer.readers import html_depth
+    from lodex.indexer.readers.readers import html_depth
 
     assert html_depth(page) > MAX_HTML_DEPTH
     with pytest.raises(ReadError, match="nested deeper than"):
@@ -333,14 +333,14 @@ def test_the_html_depth_guard_counts_as_a_parser_nests(page: str) -> None:
 
 
 def test_flat_pages_pass_the_html_depth_guard() -> None:
-    from lodex.indexer.readers import html_depth
+    from lodex.indexer.readers.readers import html_depth
 
     page = "<div><p>a<p>b</div>" * 5_000 + "<li>x" * 5_000 + "<br/><img src=x/>" * 1_000 + "<svg>" + "<path/>" * 2_000 + "</svg>"
     assert html_depth(f"<html><body>{page}</body></html>") <= 4
 
 
 def test_long_markdown_is_read_in_segments_with_the_same_text() -> None:
-    from lodex.indexer import readers
+    from lodex.indexer.readers import readers
 
     whole = "# Title\n\n" + "".join(f"Paragraph {i} about gliders.\n\n```\ncode {i}\n\nstill code {i}\n```\n\n- item {i}\n- more {i}\n\n"
                                     for i in range(3_000))

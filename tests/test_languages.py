@@ -230,7 +230,7 @@ def test_model_languages_and_the_note(tmp_path: Path) -> None:
     its card; the note names the folder's main language when the model does not cover it, and only then."""
     import json
 
-    from lodex.indexer.model_languages import language_note, model_languages
+    from lodex.indexer.encoders.model_languages import language_note, model_languages
 
     assert model_languages("") == frozenset({"en"})
     (tmp_path / "m1").mkdir()

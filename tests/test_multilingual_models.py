@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lodex.api.cli import app
-from lodex.indexer.chunker import Chunker
-from lodex.indexer.late_chunking import LateChunking, plan_windows
+from lodex.indexer.chunking.chunker import Chunker
+from lodex.indexer.chunking.late_chunking import LateChunking, plan_windows
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.scanner import ScanRules
 from lodex.indexer.settings import EncoderSettings, IndexSettings
@@ -215,7 +215,7 @@ def test_model_check_says_which_languages_a_model_declares(xlmr: Path, tmp_path:
 def test_a_cold_search_encodes_e5_queries_as_the_full_encoder(xlmr: Path, tmp_path: Path) -> None:
     """The recipe a cold `lodex search` rebuilds its query encoder from (tokenizers + ONNX Runtime, no PyTorch) keeps
     XLM-R's tokenizer, its pad id (1: positions are counted from it) and E5's query prompt."""
-    from lodex.indexer.query_encoder import load_query_encoder
+    from lodex.indexer.encoders.query_encoder import load_query_encoder
 
     path = prompts(_copy(xlmr, tmp_path), E5)
     cfg = EncoderSettings(model=str(path), fast_queries=False, cache_dir=os.environ["LODEX_ENCODER__CACHE_DIR"], precision="exact")

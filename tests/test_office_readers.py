@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from lodex.indexer import containers
-from lodex.indexer.containers import CHUNK_BYTES, SafeZip
-from lodex.indexer.document import ReadLimits, page_of, section_of
+from lodex.indexer.readers import containers
+from lodex.indexer.readers.containers import CHUNK_BYTES, SafeZip
+from lodex.indexer.readers.document import ReadLimits, page_of, section_of
 from lodex.indexer.errors import ReadError
-from lodex.indexer.mail_reader import MAIL_READER_VERSION, read_eml
-from lodex.indexer.epub_reader import read_epub
-from lodex.indexer.odf_readers import read_odp, read_ods, read_odt
-from lodex.indexer.office_common import OFFICE_READER_VERSION
-from lodex.indexer.ooxml_readers import read_docx, read_pptx, read_xlsx
-from lodex.indexer.rtf_reader import RTF_READER_VERSION, read_rtf
-from lodex.indexer.sniffing import SNIFF_HEAD_BYTES, SNIFFING_READER_VERSION, needs_whole_file, sniff_format
+from lodex.indexer.readers.mail_reader import MAIL_READER_VERSION, read_eml
+from lodex.indexer.readers.epub_reader import read_epub
+from lodex.indexer.readers.odf_readers import read_odp, read_ods, read_odt
+from lodex.indexer.readers.office_common import OFFICE_READER_VERSION
+from lodex.indexer.readers.ooxml_readers import read_docx, read_pptx, read_xlsx
+from lodex.indexer.readers.rtf_reader import RTF_READER_VERSION, read_rtf
+from lodex.indexer.readers.sniffing import SNIFF_HEAD_BYTES, SNIFFING_READER_VERSION, needs_whole_file, sniff_format
 
 FIXTURES = Path(__file__).parent / "fixtures" / "office"
 LIMITS = ReadLimits()

@@ -11,11 +11,11 @@ from pathlib import Path
 import pypdfium2 as pdfium
 import pytest
 
-from lodex.indexer.document import Document, ReadLimits, page_of, section_of
+from lodex.indexer.readers.document import Document, ReadLimits, page_of, section_of
 from lodex.indexer.errors import ReadError
-from lodex.indexer.pdf_reader import PDF_READER_VERSION, _document, read_pdf, real_title
-from lodex.indexer.pdf_running import Running
-from lodex.indexer.pdf_text import BROKEN, Line, Page, join_lines, mend, stream_page
+from lodex.indexer.pdf.pdf_reader import PDF_READER_VERSION, _document, read_pdf, real_title
+from lodex.indexer.pdf.pdf_running import Running
+from lodex.indexer.pdf.pdf_text import BROKEN, Line, Page, join_lines, mend, stream_page
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))

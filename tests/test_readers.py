@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from lodex.indexer.readers import extract
+from lodex.indexer.readers.readers import extract
 from lodex.indexer.errors import ReadError
 
 
@@ -71,7 +71,7 @@ def test_unknown_extension_refused() -> None:
 
 
 def test_headings_make_sections_in_markdown_rst_and_html() -> None:
-    from lodex.indexer.document import section_of
+    from lodex.indexer.readers.document import section_of
 
     md = "# Report\n\nIntro text.\n\n## 2 Methods\n\nHow.\n\n### 2.3 Sampling\n\nWe sampled gliders.\n\n## 3 Results\n\nDone."
     rst = "Report\n======\n\nIntro text.\n\n2 Methods\n---------\n\nHow.\n\n2.3 Sampling\n~~~~~~~~~~~~\n\nWe sampled gliders.\n"

@@ -7,9 +7,9 @@ import pytest
 
 import lodex.indexer.preparation as preparation
 import lodex.indexer.streaming as streaming
-from lodex.indexer.chunker import Chunker
+from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.pipeline import content_hash
-from lodex.indexer.readers import fallback_title
+from lodex.indexer.readers.readers import fallback_title
 from lodex.indexer.scanner import ScanRules
 from tests.conftest import EVALDATA, make_pipeline
 from tests.fakes import FakeEncoder

@@ -3,8 +3,8 @@
 from collections.abc import Iterable, Iterator
 from xml.etree import ElementTree as ET
 
-from lodex.indexer.containers import CONTAINERS_READER_VERSION, SafeZip, iter_xml, parse_xml
-from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder, refuse_long
+from lodex.indexer.readers.containers import CONTAINERS_READER_VERSION, SafeZip, iter_xml, parse_xml
+from lodex.indexer.readers.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder, refuse_long
 
 # Bump the first number whenever a change here would change the text, title, pages or sections a reader gives; the
 # versions of the container and builder code every reader here goes through are part of it.

@@ -3,9 +3,9 @@
 import re
 from dataclasses import dataclass, replace
 
-from lodex.indexer.containers import unreadable
-from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder
-from lodex.indexer.document import Document, ReadLimits
+from lodex.indexer.readers.containers import unreadable
+from lodex.indexer.readers.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder
+from lodex.indexer.readers.document import Document, ReadLimits
 
 # Bump the first number whenever a change here would change the text, title or sections read_rtf gives.
 RTF_READER_VERSION = f"1+{DOC_BUILDER_VERSION}"

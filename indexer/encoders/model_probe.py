@@ -7,9 +7,9 @@ from typing import Callable
 import numpy as np
 
 from lodex.indexer.errors import ModelError
-from lodex.indexer.onnx_model import OnnxModel, load_onnx_model
-from lodex.indexer.smoothing import calibration_texts
-from lodex.indexer.transformers_encoder import FAST_GATE, TransformersEncoder
+from lodex.indexer.encoders.onnx_model import OnnxModel, load_onnx_model
+from lodex.indexer.encoders.smoothing import calibration_texts
+from lodex.indexer.encoders.transformers_encoder import FAST_GATE, TransformersEncoder
 
 
 @dataclass

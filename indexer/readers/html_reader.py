@@ -2,7 +2,7 @@
 
 import re
 
-from lodex.indexer.document import Document, locate_sections
+from lodex.indexer.readers.document import Document, locate_sections
 from lodex.indexer.errors import ReadError
 
 # HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s

@@ -10,7 +10,7 @@ from typing import cast
 from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
-from lodex.indexer.document import ReadLimits
+from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.errors import ReadError
 
 # Bump whenever a change here would change the text a reader extracts through it.

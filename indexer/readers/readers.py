@@ -12,11 +12,11 @@ from typing import cast
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from lodex.indexer.decoding import OffsetMap, clean, clean_mapped, decode_source, looks_binary
-from lodex.indexer.document import BinaryReader, Document, ReadLimits, locate_sections
-from lodex.indexer.sniffing import SNIFF_HEAD_BYTES, sniff_format
+from lodex.indexer.readers.decoding import OffsetMap, clean, clean_mapped, decode_source, looks_binary
+from lodex.indexer.readers.document import BinaryReader, Document, ReadLimits, locate_sections
+from lodex.indexer.readers.sniffing import SNIFF_HEAD_BYTES, sniff_format
 from lodex.indexer.errors import ReadError
-from lodex.indexer.html_reader import MAX_HTML_DEPTH, html_depth, read_html  # noqa: F401 - named here too
+from lodex.indexer.readers.html_reader import MAX_HTML_DEPTH, html_depth, read_html  # noqa: F401 - named here too
 
 @dataclass(frozen=True)
 class Extracted:
@@ -28,7 +28,7 @@ class Extracted:
     format: str
     encoding: str
     offsets: OffsetMap | None = None
-    pages: list[int] | None = None  # offset where each page (slide) starts; see indexer/document.py
+    pages: list[int] | None = None  # offset where each page (slide) starts; see indexer/readers/document.py
     sections: list[tuple[int, str]] | None = None  # (offset, heading path) where each section starts
 
 
@@ -213,9 +213,9 @@ READERS: dict[str, tuple[str, Reader]] = {
 }
 
 
-# Binary formats: extension → (format, module, function) of a reader following indexer/document.py, imported when
+# Binary formats: extension → (format, module, function) of a reader following indexer/readers/document.py, imported when
 # first needed. Content decides where it disagrees with the extension (see extract).
-_PDF, _OOXML, _ODF = "lodex.indexer.pdf_reader", "lodex.indexer.ooxml_readers", "lodex.indexer.odf_readers"
+_PDF, _OOXML, _ODF = "lodex.indexer.pdf.pdf_reader", "lodex.indexer.readers.ooxml_readers", "lodex.indexer.readers.odf_readers"
 BINARY_READERS: dict[str, tuple[str, str, str]] = {
     ".pdf": ("pdf", _PDF, "read_pdf"),
     ".docx": ("docx", _OOXML, "read_docx"),
@@ -224,9 +224,9 @@ BINARY_READERS: dict[str, tuple[str, str, str]] = {
     ".odt": ("odt", _ODF, "read_odt"),
     ".odp": ("odp", _ODF, "read_odp"),
     ".ods": ("ods", _ODF, "read_ods"),
-    ".epub": ("epub", "lodex.indexer.epub_reader", "read_epub"),
-    ".rtf": ("rtf", "lodex.indexer.rtf_reader", "read_rtf"),
-    ".eml": ("eml", "lodex.indexer.mail_reader", "read_eml"),
+    ".epub": ("epub", "lodex.indexer.readers.epub_reader", "read_epub"),
+    ".rtf": ("rtf", "lodex.indexer.readers.rtf_reader", "read_rtf"),
+    ".eml": ("eml", "lodex.indexer.readers.mail_reader", "read_eml"),
 }
 BY_FORMAT = {fmt: (fmt, module, name) for fmt, module, name in BINARY_READERS.values()}
 # The version of each text format's extraction, recorded with the index (a binary reader's module <name>_reader(s)

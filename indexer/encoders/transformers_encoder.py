@@ -12,17 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
-from lodex.indexer.cpu import cpu_info, physical_cores
-from lodex.indexer.encoder import Encoder
-from lodex.indexer.late_chunking import pool_spans
-from lodex.indexer.layer_stream import StreamedModel, open_streamed
-from lodex.indexer.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
-from lodex.indexer.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model, model_inputs
-from lodex.indexer.padding import padded_inputs
-from lodex.indexer.smoothing import calibration_texts
-from lodex.indexer.tokenizer_copies import TokenizerCopies
+from lodex.indexer.encoders.cpu import cpu_info, physical_cores
+from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.chunking.late_chunking import pool_spans
+from lodex.indexer.encoders.layer_stream import StreamedModel, open_streamed
+from lodex.indexer.encoders.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
+from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model, model_inputs
+from lodex.indexer.encoders.padding import padded_inputs
+from lodex.indexer.encoders.smoothing import calibration_texts
+from lodex.indexer.encoders.tokenizer_copies import TokenizerCopies
 from lodex.indexer.errors import ModelError
-from lodex.indexer.model_info import read_model_dir, window
+from lodex.indexer.encoders.model_info import read_model_dir, window
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
@@ -219,7 +219,7 @@ class TransformersEncoder(Encoder):
 
     def _save_recipe(self, model: "OnnxModel") -> None:
         """Leave what a later `lodex search` needs to encode queries as this encoder does, without PyTorch."""
-        from lodex.indexer.query_encoder import save_recipe
+        from lodex.indexer.encoders.query_encoder import save_recipe
 
         save_recipe(self, self._settings, model.path)
 

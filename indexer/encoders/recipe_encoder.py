@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.cpu import cpu_info, physical_cores
-from lodex.indexer.fast_paths import FastPath, candidates, parse_path, remembered
-from lodex.indexer.late_chunking import pool_spans
-from lodex.indexer.layer_stream import streaming_reason
-from lodex.indexer.onnx_model import OnnxModel, SessionPool, default_cache_dir
-from lodex.indexer.padding import padded_inputs
-from lodex.indexer.query_encoder import OnnxQueryEncoder, _model_path, recipe_path, tokenizer_of
+from lodex.indexer.encoders.cpu import cpu_info, physical_cores
+from lodex.indexer.encoders.fast_paths import FastPath, candidates, parse_path, remembered
+from lodex.indexer.chunking.late_chunking import pool_spans
+from lodex.indexer.encoders.layer_stream import streaming_reason
+from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir
+from lodex.indexer.encoders.padding import padded_inputs
+from lodex.indexer.encoders.query_encoder import OnnxQueryEncoder, _model_path, recipe_path, tokenizer_of
 from lodex.indexer.settings import EncoderSettings
-from lodex.indexer.transformers_encoder import FAST_BATCH_TOKENS, _fingerprint
+from lodex.indexer.encoders.transformers_encoder import FAST_BATCH_TOKENS, _fingerprint
 
 _WARM = ["warm up", "a second, somewhat longer text to warm up"]
 

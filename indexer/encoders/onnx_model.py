@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from lodex.indexer.smoothing import SCHEME, smoothed_copy
+from lodex.indexer.encoders.smoothing import SCHEME, smoothed_copy
 from lodex.indexer.errors import ModelError
 
 

@@ -4,9 +4,9 @@ from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 
-from lodex.indexer.containers import unreadable
-from lodex.indexer.doc_builder import DOC_BUILDER_VERSION, DocBuilder
-from lodex.indexer.document import Document, ReadLimits
+from lodex.indexer.readers.containers import unreadable
+from lodex.indexer.readers.doc_builder import DOC_BUILDER_VERSION, DocBuilder
+from lodex.indexer.readers.document import Document, ReadLimits
 from lodex.indexer.errors import ReadError
 
 # Bump the first number whenever a change here would change the text, title or extras read_eml gives.
@@ -50,7 +50,7 @@ def _header(msg: Message, name: str) -> str:
 
 def _body_text(part: EmailMessage) -> str:
     """The body part's text: plain as it is, HTML without its markup."""
-    from lodex.indexer.readers import read_html
+    from lodex.indexer.readers.readers import read_html
 
     text = _content(part)
     return read_html(text).text if part.get_content_type() == "text/html" else text

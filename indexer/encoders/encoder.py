@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from lodex.indexer.errors import ModelError
-from lodex.indexer.late_chunking import Window
+from lodex.indexer.chunking.late_chunking import Window
 
 
 class Encoder(ABC):

@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.cpu import physical_cores
-from lodex.indexer.encoder import Encoder
-from lodex.indexer.onnx_model import OnnxModel, default_cache_dir
-from lodex.indexer.padding import padded_inputs
+from lodex.indexer.encoders.cpu import physical_cores
+from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.encoders.onnx_model import OnnxModel, default_cache_dir
+from lodex.indexer.encoders.padding import padded_inputs
 from lodex.indexer.settings import EncoderSettings
-from lodex.indexer.transformers_encoder import _fingerprint, _pool, bundled_model_dir
+from lodex.indexer.encoders.transformers_encoder import _fingerprint, _pool, bundled_model_dir
 
 RECIPE_VERSION = 2  # 2: the fast path recorded (fast mode's documents run from the recipe too)
 

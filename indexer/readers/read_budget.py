@@ -11,10 +11,10 @@ import time
 import weakref
 from dataclasses import dataclass
 
-from lodex.indexer.document import ReadLimits
+from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.errors import ReadError
-from lodex.indexer.read_worker import receive, send
-from lodex.indexer.readers import Extracted
+from lodex.indexer.readers.read_worker import receive, send
+from lodex.indexer.readers.readers import Extracted
 
 _MIB = 1024 * 1024
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -47,7 +47,7 @@ class _Worker:
     """One extraction process: started with only the readers imported, told one file at a time."""
 
     def __init__(self, budget: ReadBudget) -> None:
-        args = [sys.executable, "-m", "lodex.indexer.read_worker", str(budget.memory_mb * _ADDRESS_FACTOR)]
+        args = [sys.executable, "-m", "lodex.indexer.readers.read_worker", str(budget.memory_mb * _ADDRESS_FACTOR)]
         # subprocess starts it by fork and exec at once: no copy of this process (nor of its torch threads) runs
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)

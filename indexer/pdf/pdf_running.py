@@ -5,7 +5,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from lodex.indexer.pdf_text import Page
+from lodex.indexer.pdf.pdf_text import Page
 
 # A header or footer line is dropped when it recurs (digits aside) on at least this share of the pages, and on at
 # least RUNNING_MIN_PAGES of them (less than half, so that a book's alternating left and right page headers go too).

@@ -2,11 +2,11 @@
 
 from xml.etree import ElementTree as ET
 
-from lodex.indexer.containers import MalformedXml, SafeZip, local, parse_xml, resolve, unreadable
-from lodex.indexer.doc_builder import DocBuilder
-from lodex.indexer.document import Document, ReadLimits
+from lodex.indexer.readers.containers import MalformedXml, SafeZip, local, parse_xml, resolve, unreadable
+from lodex.indexer.readers.doc_builder import DocBuilder
+from lodex.indexer.readers.document import Document, ReadLimits
 from lodex.indexer.errors import ReadError
-from lodex.indexer.office_common import DC_TITLE, OFFICE_READER_VERSION
+from lodex.indexer.readers.office_common import DC_TITLE, OFFICE_READER_VERSION
 
 EPUB_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
 
@@ -136,8 +136,8 @@ def _fragment(href: str) -> str:
 
 def _epub_chapter(data: bytes, toc: list[tuple[int, str]] | None, doc: DocBuilder) -> None:
     """One spine chapter: its sections (from the table of contents, else its first heading), then its text."""
-    from lodex.indexer.decoding import decode
-    from lodex.indexer.readers import read_html
+    from lodex.indexer.readers.decoding import decode
+    from lodex.indexer.readers.readers import read_html
 
     markup, _ = decode(data)
     for level, title in toc or _first_heading(markup):

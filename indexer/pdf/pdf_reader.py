@@ -8,13 +8,13 @@ from statistics import median
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from lodex.indexer.decoding import clean
-from lodex.indexer.document import Document, HeadingPath, ReadLimits
+from lodex.indexer.readers.decoding import clean
+from lodex.indexer.readers.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.errors import ReadError
-from lodex.indexer.pdf_guard import check_pdf
-from lodex.indexer.pdf_layout import Word, filled, reading_order, row_text, rows, running_candidates, turn, word_direction
-from lodex.indexer.pdf_running import Running
-from lodex.indexer.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
+from lodex.indexer.pdf.pdf_guard import check_pdf
+from lodex.indexer.pdf.pdf_layout import Word, filled, reading_order, row_text, rows, running_candidates, turn, word_direction
+from lodex.indexer.pdf.pdf_running import Running
+from lodex.indexer.pdf.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
 
 # Bump whenever the text read from some file would change (layout rules, thresholds, cleaning, pdfium's own text).
 PDF_READER_VERSION = "2"

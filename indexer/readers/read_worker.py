@@ -10,14 +10,14 @@ import threading
 import time
 from typing import IO, cast
 
-from lodex.indexer.document import ReadLimits
+from lodex.indexer.readers.document import ReadLimits
 from lodex.store.errors import LodexError
 
 _LENGTH = struct.Struct("<Q")
 # The readers a request may need, imported before the worker says it is ready: its baseline memory includes them.
-READER_MODULES = ("lodex.indexer.readers", "lodex.indexer.pdf_reader", "lodex.indexer.ooxml_readers",
-                  "lodex.indexer.odf_readers", "lodex.indexer.epub_reader", "lodex.indexer.rtf_reader",
-                  "lodex.indexer.mail_reader")
+READER_MODULES = ("lodex.indexer.readers.readers", "lodex.indexer.pdf.pdf_reader", "lodex.indexer.readers.ooxml_readers",
+                  "lodex.indexer.readers.odf_readers", "lodex.indexer.readers.epub_reader", "lodex.indexer.readers.rtf_reader",
+                  "lodex.indexer.readers.mail_reader")
 
 
 def send(out: IO[bytes], message: object) -> None:
@@ -42,7 +42,7 @@ def receive(source: IO[bytes]) -> object | None:
 
 def answer(request: tuple[str, bytes, ReadLimits, str]) -> tuple:
     """("ok", Extracted) or ("fail", reason, fix) for one request (path, data, limits, reader spec)."""
-    from lodex.indexer.readers import extract
+    from lodex.indexer.readers.readers import extract
 
     path, data, limits, reader = request
     try:

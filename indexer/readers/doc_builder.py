@@ -1,7 +1,7 @@
 """Assembles a Document from blocks of text met in order (paragraphs, rows, headings, page starts), within the limits."""
 
-from lodex.indexer.decoding import clean
-from lodex.indexer.document import SECTION_SEPARATOR, Document, HeadingPath, ReadLimits
+from lodex.indexer.readers.decoding import clean
+from lodex.indexer.readers.document import SECTION_SEPARATOR, Document, HeadingPath, ReadLimits
 from lodex.indexer.errors import ReadError
 
 # Bump whenever a change here would change the text, pages or sections of the Documents built.

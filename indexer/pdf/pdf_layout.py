@@ -4,7 +4,7 @@ turned text along its lines, headers and footers set apart)."""
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lodex.indexer.pdf_text import SOFT_HYPHENS, Line
+from lodex.indexer.pdf.pdf_text import SOFT_HYPHENS, Line
 
 # Layout thresholds, in units of the page's median line height (the height of pdfium's loose character boxes, about
 # 1.1 em): a free vertical band at least this wide between text on both sides is a column gap (CSS's default column

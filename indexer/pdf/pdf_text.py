@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lodex.indexer.decoding import clean
+from lodex.indexer.readers.decoding import clean
 
 # pdfium replaces a hyphen that ends a line by U+FFFE (U+0002 in older builds) and runs the two lines together.
 MARKERS = "\ufffe\x02"

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lodex.indexer.chunker import Chunk, TokenSpans, token_spans_of
+from lodex.indexer.chunking.chunker import Chunk, TokenSpans, token_spans_of
 from lodex.store.errors import ConfigError
 
 

@@ -1,0 +1,1 @@
+"""Readers: a file's bytes to a Document (text with its pages and sections), one module per format family, the guarded zip/XML layer, format sniffing, and the reading process that bounds each file in time and memory."""

@@ -293,17 +293,18 @@ def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path
 
 
 def test_a_stopping_writer_stops_a_long_run_soon(tmp_path: Path) -> None:
-    from lodex.indexer.writer import IndexWriter
+    from lodex.indexer.writer import IndexWriter, RunHooks
 
     root = tmp_path / "docs"
     root.mkdir()
     for i in range(60):
         (root / f"d{i:02d}.txt").write_text(_words(i, 200))
+    committed = threading.Event()
     _, indexer, _ = make_pipeline(tmp_path / "data", SlowFake(0.2), max_tokens=60)
-    writer = IndexWriter(indexer, root, nice=0).start()
+    writer = IndexWriter(indexer, root, nice=0, hooks=RunHooks(on_file=lambda record: committed.set())).start()
     run = writer.reconcile()
     queued = writer.paths(["d00.txt"])
-    time.sleep(1.0)
+    assert committed.wait(30), "no file was committed"  # the run is under way, its first files in the index
     started = time.monotonic()
     writer.stop(timeout=30)
     assert time.monotonic() - started < 5

@@ -24,9 +24,11 @@ class SlowEncoder(FakeEncoder):
     def __init__(self, delay: float) -> None:
         super().__init__()
         self.delay = delay
+        self.encoding = threading.Event()  # set once a document batch is being encoded
 
     def embed(self, texts, kind="document", lengths=None) -> np.ndarray:
         if kind == "document":
+            self.encoding.set()
             time.sleep(self.delay)
         return super().embed(texts, kind, lengths)
 
@@ -39,9 +41,10 @@ def _wait(condition, timeout: float = 30) -> None:
 
 
 def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
-    service = _service(tmp_path, encoder=SlowEncoder(0.3))
+    encoder = SlowEncoder(0.3)
+    service = _service(tmp_path, encoder=encoder)
     ids = [service.push(f"memo-{i}", f"memo {i} about airship number{i} " * 40, "", {"i": i})[0] for i in range(5)]
-    time.sleep(0.2)  # the first one is being encoded, the others wait
+    assert encoder.encoding.wait(30)  # the first one is being encoded, the others wait
     service.halt()
     service.close()
     assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) >= 4  # kept on disk, not dropped

@@ -46,9 +46,8 @@ class Harness:
 
     def start(self) -> "Harness":
         self.service.start()
-        self.service.startup.result(timeout=60)
-        time.sleep(0.3)  # inotify watches are in place well before this
-        return self
+        self.service.startup.result(timeout=60)  # watchdog's observer.start() set its inotify watches (or its polling
+        return self                                # snapshot) before returning: no wait needed for them
 
     def docs(self) -> dict[str, str]:
         self.reader.refresh()
@@ -64,6 +63,8 @@ class Harness:
         raise AssertionError(f"condition not reached; index holds {sorted(self.docs())}")
 
     def settle(self, seconds: float = 1.5) -> None:
+        """An observation window for what must NOT happen (a second indexing, a temporary file reaching the
+        collector): events have it to arrive, then the writer is flushed. Waits for positive outcomes use `wait`."""
         time.sleep(seconds)
         self.service.writer.submit(lambda ix: None).result(timeout=30)
 

@@ -27,8 +27,9 @@ def test_a_wheel_holds_one_typed_lodex_package(tmp_path: Path) -> None:
     with zipfile.ZipFile(next(wheels.glob("lodex-*.whl"))) as wheel:
         names = set(wheel.namelist())
         wheel.extractall(site)
-    assert {"lodex/__init__.py", "lodex/py.typed", "lodex/api/library.py", "lodex/search/results.py", "lodex/indexer/encoder.py",
-            "lodex/store/errors.py"} <= names
+    assert {"lodex/__init__.py", "lodex/py.typed", "lodex/api/library.py", "lodex/search/results.py", "lodex/indexer/encoders/encoder.py",
+            "lodex/indexer/encoders/data/calibration.txt", "lodex/indexer/readers/readers.py", "lodex/indexer/pdf/pdf_reader.py",
+            "lodex/indexer/chunking/chunker.py", "lodex/store/errors.py"} <= names
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import lodex, lodex.api.library, lodex.store.errors; "
             "print(lodex.__file__, lodex.api.library.__file__, lodex.open.__module__)")
     done = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True, timeout=120)

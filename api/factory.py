@@ -132,12 +132,12 @@ def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunk
     model; None when off. "auto": as the index in `data_dir` was built (an index from before late chunking keeps
     plain chunking, so an upgrade never forces a rebuild), on for a new one when the encoder and its pooling allow it."""
     chunking = settings.chunking
+    stored = read_origin(data_dir)  # read once: both the "auto" choice and the recorded rule come from it
     enabled = chunking.late
     if enabled == "auto":
-        stored = read_origin(data_dir)
         capable = encoder.pools_windows() and encoder.pooling != "cls"
         enabled = "late_chunking" in stored if stored is not None else capable
-    recorded = (read_origin(data_dir) or {}).get("late_chunking")
+    recorded = (stored or {}).get("late_chunking")
     long_only = recorded.get("for") == "long" if recorded else chunking.late_for == "long"  # an index keeps its rule
     return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
                          encoder.window_limit, encoder.pooling, long_only)

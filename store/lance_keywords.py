@@ -14,15 +14,16 @@ from lodex.store.keyword_scheme import KeywordScheme
 
 
 class LanceKeywordSearch:
-    """The keyword half of `LanceStore` (its `chunks` table)."""
+    """Keyword search of one Lance chunks table (a lancedb table handle; it reads at whatever version the handle has
+    checked out) whose full-text index makes terms as `scheme` says; owned by `LanceStore`."""
 
-    chunks: Any
-    _text_rows: tuple[int, tuple[int, int]]
-    keyword_scheme: KeywordScheme
+    def __init__(self, chunks: Any, scheme: KeywordScheme) -> None:
+        self.chunks = chunks
+        self.scheme = scheme
+        self._index_rows = (-1, (0, 0))  # (chunks version, (rows the full-text index holds, rows it does not))
 
-    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
-                             delta: KeywordDelta | None = None, languages: list[str | None] | None = None
-                             ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+    def start(self, texts: list[str], limit: int | list[int], version: int | None = None, delta: KeywordDelta | None = None,
+              languages: list[str | None] | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer, so that other work
         (encoding the same queries) goes on meanwhile: per text, the Lance row ids and scores of its best `limit`
         chunks (`ChunkOwners.ranked` of this version turns them into chunk ids, best first). The queries run
@@ -32,11 +33,11 @@ class LanceKeywordSearch:
         the delta's hits are merged in; the idf of query terms the delta has and `delta.index_terms` lacks is asked
         for in the same round trip (the index's best row for each term alone, with its text), so that learning it
         overlaps the encoding instead of following the search; without a delta, Lance also scans the rows its index
-        lacks, if any. `languages`: each query's language (its stemmer; None: English), as `keyword_scheme` tokenizes."""
+        lacks, if any. `languages`: each query's language (its stemmer; None: English), as `scheme` tokenizes."""
         table = lance_bridge.async_of(self.chunks)
-        covered = delta is not None or (version is not None and self._text_index_covers(version))
+        covered = delta is not None or (version is not None and self.covers(version))
         limits = [limit] * len(texts) if isinstance(limit, int) else limit
-        scheme = self.keyword_scheme
+        scheme = self.scheme
         words = [scheme.query_words(text, language) for text, language in zip(texts, languages or [None] * len(texts))]
         learning = _terms_to_learn(delta, words)
         column = scheme.column
@@ -73,29 +74,29 @@ class LanceKeywordSearch:
 
         return answer
 
-    def text_index_rows(self, version: int) -> tuple[int, int]:
+    def index_rows(self, version: int) -> tuple[int, int]:
         """(rows the full-text index holds, chunk rows it does not) at this chunks version (asked once per version)."""
-        if self._text_rows[0] != version:
+        if self._index_rows[0] != version:
             table = lance_bridge.async_of(self.chunks)
 
             async def stats() -> tuple[int, int]:
-                name = next(ix.name for ix in await table.list_indices() if ix.columns == [self.keyword_scheme.column])
+                name = next(ix.name for ix in await table.list_indices() if ix.columns == [self.scheme.column])
                 got = await table.index_stats(name)
                 return got.num_indexed_rows, got.num_unindexed_rows
 
-            self._text_rows = (version, lance_bridge.run(stats()))
-        return self._text_rows[1]
+            self._index_rows = (version, lance_bridge.run(stats()))
+        return self._index_rows[1]
 
-    def _text_index_covers(self, version: int) -> bool:
+    def covers(self, version: int) -> bool:
         """Whether the full-text index holds every chunk row of this version."""
-        return self.text_index_rows(version)[1] == 0
+        return self.index_rows(version)[1] == 0
 
-    def chunk_texts_at_rows(self, row_ids: np.ndarray) -> dict[int, str]:
-        """The keyword-indexed column (`keyword_scheme.column`) of the chunk rows at these Lance row ids, by row id
+    def texts_at_rows(self, row_ids: np.ndarray) -> dict[int, str]:
+        """The keyword-indexed column (`scheme.column`) of the chunk rows at these Lance row ids, by row id
         (ids not found left out)."""
         if not len(row_ids):
             return {}
-        column = self.keyword_scheme.column
+        column = self.scheme.column
         take = lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select([column]).with_row_id()
         got = lance_bridge.run(take.to_arrow())
         return dict(zip(got["_rowid"].to_pylist(), got[column].to_pylist()))

@@ -27,7 +27,8 @@ from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.fts_terms import TERMS_VERSION
-from lodex.store.origin import ORIGIN_FILE, check_origin, keyword_terms_version, read_origin, with_readers, write_json_atomic
+from lodex.store.keyword_delta import KeywordDelta
+from lodex.store.origin import keyword_terms_version, read_origin, settle_origin
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of, with_keywords
 from lodex.store.vector_index import VectorIndex
 from lodex.store.writer_memory import KeptRecords, StaleChunks
@@ -42,8 +43,8 @@ OPTIMIZE_ROWS = 500
 FOLLOWING_WINDOW = 1024
 
 
-class LanceStore(LanceKeywordSearch, base.Store):
-    """Lance tables plus the FAISS index over chunk vectors, under one data directory; with `remote`, the tables, the
+class LanceStore(base.Store):
+    """Lance tables plus the FAISS index over chunk vectors and keyword search of chunk text (`keywords`), under one data directory; with `remote`, the tables, the
     origin record and the persisted FAISS index live on object storage and data_dir is their local cache."""
 
     def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None,
@@ -67,6 +68,7 @@ class LanceStore(LanceKeywordSearch, base.Store):
                 stored = read_origin(data_dir)
                 terms_version = keyword_terms_version(stored) if stored is not None else TERMS_VERSION
             self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks, terms_version)
+            self.keywords = LanceKeywordSearch(self.chunks, self.keyword_scheme)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
         except (RuntimeError, ValueError) as exc:
@@ -81,7 +83,6 @@ class LanceStore(LanceKeywordSearch, base.Store):
         self._optimized_time = time.monotonic()
         self._unoptimized_rows = 0  # chunk rows added since the last optimize (not yet in the full-text index)
         self._stable_ids = False  # whether the chunks table is seen to have stable row ids (`_stable_row_ids`)
-        self._text_rows = (-1, (0, 0))  # (chunks version, (rows the full-text index holds, rows it does not))
         self._marks = (IntervalMarks(remote.uri, remote.refresh_s) if remote is not None
                        else VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")]))
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
@@ -103,28 +104,9 @@ class LanceStore(LanceKeywordSearch, base.Store):
              remote: ObjectStore | None = None, persist_every_s: float = base.PERSIST_EVERY_S,
              optimize_nice: int | None = None) -> "LanceStore":
         """Open the index in data_dir (or in `remote`, data_dir its cache) for an encoder with `origin`; create it
-        when allowed and absent; `persist_every_s`, `optimize_nice`: as the constructor takes them."""
-        where = remote.uri if remote is not None else data_dir
-        if remote is not None:
-            remote.pull(ORIGIN_FILE, data_dir)  # the record on the store is the one that counts
-        stored = read_origin(data_dir)
-        terms_version = keyword_terms_version(stored if stored is not None else origin)
-        if stored is None:
-            if not create:
-                raise StoreError(f"no index in {where}", "build one first with `lodex index DIR`")
-            data_dir.mkdir(parents=True, exist_ok=True)
-            cls._record_origin(data_dir, origin, remote)
-        else:
-            check_origin(stored, origin, where)
-            if create and (updated := with_readers(stored, origin)) is not None:
-                cls._record_origin(data_dir, updated, remote)  # the writer records readers met for the first time
+        when allowed and absent (`settle_origin`); `persist_every_s`, `optimize_nice`: as the constructor takes them."""
+        terms_version = settle_origin(data_dir, origin, create, remote)
         return cls(data_dir, int(origin["dim"]), ann, remote, persist_every_s, optimize_nice, terms_version)
-
-    @staticmethod
-    def _record_origin(data_dir: Path, origin: dict[str, Any], remote: ObjectStore | None) -> None:
-        write_json_atomic(data_dir / ORIGIN_FILE, origin)
-        if remote is not None:
-            remote.push(data_dir / ORIGIN_FILE)
 
     # ---- reading -------------------------------------------------------------------------
     def refresh(self) -> tuple[int, int]:
@@ -271,6 +253,20 @@ class LanceStore(LanceKeywordSearch, base.Store):
         if persisted for it, else caught up from the newest persisted one (or the one in memory) by diffing chunk
         ids with Lance (`chunk_ids`: that version's ids, when the caller has them), else built from Lance."""
         return self._faiss.current(version, chunk_ids)
+
+    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
+                             delta: KeywordDelta | None = None, languages: list[str | None] | None = None
+                             ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+        """BM25 over chunk text, started (`LanceKeywordSearch.start`): the function that waits for its answer."""
+        return self.keywords.start(texts, limit, version, delta, languages)
+
+    def text_index_rows(self, version: int) -> tuple[int, int]:
+        """(rows the full-text index holds, chunk rows it does not) at this chunks version."""
+        return self.keywords.index_rows(version)
+
+    def chunk_texts_at_rows(self, row_ids: np.ndarray) -> dict[int, str]:
+        """The keyword-indexed column of the chunk rows at these Lance row ids, by row id (ids not found left out)."""
+        return self.keywords.texts_at_rows(row_ids)
 
     # ---- writing (one writer at a time) --------------------------------------------------
     @contextmanager

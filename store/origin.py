@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from lodex.store.errors import OriginMismatchError, StoreError
 from lodex.store.fts_terms import TERMS_VERSION
+from lodex.store.object_store import ObjectStore
 
 ORIGIN_FILE = "origin.json"
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
@@ -90,3 +91,29 @@ def with_readers(stored: dict[str, Any], current: dict[str, Any]) -> dict[str, A
     stored_readers = stored.get("readers") or {}
     added = {f: v for f, v in (current.get("readers") or {}).items() if f not in stored_readers}
     return {**stored, "readers": {**stored_readers, **added}} if added else None
+
+
+def settle_origin(data_dir: Path, origin: dict[str, Any], create: bool, remote: ObjectStore | None) -> int:
+    """Check the origin recorded for the index in data_dir (or in `remote`, data_dir its cache) against `origin`, an
+    encoder's; record it for a new index when `create` allows (else StoreError), and the readers a writer meets for the
+    first time; which keyword terms the index holds (`keyword_terms_version`)."""
+    where = remote.uri if remote is not None else data_dir
+    if remote is not None:
+        remote.pull(ORIGIN_FILE, data_dir)  # the record on the store is the one that counts
+    stored = read_origin(data_dir)
+    if stored is None:
+        if not create:
+            raise StoreError(f"no index in {where}", "build one first with `lodex index DIR`")
+        data_dir.mkdir(parents=True, exist_ok=True)
+        _record_origin(data_dir, origin, remote)
+    else:
+        check_origin(stored, origin, where)
+        if create and (updated := with_readers(stored, origin)) is not None:
+            _record_origin(data_dir, updated, remote)  # the writer records readers met for the first time
+    return keyword_terms_version(stored if stored is not None else origin)
+
+
+def _record_origin(data_dir: Path, origin: dict[str, Any], remote: ObjectStore | None) -> None:
+    write_json_atomic(data_dir / ORIGIN_FILE, origin)
+    if remote is not None:
+        remote.push(data_dir / ORIGIN_FILE)

@@ -50,7 +50,7 @@ def test_an_optimize_apart_runs_in_a_helper_at_the_writer_priority_and_leaves_th
         helper = store._compactor.pid
         assert helper is not None and os.getpriority(os.PRIO_PROCESS, helper) >= 7
         assert store.chunks.version > before and store.chunks.version == LanceStore(tmp_path / "data", store.dim).refresh()[1]
-        assert store._text_index_covers(store.chunks.version)  # new rows folded into the full-text index
+        assert store.keywords.covers(store.chunks.version)  # new rows folded into the full-text index
         assert store.chunks.count_rows() == here_store.chunks.count_rows()
         for query in ("zeppelins airships", "wings lift topic3"):
             for mode in ("bm25", "dense", "hybrid"):
@@ -72,7 +72,7 @@ def test_a_helper_that_dies_fails_that_optimize_only(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="stopped"):
             store.optimize()
         store.optimize()  # a new helper
-        assert store._text_index_covers(store.chunks.version)
+        assert store.keywords.covers(store.chunks.version)
         check_index(store, root, encoder=FakeEncoder())
     finally:
         store.close()
@@ -128,7 +128,7 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
     after = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments()}
     assert all(after.get(fragment) == paths for fragment, paths in files.items())  # not rewritten
     assert _segments(store)["keywords_idx"] == 2
-    assert store._text_index_covers(store.chunks.version)
+    assert store.keywords.covers(store.chunks.version)
     # the same folder optimized by lancedb's own optimize (one segment, every fragment rewritten) ranks the same
     _, here_store, here_searcher = _indexed_as(root, tmp_path / "here")
     LanceTable.optimize(here_store.chunks)
@@ -139,7 +139,7 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
         (root / f"more{i}.txt").write_text(f"more notes {i} on balloons " * 12)
     indexer.run(root, only=[f"more{i}.txt" for i in range(4)])
     store.optimize()
-    assert _segments(store)["keywords_idx"] == 1 and store._text_index_covers(store.chunks.version)
+    assert _segments(store)["keywords_idx"] == 1 and store.keywords.covers(store.chunks.version)
     store.optimize()  # the fragments now all in one segment, the small ones compacted: the large ones still not rewritten
     after = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments()}
     assert all(after.get(fragment) == paths for fragment, paths in files.items())

@@ -50,12 +50,12 @@ def test_bm25_sees_added_changed_and_deleted_documents_at_once(tmp_path: Path) -
     store.maybe_optimize(force=True)  # folding the new rows into the index changes nothing users see
     assert _paths(searcher, "zanzibar", "bm25") == ["filler-2.txt"]
     assert _paths(searcher, "madagascar", "bm25") == []
-    assert searcher.store._text_index_covers(searcher.store.refresh()[1])  # every row indexed: the quick path
+    assert searcher.store.keywords.covers(searcher.store.refresh()[1])  # every row indexed: the quick path
 
     (root / "filler-2.txt").unlink()
     (root / "late.txt").write_text("late news from madagascar\n")
     indexer.run(root, only=["filler-2.txt", "late.txt"])  # as the watcher does: no optimize after it
-    assert not searcher.store._text_index_covers(searcher.store.refresh()[1])
+    assert not searcher.store.keywords.covers(searcher.store.refresh()[1])
     assert _paths(searcher, "zanzibar", "bm25") == [] and _paths(searcher, "madagascar", "bm25") == ["late.txt"]
 
 

@@ -160,7 +160,7 @@ class LodexService:
             self._on_file(record)
 
     def _caught_up(self) -> None:
-        self.snapshots.refresh()
+        self.snapshots.after_write()  # and the index saved, when the writer asked for it
 
     def _progress(self, state: Progress) -> None:
         self._rate = state.tokens_per_s

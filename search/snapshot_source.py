@@ -3,6 +3,7 @@ the query path, and swapped in whole; searches take the latest prepared one and 
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -24,6 +25,9 @@ OWNER_COLUMNS = ["id", "document_id", "content_hash"]
 # versions it commits to the writer, which prepares the last one before answering: a small change commits up to
 # three versions (chunks added, the documents row, replaced chunks removed), each prepared at O(documents) CPU.
 WRITER_GRACE_S = 2.0
+# After a save of the index that failed, the background thread tries again at most this often (the writer's next
+# request, and closing, try at once).
+SAVE_RETRY_S = 30.0
 
 
 class SharedIndex:
@@ -95,6 +99,9 @@ class SnapshotSource:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._writer_busy_for: Callable[[], float | None] = lambda: None
+        self._keeping_for: Store | None = None  # the writer whose index this source keeps, and saves when it asks
+        self._saving = threading.Lock()  # one save of the index at a time
+        self._save_failed_at = float("-inf")
 
     # ---- for searches -------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -119,9 +126,11 @@ class SnapshotSource:
 
     # ---- the one index of a serving process ------------------------------------------------
     def keep_index_for(self, writer: Store) -> None:
-        """Be the only in-memory vector index of the process: `writer` (the same index's write side) keeps none and
-        has this source save its index whenever it would save its own."""
-        writer.lend_index(self.save_index)
+        """Be the only in-memory vector index of the process: `writer` (the same index's write side) keeps none, and
+        whenever it would save its own it asks for a save instead (`Store.index_save_due`), which this source makes
+        after each of its requests (`after_write`), on its background thread, and at the latest when closed."""
+        writer.lend_index()
+        self._keeping_for = writer
 
     def follow_writer(self, applying_for: Callable[[], float | None]) -> None:
         """Let the writer of this process (`applying_for`: seconds its current request has run, None when idle), which
@@ -129,7 +138,32 @@ class SnapshotSource:
         for the first WRITER_GRACE_S of a request (a long run's commits it prepares as they come)."""
         self._writer_busy_for = applying_for
 
-    def save_index(self) -> None:
+    def after_write(self) -> None:
+        """The writer of this process applied a request: prepare the version it committed and make the save of the
+        index it asked for (if any), on the writer's thread before its requester hears back (a request that ends with
+        a save answers once the file is written)."""
+        self.refresh()
+        self.save_asked_index()
+
+    def save_asked_index(self, retry_after_s: float = 0.0) -> None:
+        """Save the index when the writer whose index this source keeps asked for it and the save is not made yet
+        (with `retry_after_s`, not within that long of a failed one), and tell it when the save was made."""
+        writer = self._keeping_for
+        if writer is None or time.monotonic() - self._save_failed_at < retry_after_s:
+            return
+        with self._saving:
+            ticket = writer.index_save_due()
+            if ticket is None:
+                return
+            started = time.monotonic()
+            try:
+                self._save_index()
+            except BaseException:
+                self._save_failed_at = time.monotonic()
+                raise
+            writer.index_saved(ticket, time.monotonic() - started)
+
+    def _save_index(self) -> None:
         """Save the index as the file of the latest committed version: that version prepared first, the vectors only
         older snapshots held removed (once the searches holding them are done), converted first when the ANN policy
         wants another kind for its size (the new index serves the next searches)."""
@@ -161,10 +195,12 @@ class SnapshotSource:
         return self
 
     def close(self) -> None:
-        """Stop the background thread."""
+        """Stop the background thread, then make the save of the index the writer asked for last (a stopping writer
+        always asks), if it is not made yet."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self.save_asked_index()
 
     def _follow(self) -> None:
         while not self._stop.wait(self.poll_s):
@@ -175,6 +211,11 @@ class SnapshotSource:
                 self.refresh()
             except Exception:  # noqa: BLE001 — searches keep the snapshot they have; the next tick tries again
                 log.exception("preparing the next snapshot failed; searches keep the previous version")
+                continue
+            try:  # a save asked for that the writer's own `after_write` did not make (it failed, or no hook ran it)
+                self.save_asked_index(retry_after_s=SAVE_RETRY_S)
+            except Exception:  # noqa: BLE001 — the save stays due: tried again later, and when closing
+                log.exception("saving the vector index failed; it stays due")
 
     def refresh(self) -> Snapshot:
         """Prepare the latest committed version when it is new, swap it in, and free what older snapshots alone held."""

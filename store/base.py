@@ -200,9 +200,18 @@ class Store(ABC):
         """Keep the in-memory vector index in step with the writes that follow (writer side)."""
 
     @abstractmethod
-    def lend_index(self, keeper: Callable[[], None]) -> None:
-        """Keep no vector index in memory for this writer: the process's searchers keep the one index, and `keeper`
-        saves it whenever this store would."""
+    def lend_index(self) -> None:
+        """Keep no vector index in memory for this writer: the process's searchers keep the one index, and whenever
+        this store would save it, it asks them to (`index_save_due`) instead."""
+
+    @abstractmethod
+    def index_save_due(self) -> int | None:
+        """A lent index: the latest save asked for and not made yet (a ticket for `index_saved`), else None."""
+
+    @abstractmethod
+    def index_saved(self, ticket: int, seconds: float) -> None:
+        """A lent index: its keeper saved the latest committed version (no older than the one `ticket` was asked at),
+        taking `seconds` (routine saves of a slow-to-save index come less often)."""
 
     @abstractmethod
     def converted_vector_index(self, index: VectorIndex) -> VectorIndex | None:

@@ -4,7 +4,7 @@ built from the vectors in Lance. For an index on object storage the saved files 
 cache to be loaded."""
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +45,24 @@ class FaissLifecycle:
         self._unsaved = 0  # vectors added to the in-memory index since it was loaded, built or saved
         self._persisted_at = float("-inf")
         self._save_s = 0.0  # how long the last save took
-        self.keeper: Callable[[], None] | None = None  # who keeps the one index of the process instead, and saves it
+        self.lent = False  # whether the process's searchers keep the one index instead, and make the saves asked of them
+        self._asked = self._made = 0  # saves of a lent index asked for, and the last one its keeper made
 
-    def lend(self, keeper: Callable[[], None]) -> None:
+    def lend(self) -> None:
         """From now on keep no index in memory: the process's searchers keep the one index (their snapshots follow
-        the commits) and `keeper` saves it when this lifecycle would."""
-        self.keeper, self._index, self._index_version = keeper, None, -1
+        the commits), and a save this lifecycle would make is asked of them instead (`save_due`, `saved`)."""
+        self.lent, self._index, self._index_version = True, None, -1
+
+    def save_due(self) -> int | None:
+        """A lent index: the latest save asked for while its keeper has not made it (the ticket to give `saved`), else
+        None."""
+        return self._asked if self._asked > self._made else None
+
+    def saved(self, ticket: int, seconds: float) -> None:
+        """A lent index: its keeper saved the latest committed version (no older than the one of the save `ticket`
+        asked for), taking `seconds`."""
+        self._made = max(self._made, ticket)
+        self._persisted_at, self._save_s = time.monotonic(), seconds
 
     def converted(self, index: VectorIndex) -> VectorIndex | None:
         """An index of the kind the policy wants in place of `index` (built from Lance), or None when it suits."""
@@ -113,14 +125,16 @@ class FaissLifecycle:
     def persist(self, min_interval_s: float = 0.0) -> None:
         """Save the index as the reflection of the current chunks version (converted first when the policy wants
         another kind); with `min_interval_s`, skip it when the last save is more recent, or more recent than
-        1/SAVE_SHARE times its duration (readers catch a stale file up from Lance by chunk id)."""
+        1/SAVE_SHARE times its duration (readers catch a stale file up from Lance by chunk id). A lent index's save
+        is asked of its keeper (`save_due`), which says when it made it (`saved`)."""
         if min_interval_s and time.monotonic() - self._persisted_at < max(min_interval_s, self._save_s / SAVE_SHARE):
             return
         started = time.monotonic()
-        if self.keeper is not None:
-            self.keeper()
-        else:
-            self._save()
+        if self.lent:
+            self._asked += 1
+            self._persisted_at = started  # the save has begun (its keeper's `saved` tells when it ended)
+            return
+        self._save()
         self._persisted_at = time.monotonic()
         self._save_s = self._persisted_at - started
 

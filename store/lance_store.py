@@ -26,9 +26,8 @@ from lodex.store.lance_keywords import LanceKeywordSearch
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
-from lodex.store.fts_terms import TERMS_VERSION
 from lodex.store.keyword_delta import KeywordDelta
-from lodex.store.origin import keyword_terms_version, read_origin, settle_origin
+from lodex.store.origin import recorded_terms_version, settle_origin
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of, with_keywords
 from lodex.store.vector_index import VectorIndex
 from lodex.store.writer_memory import KeptRecords, StaleChunks
@@ -44,8 +43,9 @@ FOLLOWING_WINDOW = 1024
 
 
 class LanceStore(base.Store):
-    """Lance tables plus the FAISS index over chunk vectors and keyword search of chunk text (`keywords`), under one data directory; with `remote`, the tables, the
-    origin record and the persisted FAISS index live on object storage and data_dir is their local cache."""
+    """Lance tables plus the FAISS index over chunk vectors and keyword search of chunk text (`keywords`), under one
+    data directory; with `remote`, the tables, the origin record and the persisted FAISS index live on object storage
+    and data_dir is their local cache."""
 
     def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None,
                  persist_every_s: float = base.PERSIST_EVERY_S, optimize_nice: int | None = None,
@@ -53,9 +53,7 @@ class LanceStore(base.Store):
         """`persist_every_s`: small updates save the vector index at most this often; `optimize_nice` (a serving writer's):
         optimize large tables in a helper process at this CPU priority; `terms_version`: keyword terms (None: the origin's)."""
         lancedb = import_lancedb()
-        self.data_dir = data_dir
-        self.dim = dim
-        self.remote = remote
+        self.data_dir, self.dim, self.remote = data_dir, dim, remote
         self.persist_every_s = persist_every_s  # small updates save the vector index at most this often
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
@@ -64,10 +62,8 @@ class LanceStore(base.Store):
             self._compactor = Compactor(options, optimize_nice)  # optimizes here, or in a helper process at that priority
             self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
-            if terms_version is None:  # a reader: the keyword terms its origin records (a new index: today's)
-                stored = read_origin(data_dir)
-                terms_version = keyword_terms_version(stored) if stored is not None else TERMS_VERSION
-            self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks, terms_version)
+            terms = terms_version if terms_version is not None else recorded_terms_version(data_dir)  # None: a reader
+            self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks, terms)
             self.keywords = LanceKeywordSearch(self.chunks, self.keyword_scheme)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
@@ -254,9 +250,8 @@ class LanceStore(base.Store):
         ids with Lance (`chunk_ids`: that version's ids, when the caller has them), else built from Lance."""
         return self._faiss.current(version, chunk_ids)
 
-    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
-                             delta: KeywordDelta | None = None, languages: list[str | None] | None = None
-                             ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None, delta: KeywordDelta | None = None,
+                             languages: list[str | None] | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """BM25 over chunk text, started (`LanceKeywordSearch.start`): the function that waits for its answer."""
         return self.keywords.start(texts, limit, version, delta, languages)
 
@@ -376,13 +371,21 @@ class LanceStore(base.Store):
 
     def track_index(self) -> None:
         """Keep the in-memory FAISS index in step with the writes that follow (writer side), unless lent."""
-        if self._faiss.keeper is None:
+        if not self._faiss.lent:
             self.vector_index()
 
-    def lend_index(self, keeper: Callable[[], None]) -> None:
-        """Keep no FAISS index in memory for this writer: the searchers of the process keep the one index by
-        following the commits, and `keeper` saves it (`save_vector_index`) whenever this store would."""
-        self._faiss.lend(keeper)
+    def lend_index(self) -> None:
+        """Keep no FAISS index in memory for this writer: the searchers of the process keep the one index by following
+        the commits, and make the saves this store asks for in its place (`index_save_due`, `save_vector_index`)."""
+        self._faiss.lend()
+
+    def index_save_due(self) -> int | None:
+        """A lent index: the latest save asked for and not made yet (a ticket for `index_saved`), else None."""
+        return self._faiss.save_due()
+
+    def index_saved(self, ticket: int, seconds: float) -> None:
+        """A lent index: its keeper saved the latest committed version (no older than `ticket`'s) in `seconds`."""
+        self._faiss.saved(ticket, seconds)
 
     def converted_vector_index(self, index: VectorIndex) -> VectorIndex | None:
         """An index of the kind the ANN policy wants for this version in place of `index` (built from Lance at this

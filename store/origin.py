@@ -48,6 +48,12 @@ def keyword_terms_version(origin: dict[str, Any]) -> int:
     return int(origin.get("keyword_terms", 1))
 
 
+def recorded_terms_version(data_dir: Path) -> int:
+    """Which keyword terms the index in data_dir holds, as its origin records them (no index yet: today's)."""
+    stored = read_origin(data_dir)
+    return keyword_terms_version(stored) if stored is not None else TERMS_VERSION
+
+
 def read_origin(data_dir: Path) -> dict[str, Any] | None:
     """The recorded origin, or None for a data dir that holds no index yet."""
     path = data_dir / ORIGIN_FILE

@@ -373,3 +373,35 @@ def test_chunk_owners_updated_by_rows_added_and_gone_equal_owners_built_afresh(s
         owners = owners.updated(np.array(gone + moved, np.uint64), table(added))
         rows.update(added)
         assert _owners_state(owners) == _owners_state(ChunkOwners(table(sorted(rows.items()))))
+
+
+def test_a_lent_index_is_saved_by_its_keeper_after_each_write_and_at_close(tmp_path: Path) -> None:
+    """A writer whose index the searchers keep holds no callable of theirs: its saves are asked for (a ticket), the
+    source makes them after the writer's request (`after_write`) and, for the last one asked (a stopping writer's),
+    when it closes; a save asked while one is being made is not taken for made."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha " * 40)
+    encoder = FakeEncoder()
+    writer, indexer, _ = make_pipeline(tmp_path / "data", encoder)
+    source = SnapshotSource(LanceStore(tmp_path / "data", encoder.dim))
+    source.keep_index_for(writer)
+    indexer.run(root)  # a full run: its end asks for a save
+    assert writer.index_save_due() is not None and writer._faiss._index is None  # the writer keeps no index itself
+    source.after_write()
+    assert writer.index_save_due() is None
+    assert (tmp_path / "data" / f"chunks.v{writer.chunks.version}.faiss").exists()
+    (root / "b.txt").write_text("bravo " * 40)
+    indexer.run(root)
+    writer.persist_index()  # as a stopping writer does
+    source.close()
+    assert writer.index_save_due() is None
+    assert (tmp_path / "data" / f"chunks.v{writer.chunks.version}.faiss").exists()
+    lifecycle = faiss_lifecycle.FaissLifecycle(tmp_path, 8, None, AnnPolicy())
+    lifecycle.lend()
+    lifecycle.persist()
+    first = lifecycle.save_due()
+    lifecycle.persist()  # asked while the first is being made
+    assert first is not None
+    lifecycle.saved(first, 0.1)
+    assert lifecycle.save_due() is not None

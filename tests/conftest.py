@@ -19,6 +19,7 @@ from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.store.lance_store import LanceStore  # noqa: E402
 from lodex.store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
+from tests.tiers import mark  # noqa: E402
 
 # The evaluation collections lie in shared/ beside the checkout (as CI lays them out too).
 def _evaldata() -> Path:
@@ -40,6 +41,12 @@ def _evaldata() -> Path:
 
 
 EVALDATA = _evaldata()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test is `unit` or `e2e`, by the rule in tests/tiers.py."""
+    mark(items)
+
 
 ENCODER_BACKENDS["fake"] = lambda cfg: FakeEncoder()
 

@@ -99,7 +99,7 @@ class SlowEncoder(FakeEncoder):
 
     def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
         if kind == "document" and self.delay:
-            time.sleep(self.delay)
+            time.sleep(self.delay)  # a slow model: the encoding work itself, long enough to be interrupted
         return super().embed(texts, kind, lengths)
 
 

@@ -2,7 +2,6 @@
 server.json, as `lodex serve` records itself: for tests of the CLI against a real socket."""
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -11,6 +10,7 @@ import uvicorn
 from lodex.api.app import create_app
 from lodex.api.forward import Identity, record_server
 from lodex.api.service import LodexService
+from tests.waiting import wait_until
 
 
 @contextmanager
@@ -21,10 +21,12 @@ def live_server(service: LodexService) -> Iterator[tuple[Identity, int]]:
                                            log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 60
-    while not (server.started and server.servers) and time.monotonic() < deadline and thread.is_alive():
-        threading.Event().wait(0.02)
-    assert server.started, "uvicorn did not start"
+
+    def started() -> bool:
+        assert thread.is_alive(), "uvicorn stopped before it started"
+        return bool(server.started and server.servers)
+
+    wait_until(started, 60, 0.02, "uvicorn to start")
     port = server.servers[0].sockets[0].getsockname()[1]
     record_server(service.data_dir, "127.0.0.1", port, identity)
     try:

@@ -12,6 +12,7 @@ from lodex.api.app import create_app
 from lodex.api.service import LodexService
 from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder
+from tests.waiting import wait_until
 
 
 def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0,
@@ -82,11 +83,13 @@ def test_documents_list_detail_push_delete(client: TestClient) -> None:
                                              "title": "Memo", "metadata": {"team": "blue"}})
     assert pushed.status_code == 202 and pushed.json()["status"] == "queued"  # answered once queued, not indexed
     doc_id = pushed.json()["id"]
-    deadline = time.monotonic() + 30
-    while (waiting := client.get(f"/documents/{doc_id}")).status_code == 202 and time.monotonic() < deadline:
-        assert waiting.json()["status"] == "queued"
-        time.sleep(0.05)
-    assert waiting.status_code == 200
+
+    def indexed() -> bool:
+        waiting = client.get(f"/documents/{doc_id}")
+        assert waiting.status_code == 200 or waiting.json()["status"] == "queued"
+        return waiting.status_code == 200
+
+    wait_until(indexed, what="the pushed document indexed")
     hit = client.get("/search", params={"q": "zeppelins airships", "k": 1}).json()["results"][0]
     assert hit["doc_id"] == doc_id and hit["path"] == "@api/memo-1" and hit["title"] == "Memo"
     detail = client.get(f"/documents/{doc_id}").json()
@@ -245,10 +248,8 @@ def test_ready_says_indexing_while_a_saved_file_is_still_settling(tmp_path: Path
             service.watch.startup.result(timeout=60)
             assert client.get("/ready").json()["indexing"] is False
             (tmp_path / "docs" / "new.txt").write_text("Freshly saved notes on flutter. " * 8)
-            deadline = time.monotonic() + 30
-            while not len(service.watch.collector) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert len(service.watch.collector) and not service.writer.busy  # seen, not handed to the writer yet
+            wait_until(lambda: len(service.watch.collector), what="the watcher to see the new file")
+            assert not service.writer.busy  # seen, not handed to the writer yet
             assert client.get("/ready").json()["indexing"] is True
     finally:
         service.close()

@@ -45,7 +45,7 @@ def test_the_next_files_encode_while_a_commit_runs(tmp_path: Path) -> None:
     order: list[list[str]] = []
 
     def slow_commit(chunks, documents, deleted):  # noqa: ANN001, ANN202
-        time.sleep(0.15)
+        time.sleep(0.15)  # a slow commit (a slow disk): the time the next files' encoding must overlap
         order.append([d["path"] for d in documents])
         return commit(chunks, documents, deleted)
 

@@ -53,7 +53,7 @@ class SideBySide(FakeEncoder):
             self.running += 1
             self.most = max(self.most, self.running)
         try:
-            time.sleep(self.delay)
+            time.sleep(self.delay)  # a slow model: the encoding work itself, so that calls overlap and can be counted
             return super().embed(texts, kind, lengths)
         finally:
             with self._lock:

@@ -6,13 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from lodex.api.forward import SERVER_FILE, Identity, forget_server, record_server, running_server
 from tests.test_serve import REPO, Server, get
+from tests.waiting import wait_until
 
 
 def _cli(data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -47,15 +47,15 @@ def test_a_record_names_a_live_server_on_this_machine_only(tmp_path: Path) -> No
 
 def _wait_listening(server: Server, timeout: float = 120) -> None:
     """Until the server answers (/health needs no key; it listens once its model is loaded and its index open)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         assert server.proc.poll() is None, server.output()
         try:
-            if get(server.url + "/health", 2)[0] == 200:
-                return
+            return get(server.url + "/health", 2)[0] == 200
         except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"serve not listening: {server.output()}")
+            return False
+
+    wait_until(listening, timeout, 0.2, "serve to listen", detail=server.output)
 
 
 HEAVY = {"lodex.api.factory", "numpy", "pyarrow", "lancedb", "onnxruntime", "torch"}  # what a forwarded command never needs

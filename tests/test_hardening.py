@@ -264,7 +264,7 @@ class SlowFake(FakeEncoder):
         self.calls += 1
         if self.calls == 1 and self.hook:
             self.hook()
-        time.sleep(self.delay)
+        time.sleep(self.delay)  # a slow model: the encoding work itself, which the test needs to take time
         return super().embed(texts, kind, lengths)
 
 

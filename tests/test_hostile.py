@@ -17,6 +17,7 @@ import pytest
 
 from tests.proc_tree import process_tree
 from tests.test_serve import REPO, Server, get
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow,  # real lodex processes
               pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="pipes, sockets and links are POSIX")]
@@ -126,13 +127,12 @@ def test_lodex_index_survives_a_hostile_folder(tmp_path: Path) -> None:
 
 
 def _wait_idle(server: Server, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def idle() -> dict | None:
         status, body = get(server.url + "/ready")
-        if status == 200 and not body["indexing"]:
-            return body
-        time.sleep(0.3)
-    raise AssertionError(f"still indexing after {timeout} s: {server.output()}")
+        return body if status == 200 and not body["indexing"] else None
+
+    return wait_until(idle, timeout, 0.3, "the server to finish indexing", detail=server.output)
 
 
 def _search(server: Server, word: str) -> list[dict]:
@@ -165,10 +165,8 @@ def test_lodex_serve_keeps_serving_a_hostile_folder_and_stops_on_sigterm(tmp_pat
         os.mkfifo(root / "late-pipe.txt")  # new hostile files while watching: the writer goes on
         (root / "late-big.txt").write_bytes(b"y" * (2 << 20) + b" kittiwake")
         (root / "late-good.txt").write_text("the lapwing arrived after the pipe\n")
-        deadline = time.monotonic() + 60
-        while not _search(server, "lapwing") or not _search(server, "kittiwake"):
-            assert time.monotonic() < deadline, server.output()
-            time.sleep(0.3)
+        wait_until(lambda: _search(server, "lapwing") and _search(server, "kittiwake"), 60, 0.3,
+                   "the files added while watching found", detail=server.output)
     finally:
         took = _stop_within(server, 10)
         sock.close()
@@ -185,10 +183,8 @@ def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_
     server = Server(root, data, env=slow)
     try:
         server.wait_ready()
-        deadline = time.monotonic() + 60
-        while get(server.url + "/stats")[1]["documents"] == 0:  # indexing is under way, far from done
-            assert time.monotonic() < deadline, server.output()
-            time.sleep(0.2)
+        wait_until(lambda: get(server.url + "/stats")[1]["documents"], 60, 0.2,  # indexing is under way, far from done
+                   "a first document indexed", detail=server.output)
         assert get(server.url + "/ready")[1]["indexing"]
     finally:
         took = _stop_within(server, 10)

@@ -7,7 +7,6 @@ import logging
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from lodex.store.errors import StoreError
 from lodex.store.object_store import ObjectStore, is_remote
 from lodex.store.write_lock import WriteLock
 from tests.test_serve import REPO, free_port
+from tests.waiting import wait_until
 
 runner = CliRunner()
 BACKEND = "tests.fakes:fake_encoder"  # the same deterministic fake in this process and in a server subprocess
@@ -161,25 +161,22 @@ def test_read_only_replica_follows_new_versions_and_refuses_writes(s3: str, tmp_
                                env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
+
+        def ready() -> bool:
             assert replica.poll() is None, (tmp_path / "replica.log").read_text()
             try:
-                if _call("GET", url + "/ready")[0] == 200:
-                    break
+                return _call("GET", url + "/ready")[0] == 200
             except OSError:
-                pass
-            assert time.monotonic() < deadline, (tmp_path / "replica.log").read_text()
-            time.sleep(0.3)
+                return False
+
+        wait_until(ready, 120, 0.3, "the replica to be ready", detail=(tmp_path / "replica.log").read_text)
         status, body = _call("GET", url + "/search?q=terns%20migrate&k=1")
         assert status == 200 and body["results"][0]["path"] == "terns.txt"
 
         (folder / "kites.txt").write_text("Kites fly on steady coastal winds above the dunes.\n")
         assert _json(runner.invoke(app, ["index", str(folder), "--data-dir", s3, "--json"]))["added"] == 1  # the writer
-        deadline = time.monotonic() + 30
-        while (body := _call("GET", url + "/search?q=kites%20coastal%20winds&k=1")[1])["results"][0]["path"] != "kites.txt":
-            assert time.monotonic() < deadline, f"the replica never saw the new version: {body}"
-            time.sleep(0.3)
+        wait_until(lambda: _call("GET", url + "/search?q=kites%20coastal%20winds&k=1")[1]["results"][0]["path"] == "kites.txt",
+                   30, 0.3, "the replica to see the new version")
         assert _call("GET", url + "/stats")[1]["documents"] == 3
 
         for method, target, payload in (("POST", "/documents", {"name": "n.txt", "text": "hello"}),

@@ -12,8 +12,11 @@ from fastapi.testclient import TestClient
 
 from lodex.api.app import create_app
 from lodex.api.push_spool import SPOOL_DIR
+from lodex.indexer.paths import PUSHED_PREFIX
+from lodex.indexer.pipeline import document_id
 from tests.fakes import FakeEncoder
 from tests.test_api import _error, _service
+from tests.waiting import wait_until
 
 BASE = "http://127.0.0.1:8765"
 
@@ -29,15 +32,8 @@ class SlowEncoder(FakeEncoder):
     def embed(self, texts, kind="document", lengths=None) -> np.ndarray:
         if kind == "document":
             self.encoding.set()
-            time.sleep(self.delay)
+            time.sleep(self.delay)  # a slow model: the encoding work itself, which the tests need to take time
         return super().embed(texts, kind, lengths)
-
-
-def _wait(condition, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
@@ -50,7 +46,7 @@ def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
     assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) >= 4  # kept on disk, not dropped
     again = _service(tmp_path)  # the next start indexes them, in order
     try:
-        _wait(lambda: all(again.queued_push(i) is None for i in ids))
+        wait_until(lambda: all(again.queued_push(i) is None for i in ids), what="every kept push indexed after the restart")
         with TestClient(create_app(again), base_url=BASE) as client:
             for i, doc_id in enumerate(ids):
                 body = client.get(f"/documents/{doc_id}").json()
@@ -69,7 +65,7 @@ def test_a_request_waiting_on_the_writer_answers_503_when_lodex_stops(tmp_path: 
             waiting = threading.Thread(target=lambda: answers.append(
                 client.post("/documents?wait=true", json={"name": "behind", "text": "kites and gliders " * 20})))
             waiting.start()
-            time.sleep(0.3)
+            wait_until(lambda: service.queued_push(document_id(PUSHED_PREFIX + "behind")), what="the second push queued behind the first")
             started = time.monotonic()
             service.halt()
             waiting.join(timeout=20)
@@ -88,7 +84,7 @@ def test_deleting_a_queued_push_deletes_it_once_it_is_applied(tmp_path: Path) ->
             queued = client.post("/documents", json={"name": "doomed", "text": "kites and gliders " * 20}).json()
             assert client.get(f"/documents/{queued['id']}").status_code == 202
             assert client.delete(f"/documents/{queued['id']}").json() == {"deleted": queued["id"]}
-            _wait(lambda: service.queued_push(queued["id"]) is None and not service.writer.busy)
+            wait_until(lambda: service.queued_push(queued["id"]) is None and not service.writer.busy, what="the queued push applied")
             _error(client.get(f"/documents/{queued['id']}"), 404, "not_found")
     finally:
         service.close()

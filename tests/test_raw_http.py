@@ -5,7 +5,6 @@ keeps answering (stalled bodies, duplicate Host headers included)."""
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +15,7 @@ from lodex.api.http_errors import JsonErrorsProtocol
 from lodex.api.service import LodexService
 from tests.test_api import _service
 from tests.test_request_fuzz import _shape
+from tests.waiting import wait_until
 
 
 class ThreadServer:
@@ -32,10 +32,12 @@ class ThreadServer:
 
     def start(self) -> "ThreadServer":
         self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.02)
+
+        def started() -> bool:
+            assert self.thread.is_alive(), "uvicorn stopped before it started"
+            return bool(self.server.started)
+
+        wait_until(started, interval=0.02, what="uvicorn to start")
         return self
 
     def stop(self) -> None:

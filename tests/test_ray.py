@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from lodex.indexer.pipeline import RunSummary
 from lodex.store.errors import ConfigError, LodexError
 from tests.fakes import FakeEncoder
 from tests.invariants import check_index
+from tests.waiting import wait_until
 
 ray = pytest.importorskip("ray", reason="Ray Data is in the cluster extra")
 REPO = Path(__file__).resolve().parents[1]
@@ -152,9 +152,7 @@ def test_a_driver_killed_mid_run_resumes_like_a_local_run(cluster: Path, tmp_pat
     driver = subprocess.Popen([sys.executable, "-c", _DRIVER, address, on_ray.index.data_dir, str(root), str(REPO)],
                               env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 180
-        while _committed(on_ray) < 3 and driver.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: _committed(on_ray) >= 3 or driver.poll() is not None, 180, 0.2, "three commits by the driver")
         assert driver.poll() is None, f"the driver ended before it was killed: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}"
         driver.send_signal(signal.SIGKILL)
     finally:

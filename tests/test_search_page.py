@@ -1,12 +1,12 @@
 """The search page in a real headless Chromium (Debian's, driven by Playwright) against a real `lodex serve`."""
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.test_serve import Server, get
+from tests.waiting import wait_until
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -28,10 +28,8 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
     server = Server(root, tmp_path / "data")
     try:
         server.wait_ready()
-        deadline = time.monotonic() + 180
-        while get(server.url + "/ready")[1]["indexing"]:  # the folder indexed first (the PDF takes a few seconds)
-            assert time.monotonic() < deadline, server.output()
-            time.sleep(0.3)
+        wait_until(lambda: not get(server.url + "/ready")[1]["indexing"], 180, 0.3,  # the PDF takes a few seconds
+                   "the folder indexed first", detail=server.output)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page()

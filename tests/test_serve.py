@@ -5,12 +5,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,17 +43,16 @@ class Server:
 
     def wait_ready(self, timeout: float = 180, path: str = "/ready") -> None:
         """Until `path` answers 200 (/health for a server with an API key: it listens once the service is up)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def ready() -> bool:
             if self.proc.poll() is not None:
                 raise AssertionError(f"serve exited: {self.output()}")
             try:
-                if get(self.url + path, 2)[0] == 200:
-                    return
+                return get(self.url + path, 2)[0] == 200
             except OSError:
-                pass
-            time.sleep(0.3)
-        raise AssertionError(f"serve not ready: {self.output()}")
+                return False
+
+        wait_until(ready, timeout, 0.3, f"serve to answer {path}", detail=self.output)
 
     def output(self) -> str:
         self.log.flush()
@@ -73,15 +73,13 @@ def test_serve_watches_and_answers(tmp_path: Path) -> None:
         server.wait_ready()
         assert "http://127.0.0.1:" in server.output() and "all-MiniLM-L6-v2" in server.output()
         (root / "terns.txt").write_text("Arctic terns migrate from the Arctic to the Antarctic and back every year.\n")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+
+        def found() -> dict | None:
             status, body = get(server.url + "/search?q=bird%20migration%20between%20poles&k=1")
             assert status == 200
-            if body["results"] and body["results"][0]["path"] == "terns.txt":
-                break
-            time.sleep(0.3)
-        else:
-            raise AssertionError(f"new file never found: {body}")
+            return body if body["results"] and body["results"][0]["path"] == "terns.txt" else None
+
+        body = wait_until(found, 60, 0.3, "the new file found by a search", detail=server.output)
         assert body["results"][0]["passages"][0]["char_start"] == 0
     finally:
         server.stop()

@@ -16,6 +16,7 @@ from lodex.store import faiss_lifecycle, lance_bridge, lance_store
 from lodex.store.lance_store import AnnPolicy, LanceStore
 from tests.conftest import make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
+from tests.waiting import wait_until
 
 WORDS = [f"w{i}" for i in range(300)]
 
@@ -271,17 +272,15 @@ def test_the_versions_of_a_short_write_are_left_to_the_writer_and_a_long_one_s_f
     try:
         (root / "a.txt").write_text("alpha and bravo " * 20)  # a change: chunks added, the document row, old chunks removed
         indexer.run(root)
-        time.sleep(0.3)
+        time.sleep(0.3)  # an observation window: the background thread's ticks (poll_s) pass, and it must prepare nothing
         assert prepared == []
         source.refresh()  # as the writer does at the end of its request
         assert prepared == [(indexer.store.documents.version, indexer.store.chunks.version)]
         busy_for[0] = snapshot_source.WRITER_GRACE_S + 0.1  # a long run: its commits are followed
         (root / "b.txt").write_text("charlie " * 20)
         indexer.run(root)
-        deadline = time.monotonic() + 30
         latest = (indexer.store.documents.version, indexer.store.chunks.version)
-        while source.snapshot().versions != latest and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: source.snapshot().versions == latest, interval=0.01, what="the background thread to prepare the latest version")
         assert len(prepared) >= 2 and prepared[-1] == latest
     finally:
         source.close()

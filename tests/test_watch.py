@@ -18,6 +18,7 @@ from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import LanceStore
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
+from tests.waiting import wait_until
 
 
 def _text(topic: str) -> str:
@@ -54,18 +55,20 @@ class Harness:
         return {p: r.content_hash for p, r in self.reader.document_records().items()}
 
     def wait(self, condition: Callable[[dict[str, str]], bool], timeout: float = 20.0) -> dict[str, str]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            docs = self.docs()
-            if condition(docs):
-                return docs
-            time.sleep(0.1)
-        raise AssertionError(f"condition not reached; index holds {sorted(self.docs())}")
+        """Until the index's documents meet `condition`; they are returned."""
+        seen: list[dict[str, str]] = [{}]
+
+        def met() -> bool:
+            seen[0] = self.docs()
+            return condition(seen[0])
+
+        wait_until(met, timeout, 0.1, "the index to reach the condition", detail=lambda: f"index holds {sorted(seen[0])}")
+        return seen[0]
 
     def settle(self, seconds: float = 1.5) -> None:
         """An observation window for what must NOT happen (a second indexing, a temporary file reaching the
         collector): events have it to arrive, then the writer is flushed. Waits for positive outcomes use `wait`."""
-        time.sleep(seconds)
+        time.sleep(seconds)  # the observation window itself: nothing to poll for, since what is checked must not happen
         self.service.writer.submit(lambda ix: None).result(timeout=30)
 
     def indexed(self, path: str, since: int = 0) -> int:
@@ -143,7 +146,7 @@ def test_file_written_slowly_is_indexed_once_complete(harness: Harness) -> None:
         for piece in pieces:
             fh.write(piece)
             fh.flush()
-            time.sleep(0.15)
+            time.sleep(0.15)  # a slow writer of the file: the watcher sees it grow in pieces, not a wait for lodex
     harness.wait(lambda d: "slow.txt" in d)
     harness.settle()
     assert harness.indexed("slow.txt") == 1

@@ -32,6 +32,9 @@ DEBIAN = [
     ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/fontspec/fontspec.pdf",
      "xelatex; tables of names in columns"),
     ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/booktabs/booktabs.pdf", "tables"),
+    ("texlive-base", "usr/share/doc/texlive-doc/pdftex/manual/pdftex-a.pdf",
+     "pdfTeX's manual: expanded TeX Gyre Pagella whose font descriptor has no descent (pdfium's loose boxes are the"
+     " glyphs'); the GFDL in four narrow columns"),
 ]
 GENERATED = "chromium-manual.pdf"
 CHAPTERS = ["Getting started", "Collections and their use", "Evaluation of indexing", "Retrieval in practice"]

@@ -309,18 +309,56 @@ def bomb(inflated: int, pad: int = 0) -> bytes:
     """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators (its
     dictionary padded with `pad` bytes)."""
     stream = zlib.compress(b"q Q\n" * (inflated // 4), 9)
+    return one_page_pdf(b"", b"<< /Filter /FlateDecode /Pad (%s) /Length %d >>\nstream\n%s\nendstream"
+                        % (b"x" * pad, len(stream), stream))
+
+
+def one_page_pdf(resources: bytes, contents: bytes, *more: bytes) -> bytes:
+    """A one-page PDF written by hand: the page's resources dictionary (b"" for none), its content stream object
+    (object 4) and further objects (5 on)."""
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-               b"<< /Filter /FlateDecode /Pad (%s) /Length %d >>\nstream\n%s\nendstream"
-               % (b"x" * pad, len(stream), stream)]
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]%s /Contents 4 0 R >>"
+               % (b" /Resources " + resources if resources else b""), contents, *more]
     out, offsets = bytearray(b"%PDF-1.4\n"), []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))
         out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
     xref = len(out)
-    out += b"xref\n0 5\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
+
+
+def kerned_lines(descent: int) -> bytes:
+    """Three lines of Times-Roman as pdfTeX writes expanded text (each word a string of a TJ array with kerning
+    between, the line scaled horizontally), its font descriptor giving `descent`."""
+    lines = ["all we saw was a gun on our raw sea", "we ran up as new rain came over us",
+             "it was pure joy on a warm summer eve"]
+    stream = "\n".join(f"BT /F1 11 Tf {100 + 3 * n} Tz 72 {700 - 14 * n} Td ["
+                       + " ".join(f"({word}) -{250 + 20 * i}" for i, word in enumerate(line.split())) + "] TJ ET"
+                       for n, line in enumerate(lines)).encode()
+    font = (b"<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /FirstChar 32 /LastChar 126 /Widths [%s]"
+            b" /FontDescriptor 6 0 R >>" % b" ".join([b"500"] * 95))
+    descriptor = (b"<< /Type /FontDescriptor /FontName /Times-Roman /Flags 34 /FontBBox [-168 -218 1000 898]"
+                  b" /Ascent 467 /Descent %d /CapHeight 662 /ItalicAngle 0 /StemV 84 >>" % descent)
+    return one_page_pdf(b"<< /Font << /F1 5 0 R >> >>",
+                        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream), font, descriptor)
+
+
+@pytest.mark.parametrize("descent", [0, -217])
+def test_lines_kept_whole_where_the_font_gives_no_descent(descent: int) -> None:
+    """A font descriptor without a descent (pdfTeX's for TeX Gyre Pagella: /Ascent 467 /Descent 0) leaves pdfium's
+    loose boxes the glyphs' own, so a word opening with a descender ("gun", "pure") sits lower than its line's other
+    words; lines are still read whole, as they stand in pdfium's own text (issue 39: pdftex-a.pdf)."""
+    data = kerned_lines(descent)
+    assert len(data) < 2_000
+    pdf = pdfium.PdfDocument(data)
+    try:
+        raw = pdf[0].get_textpage().get_text_range().split("\r\n")
+    finally:
+        pdf.close()
+    assert read_pdf(data, ReadLimits()).text.split("\n") == raw
 
 
 @pytest.mark.parametrize("pad", [0, 5_000])

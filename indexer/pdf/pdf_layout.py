@@ -10,7 +10,7 @@ from lodex.indexer.pdf.pdf_text import SOFT_HYPHENS, Line
 # 1.1 em): a free vertical band at least this wide between text on both sides is a column gap (CSS's default column
 # gap is 1 em, a word space about 0.25 em) ...
 COLUMN_GAP = 0.6
-# ... words whose middles lie closer than this share a line ...
+# ... words whose middles (or baselines: see rows) lie closer than this share a line ...
 SAME_LINE = 0.35
 # ... and words closer than this (overlapping by less than OVERLAP) are one word that pdfium cut in two ...
 TOUCHING = 0.08
@@ -29,18 +29,17 @@ COLUMN_WORDS = 3.0
 
 @dataclass(slots=True)
 class Word:
-    """A run of non-space characters and its box (PDF units, y upwards); `order`: its place in the content stream."""
+    """A run of non-space characters and its box (PDF units, y upwards); `base`: the height of its baseline (its first
+    character's origin), which words of one line share whatever their glyphs and boxes; `order`: its place in the
+    content stream."""
 
     text: str
     x0: float
     x1: float
     y0: float
     y1: float
+    base: float
     order: int = 0
-
-    @property
-    def middle(self) -> float:
-        return (self.y0 + self.y1) / 2
 
 
 @dataclass
@@ -93,26 +92,37 @@ def word_direction(first: tuple[float, ...], last: tuple[float, ...]) -> str:
     return "up" if dy > 0 else "down"
 
 
-def turn(word: Word, direction: str) -> Word:
-    """A word's box in the frame where its text, running `direction` on the page, runs right (lines going down)."""
+def turn(word: Word, direction: str, origin_x: float) -> Word:
+    """A word's box in the frame where its text, running `direction` on the page, runs right (lines going down), and
+    its baseline there (from its first character's origin: `origin_x`, and word.base, its y)."""
     if direction == "down":  # turned clockwise: lines go left
-        return Word(word.text, -word.y1, -word.y0, word.x0, word.x1, word.order)
+        return Word(word.text, -word.y1, -word.y0, word.x0, word.x1, origin_x, word.order)
     if direction == "up":  # turned counter-clockwise: lines go right
-        return Word(word.text, word.y0, word.y1, -word.x1, -word.x0, word.order)
-    return Word(word.text, -word.x1, -word.x0, -word.y1, -word.y0, word.order)  # upside down
+        return Word(word.text, word.y0, word.y1, -word.x1, -word.x0, -origin_x, word.order)
+    return Word(word.text, -word.x1, -word.x0, -word.y1, -word.y0, -word.base, word.order)  # upside down
 
 
 def rows(words: list[Word], height: float) -> list[_Row]:
-    """Words grouped into rows, top to bottom: a word joins the row whose first (highest) word's middle is close."""
+    """Words grouped into rows, top to bottom: a word joins the row when its box's middle is close to the row's first
+    (highest) word's, or its baseline to the lowest baseline of those words. Baselines keep a line whole where the
+    boxes' middles vary with the glyphs: a font whose descriptor gives no descent and an x-height for its ascent (as
+    pdfTeX writes for TeX Gyre fonts) leaves pdfium's loose boxes the glyphs' own, so "points" or "(no." sits lower
+    than the rest of its line. Middles keep a raised footnote mark or superscript (in smaller type) with its line; a
+    word that joins by its middle brings its baseline, so after a raised mark the line's own baseline takes in its
+    words in other fonts (code in a typewriter face, whose boxes' middles differ)."""
     rows: list[_Row] = []
     current: list[Word] = []
-    anchor = 0.0
-    for word in sorted(words, key=lambda w: (-w.middle, w.x0)):
-        if current and anchor - word.middle > SAME_LINE * height:
+    middle = low = 0.0
+    near = SAME_LINE * height
+    for word in sorted(words, key=lambda w: (-w.base, w.x0)):
+        centre = (word.y0 + word.y1) / 2
+        if current and abs(middle - centre) <= near:
+            low = min(low, word.base)
+        elif current and low - word.base > near:
             rows.append(_Row(current))
             current = []
         if not current:
-            anchor = word.middle
+            middle, low = centre, word.base
         current.append(word)
     if current:
         rows.append(_Row(current))

@@ -1,7 +1,9 @@
 """PDF reader: each page's text layer in reading order (columns, joined hyphenation, no running headers), via pdfium."""
 
+import ctypes
 import re
 import threading
+from collections.abc import Callable
 from functools import partial
 from statistics import median
 
@@ -17,7 +19,7 @@ from lodex.indexer.pdf.pdf_running import Running
 from lodex.indexer.pdf.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
 
 # Bump whenever the text read from some file would change (layout rules, thresholds, cleaning, pdfium's own text).
-PDF_READER_VERSION = "2"
+PDF_READER_VERSION = "3"
 # pdfium is not thread-safe: one call into it at a time, whichever thread reads.
 _PDFIUM = threading.Lock()
 # A page is read in pdfium's own order when this share of its letters are of a right-to-left script.
@@ -175,13 +177,18 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
         return None
     words: list[Word] = []
     directions: list[str | None] = []
+    origins_x: list[float] = []
+    box, x, y = _char_box(textpage), ctypes.c_double(), ctypes.c_double()
     for match in _TOKEN.finditer(text):
         if not (token := match.group().replace(BROKEN, "")):
             continue
-        first = textpage.get_charbox(match.start(), loose=True)
-        last = textpage.get_charbox(match.end() - 1, loose=True) if match.end() - match.start() > 1 else first
+        first = box(match.start())
+        last = box(match.end() - 1) if match.end() - match.start() > 1 else first
+        if not pdfium_c.FPDFText_GetCharOrigin(textpage.raw, match.start(), x, y):
+            raise pdfium.PdfiumError("Failed to get the character's origin.")
         words.append(Word(token, min(first[0], last[0]), max(first[2], last[2]), min(first[1], last[1]),
-                           max(first[3], last[3]), len(words)))
+                          max(first[3], last[3]), y.value, len(words)))
+        origins_x.append(x.value)
         directions.append(word_direction(first, last) if last is not first else None)
     groups: dict[str, list[Word]] = {}
     for word, direction in zip(words, filled(words, directions)):
@@ -189,7 +196,21 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
     ordered = sorted(groups.items(), key=lambda item: -len(item[1]))  # stable: a tie keeps the first met first
     if ordered and median(w.y1 - w.y0 for w in ordered[0][1]) <= 0:
         return None
-    return [words if direction == "right" else [turn(w, direction) for w in words] for direction, words in ordered]
+    return [words if direction == "right" else [turn(w, direction, origins_x[w.order]) for w in words]
+            for direction, words in ordered]
+
+
+def _char_box(textpage: pdfium.PdfTextPage) -> Callable[[int], tuple[float, float, float, float]]:
+    """A character's loose box (left, bottom, right, top), by pdfium's own call into one reused rectangle (unlike
+    pypdfium2's get_charbox, nothing allocated per call: that pays for the extra call per word for its baseline)."""
+    rect, raw = pdfium_c.FS_RECTF(), textpage.raw
+
+    def box(index: int) -> tuple[float, float, float, float]:
+        if not pdfium_c.FPDFText_GetLooseCharBox(raw, index, rect):
+            raise pdfium.PdfiumError("Failed to get charbox.")
+        return rect.left, rect.bottom, rect.right, rect.top
+
+    return box
 
 
 def _is_rtl(text: str) -> bool:

@@ -361,6 +361,24 @@ def test_lines_kept_whole_where_the_font_gives_no_descent(descent: int) -> None:
     assert read_pdf(data, ReadLimits()).text.split("\n") == raw
 
 
+def test_columns_under_a_title_that_covers_a_gutter() -> None:
+    """A title across the page (under a running head) above three columns, covering the gap between the first two but
+    not the second (so it joins their block, and is set apart from it by the blank band under it): the columns' gaps
+    are found again without the title, and the first two columns read one after the other, not line across line
+    (issue 39: pdftex-a.pdf's GNU Free Documentation License in seven columns)."""
+    title = "The title of this page runs across the first two columns here"
+    columns = [[f"column {c} line {n} words" for n in range(1, 7)] for c in "abc"]
+    lines = ["BT /F1 10 Tf 280 780 Td (Running head) Tj ET", f"BT /F1 10 Tf 72 740 Td ({title}) Tj ET"]
+    for x, column in zip((72, 250, 428), columns):  # written column by column, as TeX does
+        lines += [f"BT /F1 10 Tf {x} {700 - 12 * n} Td ({line}) Tj ET" for n, line in enumerate(column)]
+    stream = "\n".join(lines).encode()
+    data = one_page_pdf(b"<< /Font << /F1 5 0 R >> >>",
+                        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+                        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    assert read_pdf(data, ReadLimits()).text.split("\n") == ["Running head", title, "", *columns[0], *columns[1],
+                                                             *columns[2]]
+
+
 @pytest.mark.parametrize("pad", [0, 5_000])
 def test_decompression_bomb_refused_before_it_is_inflated(pad: int) -> None:
     data = bomb(8 * 2**20, pad)

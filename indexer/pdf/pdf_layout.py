@@ -196,16 +196,18 @@ def _blocks(rows: list[_Row], height: float) -> Iterator[tuple[list[_Row], list[
             block.append(row)
             free, extent = shared, grown
             continue
-        yield from _trimmed(block, _gutters(block, _inner(free, extent)), height)
+        yield from _trimmed(block, _gutters(block, _inner(free, extent)), height, page)
         block, free, extent = [row], _free(row, page, wide), (row.x0, row.x1)
-    yield from _trimmed(block, _gutters(block, _inner(free, extent)), height)
+    yield from _trimmed(block, _gutters(block, _inner(free, extent)), height, page)
 
 
-def _trimmed(block: list[_Row], gutters: list[tuple[float, float]],
-             height: float) -> Iterator[tuple[list[_Row], list[tuple[float, float]]]]:
+def _trimmed(block: list[_Row], gutters: list[tuple[float, float]], height: float,
+             page: tuple[float, float]) -> Iterator[tuple[list[_Row], list[tuple[float, float]]]]:
     """A column block less the lines that a blank band across it sets apart at its top or foot, when they are too
     few to be columns of their own (a line whose gap happens to fall in the gutter: "Name ... Page 3"): those are
-    read whole, before or after the columns."""
+    read whole, before or after the columns. The columns' gaps are then found again without them (a title across
+    the page above seven narrow columns covers the gaps between some), and kept when each column they make holds
+    BLOCK_ROWS rows (not a gap that a few lines of code happen to share)."""
     breaks = [i for i in range(1, len(block)) if _gap(block[i - 1], block[i]) > PARAGRAPH_GAP * height]
     start = breaks[0] if gutters and breaks and breaks[0] < BLOCK_ROWS else 0
     end = breaks[-1] if gutters and breaks and len(block) - breaks[-1] < BLOCK_ROWS else len(block)
@@ -214,9 +216,23 @@ def _trimmed(block: list[_Row], gutters: list[tuple[float, float]],
         return
     if start:
         yield block[:start], []
-    yield block[start:end], _gutters(block[start:end], gutters) if (start, end) != (0, len(block)) else gutters
+    rest = block[start:end]
+    if (start, end) != (0, len(block)):
+        found = _gutters(rest, _shared(rest, page, COLUMN_GAP * height))
+        full = bool(found) and all(len(column) >= BLOCK_ROWS for column in _columns(rest, found))
+        gutters = found if full else _gutters(rest, gutters)
+    yield rest, gutters
     if end < len(block):
         yield block[end:], []
+
+
+def _shared(rows: list[_Row], page: tuple[float, float], wide: float) -> list[tuple[float, float]]:
+    """The free bands (see _free) that all of `rows` share, with their text on both sides."""
+    free, extent = _free(rows[0], page, wide), (rows[0].x0, rows[0].x1)
+    for row in rows[1:]:
+        free = [g for g in _intersect(free, _free(row, page, wide)) if g[1] - g[0] >= wide]
+        extent = (min(extent[0], row.x0), max(extent[1], row.x1))
+    return _inner(free, extent)
 
 
 def _free(row: _Row, page: tuple[float, float], wide: float) -> list[tuple[float, float]]:

@@ -19,7 +19,7 @@ from lodex.indexer.pdf.pdf_running import Running
 from lodex.indexer.pdf.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
 
 # Bump whenever the text read from some file would change (layout rules, thresholds, cleaning, pdfium's own text).
-PDF_READER_VERSION = "3"
+PDF_READER_VERSION = "4"
 # pdfium is not thread-safe: one call into it at a time, whichever thread reads.
 _PDFIUM = threading.Lock()
 # A page is read in pdfium's own order when this share of its letters are of a right-to-left script.

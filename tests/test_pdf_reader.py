@@ -330,12 +330,12 @@ def one_page_pdf(resources: bytes, contents: bytes, *more: bytes) -> bytes:
     return bytes(out)
 
 
-def kerned_lines(descent: int) -> bytes:
-    """Three lines of Times-Roman as pdfTeX writes expanded text (each word a string of a TJ array with kerning
-    between, the line scaled horizontally), its font descriptor giving `descent`."""
-    lines = ["all we saw was a gun on our raw sea", "we ran up as new rain came over us",
-             "it was pure joy on a warm summer eve"]
-    stream = "\n".join(f"BT /F1 11 Tf {100 + 3 * n} Tz 72 {700 - 14 * n} Td ["
+def kerned_lines(descent: int, lines: tuple[str, ...] = ("all we saw was a gun on our raw sea",
+                                                          "we ran up as new rain came over us",
+                                                          "it was pure joy on a warm summer eve")) -> bytes:
+    """Lines of Times-Roman as pdfTeX writes expanded text (each word a string of a TJ array with kerning between,
+    the line scaled horizontally), 11 pt on 13.5 pt, its font descriptor giving /Ascent 467 and `descent`."""
+    stream = "\n".join(f"BT /F1 11 Tf {100 + 3 * n} Tz 72 {700 - 13.5 * n} Td ["
                        + " ".join(f"({word}) -{250 + 20 * i}" for i, word in enumerate(line.split())) + "] TJ ET"
                        for n, line in enumerate(lines)).encode()
     font = (b"<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /FirstChar 32 /LastChar 126 /Widths [%s]"
@@ -359,6 +359,16 @@ def test_lines_kept_whole_where_the_font_gives_no_descent(descent: int) -> None:
     finally:
         pdf.close()
     assert read_pdf(data, ReadLimits()).text.split("\n") == raw
+
+
+def test_no_paragraph_between_lines_where_the_font_gives_no_descent() -> None:
+    """With that font the boxes are the glyphs': a line of tall letters above one of short letters leaves a blank
+    band like a paragraph's between them (in narrow columns a line-end hyphen before it was kept: "docu-" + "ment").
+    Words get line boxes from their baselines instead: one paragraph."""
+    lines = ("as new rain came on us in the hall", "all the tall hats had it at the hall",
+             "on a cure eve we ran over us", "as new rain came on us in the hall", "we saw a raw sea on our own",
+             "it was the last of the tall hats")
+    assert read_pdf(kerned_lines(0, lines), ReadLimits()).text == "\n".join(lines)
 
 
 def test_columns_under_a_title_that_covers_a_gutter() -> None:

@@ -25,6 +25,13 @@ RUNNING_LINES = 2  # header or footer lines looked at, at most, at each end of a
 # holds the columns one after the other.
 BLOCK_ROWS = 3
 COLUMN_WORDS = 3.0
+# A page's boxes are its glyphs' own (its font gives no descent: see steady) when the median word reaches below its
+# baseline by less than this share of the median box height (a real loose box reaches a descent, about 0.2 em) ...
+NO_DESCENT = 0.05
+# ... and then each word gets a line box from its baseline: up as high as this share of the words' tops reach, down
+# as deep as the same share of their bottoms, and at least DESCENDER times the height up.
+TALL = 0.9
+DESCENDER = 0.3
 
 
 @dataclass(slots=True)
@@ -100,6 +107,24 @@ def turn(word: Word, direction: str, origin_x: float) -> Word:
     if direction == "up":  # turned counter-clockwise: lines go right
         return Word(word.text, word.y0, word.y1, -word.x1, -word.x0, -origin_x, word.order)
     return Word(word.text, -word.x1, -word.x0, -word.y1, -word.y0, -word.base, word.order)  # upside down
+
+
+def steady(words: list[Word]) -> None:
+    """Where pdfium's loose boxes are the glyphs' own (a font descriptor that gives no descent and an x-height for its
+    ascent: pdfium unites descent..ascent with the glyph's box), each word's box from its baseline instead, alike for
+    all: up to the page's tall glyphs, down to its descenders. Else the blank band between two lines depends on
+    their letters, and lines of plain x-height words read as paragraphs (a line-end hyphen before one is kept)."""
+    if len(words) < 2 * BLOCK_ROWS:
+        return
+    below = sorted(w.base - w.y0 for w in words)
+    middle = len(words) // 2
+    if below[middle] >= NO_DESCENT * sorted(w.y1 - w.y0 for w in words)[middle]:
+        return
+    tall = int(TALL * (len(words) - 1))
+    up = sorted(w.y1 - w.base for w in words)[tall]
+    down = max(below[tall], DESCENDER * up)
+    for word in words:
+        word.y0, word.y1 = word.base - down, word.base + up
 
 
 def rows(words: list[Word], height: float) -> list[_Row]:

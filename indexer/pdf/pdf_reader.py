@@ -14,12 +14,13 @@ from lodex.indexer.readers.decoding import clean
 from lodex.indexer.readers.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf.pdf_guard import check_pdf
-from lodex.indexer.pdf.pdf_layout import Word, filled, reading_order, row_text, rows, running_candidates, turn, word_direction
+from lodex.indexer.pdf.pdf_layout import (Word, filled, reading_order, row_text, rows, running_candidates, steady, turn,
+                                          word_direction)
 from lodex.indexer.pdf.pdf_running import Running
 from lodex.indexer.pdf.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
 
 # Bump whenever the text read from some file would change (layout rules, thresholds, cleaning, pdfium's own text).
-PDF_READER_VERSION = "4"
+PDF_READER_VERSION = "5"
 # pdfium is not thread-safe: one call into it at a time, whichever thread reads.
 _PDFIUM = threading.Lock()
 # A page is read in pdfium's own order when this share of its letters are of a right-to-left script.
@@ -196,6 +197,8 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
     ordered = sorted(groups.items(), key=lambda item: -len(item[1]))  # stable: a tie keeps the first met first
     if ordered and median(w.y1 - w.y0 for w in ordered[0][1]) <= 0:
         return None
+    if "right" in groups:
+        steady(groups["right"])
     return [words if direction == "right" else [turn(w, direction, origins_x[w.order]) for w in words]
             for direction, words in ordered]
 

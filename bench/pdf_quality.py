@@ -42,9 +42,13 @@ QUESTIONS = ROOT / "bench" / "pdfdata" / "questions.json"
 
 def child(files: list[Path], out: Path, questions: bool) -> None:
     """Run in a child process under the code to measure: each file's page texts and fastest read, and page@1."""
-    from lodex.indexer.readers.document import ReadLimits
-    from lodex.indexer.pdf.pdf_reader import read_pdf
-    result: dict = {"files": {}, "module": sys.modules["lodex.indexer.pdf.pdf_reader"].__file__}
+    try:  # the package as it is now, or (a `--before` from before the indexer's split) its flat indexer/
+        from lodex.indexer.pdf.pdf_reader import read_pdf
+        from lodex.indexer.readers.document import ReadLimits
+    except ImportError:
+        from lodex.indexer.document import ReadLimits  # type: ignore[no-redef]
+        from lodex.indexer.pdf_reader import read_pdf  # type: ignore[no-redef]
+    result: dict = {"files": {}, "module": sys.modules[read_pdf.__module__].__file__}
     for path in files:
         data = path.read_bytes()
         started = time.perf_counter()
@@ -185,6 +189,7 @@ def main() -> None:
     parser.add_argument("--no-pages", action="store_true", help="skip page@1 (indexing the set twice)")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    args.workdir = args.workdir.resolve()  # the children run elsewhere
     args.workdir.mkdir(parents=True, exist_ok=True)
     manual = generated(args.workdir, evaldata_dir())
     files = [*debian_set(args.workdir), args.workdir / GENERATED]

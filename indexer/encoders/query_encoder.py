@@ -15,13 +15,13 @@ from lodex.indexer.encoders.cpu import physical_cores
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoders.onnx_model import OnnxModel, default_cache_dir
 from lodex.indexer.encoders.padding import padded_inputs
+from lodex.indexer.encoders.transformers_encoder import bundled_model_dir, model_fingerprint, pool_states
 from lodex.indexer.settings import EncoderSettings
-from lodex.indexer.encoders.transformers_encoder import _fingerprint, _pool, bundled_model_dir
 
 RECIPE_VERSION = 2  # 2: the fast path recorded (fast mode's documents run from the recipe too)
 
 
-def _model_path(cfg: EncoderSettings) -> Path:
+def settings_model_dir(cfg: EncoderSettings) -> Path:
     return (Path(cfg.model).expanduser() if cfg.model else bundled_model_dir()).resolve()
 
 
@@ -29,7 +29,7 @@ def recipe_path(cfg: EncoderSettings, fingerprint: str) -> Path:
     """Where the recipe for these settings and these weights lives (any setting that changes query vectors is in its name)."""
     shaping = cfg.model_dump(include={"pooling", "normalize", "max_length", "query_prefix", "document_prefix", "precision",
                                       "fast_queries", "append_eos", "window_tokens", "fast_path"})
-    key = hashlib.blake2b(json.dumps([RECIPE_VERSION, str(_model_path(cfg)), fingerprint, shaping], sort_keys=True).encode(),
+    key = hashlib.blake2b(json.dumps([RECIPE_VERSION, str(settings_model_dir(cfg)), fingerprint, shaping], sort_keys=True).encode(),
                           digest_size=10).hexdigest()
     cache = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
     return cache / "queries" / f"{key}.json"
@@ -61,8 +61,8 @@ def load_query_encoder(cfg: EncoderSettings) -> "OnnxQueryEncoder | None":
     """The query encoder of a recipe saved for these settings and the model's current weights, or None (no recipe, its
     ONNX model gone, or anything unreadable: the full encoder is loaded then)."""
     try:
-        path = _model_path(cfg)
-        recipe = json.loads(recipe_path(cfg, _fingerprint(path)).read_text())
+        path = settings_model_dir(cfg)
+        recipe = json.loads(recipe_path(cfg, model_fingerprint(path)).read_text())
         if not Path(recipe["onnx"]).is_file():
             return None
         return OnnxQueryEncoder(recipe, cfg.threads or physical_cores())
@@ -104,7 +104,7 @@ class OnnxQueryEncoder(Encoder):
         columns = padded_inputs([e.ids for e in encoded], self.recipe["pad_id"], self.recipe["padding_side"] == "left", self.eos_id,
                                 {"token_type_ids": ([e.type_ids for e in encoded], 0)})
         batch = {name: columns[name] for name in self.recipe["inputs"]}
-        return _pool(model(batch), batch["attention_mask"], self.pooling)
+        return pool_states(model(batch), batch["attention_mask"], self.pooling)
 
 
 def tokenizer_of(recipe: dict[str, Any], truncate: int | None) -> Any:

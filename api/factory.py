@@ -14,8 +14,8 @@ from lodex.api.index_files import index_origin, read_job_log, remote_store, requ
 from lodex.api.model_cache import encoder_languages, model_path
 from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunking.chunker import Chunker, ChunkRule
-from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.chunking.late_chunking import LateChunking, late_chunking
+from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.readers.readers import reader_versions
 from lodex.indexer.scanner import ScanRules

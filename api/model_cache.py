@@ -5,9 +5,9 @@ import re
 from pathlib import Path
 
 from lodex.api.settings import Settings
-from lodex.indexer.errors import ModelError
 from lodex.indexer.encoders.model_languages import model_languages
 from lodex.indexer.encoders.onnx_model import default_cache_dir
+from lodex.indexer.errors import ModelError
 from lodex.indexer.settings import EncoderSettings
 
 _ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 
 from lodex.api.model_cache import cached_model, is_model_id
-from lodex.indexer.errors import ModelError
 from lodex.indexer.encoders.model_info import read_model_declarations, read_model_dir
+from lodex.indexer.errors import ModelError
 from lodex.indexer.settings import EncoderSettings
 
 DEFAULT_ENDPOINT = "https://huggingface.co"

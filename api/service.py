@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from lodex.api.factory import WriteSide, build_encoder, open_reader, open_store, read_job_log
-from lodex.api.read_side import ReadSide
 from lodex.api.push_spool import PushSpool
+from lodex.api.read_side import ReadSide
 from lodex.api.settings import Settings
 from lodex.api.write_queue import WriteQueue
 from lodex.indexer.encoders.encoder import Encoder
@@ -23,8 +23,8 @@ from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary, d
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.batcher import EmbedJob, QueryBatcher
-from lodex.search.results import SearchFilters, SearchResponse
 from lodex.search.names import Mode
+from lodex.search.results import SearchFilters, SearchResponse
 from lodex.search.searcher import Query
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.errors import ReadOnlyError

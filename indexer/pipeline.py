@@ -11,18 +11,18 @@ import numpy as np
 import pyarrow as pa
 
 from lodex.indexer.chunking.chunker import Chunk, Chunker
-from lodex.indexer.readers.decoding import OffsetMap, clean_mapped
-from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
-from lodex.indexer.encoding_jobs import Job, TitleLead, WindowPlanner, encoder_jobs, run_jobs
 from lodex.indexer.chunking.late_chunking import LateChunking, Window
+from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.encoding_jobs import Job, TitleLead, WindowPlanner, encoder_jobs, run_jobs
+from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.run_state import Progress, RunSummary, moved_on, unchanged_file
 from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.readers.decoding import OffsetMap, clean_mapped
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
+from lodex.indexer.run_state import Progress, RunSummary, moved_on, unchanged_file
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
-from lodex.store.base import DocRecord, Store
 from lodex.indexer.settings import IndexSettings
+from lodex.store.base import DocRecord, Store
 from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, FileStatus, JobLog
 from lodex.store.schema import chunks_schema

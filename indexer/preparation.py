@@ -16,18 +16,18 @@ import numpy as np
 import pyarrow as pa
 
 from lodex.indexer.chunking.chunker import Chunk, Chunker, token_spans_of
+from lodex.indexer.chunking.late_chunking import Window
+from lodex.indexer.errors import ReadError
+from lodex.indexer.identity import content_hash, document_id
+from lodex.indexer.paths import read_limited
 from lodex.indexer.readers.decoding import OffsetMap
 from lodex.indexer.readers.document import ReadLimits, page_of, section_of
-from lodex.indexer.readers.sniffing import sniff_path
-from lodex.indexer.identity import content_hash, document_id
-from lodex.indexer.chunking.late_chunking import Window
-from lodex.indexer.paths import read_limited
 from lodex.indexer.readers.read_budget import ReadPool
 from lodex.indexer.readers.readers import Extracted, extract, fallback_title, format_of, reads_in_process
+from lodex.indexer.readers.sniffing import sniff_path
 from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
 from lodex.store.base import DocRecord, Store
-from lodex.indexer.errors import ReadError
 from lodex.store.errors import LodexError
 from lodex.store.fts_terms import keyword_text
 from lodex.store.languages import detect_text

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
+from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner, encoder_jobs, run_jobs
-from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, parts_of, unchanged_chunks
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool

@@ -8,8 +8,8 @@ from pathlib import Path, PurePosixPath
 
 from lodex.indexer.paths import key_path, not_regular, path_key
 from lodex.indexer.readers.readers import format_of
-from lodex.indexer.settings import IndexSettings
 from lodex.indexer.readers.sniffing import sniff_path
+from lodex.indexer.settings import IndexSettings
 
 _DEFAULTS = IndexSettings()  # ScanRules() are the documented defaults
 # Extensions of media and program files: counted as skipped without opening them to sniff their content.

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from lodex.indexer.chunking.chunker import Chunk, Chunker
-from lodex.indexer.readers.decoding import OffsetMap, clean_mapped, sniff_encoding
 from lodex.indexer.paths import check_read, open_regular
+from lodex.indexer.readers.decoding import OffsetMap, clean_mapped, sniff_encoding
 
 BLOCK_BYTES = 1 << 20  # bytes read at a time
 WINDOW_CHARS = 1 << 20  # text chunked at a time

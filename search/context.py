@@ -4,9 +4,9 @@
 from pathlib import Path
 from typing import Any
 
-from lodex.indexer.readers.decoding import decode_source
 from lodex.indexer.identity import content_hash
 from lodex.indexer.paths import PUSHED_PREFIX, key_path, open_regular
+from lodex.indexer.readers.decoding import decode_source
 from lodex.store.base import Store
 
 MAX_WINDOW_CHARS = 20_000

@@ -22,16 +22,16 @@ from lodex.store.compactor import Compactor
 from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
+from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.lance_keywords import LanceKeywordSearch
 from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
-from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.origin import recorded_terms_version, settle_origin
 from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of, with_keywords
 from lodex.store.vector_index import VectorIndex
-from lodex.store.writer_memory import KeptRecords, StaleChunks
 from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_here
+from lodex.store.writer_memory import KeptRecords, StaleChunks
 
 __all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "Store", "vectors_of", "version_keys"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.errors import ModelError
 from lodex.indexer.chunking.late_chunking import Window
+from lodex.indexer.errors import ModelError
 
 
 class Encoder(ABC):

@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lodex.indexer.encoders.cpu import CpuInfo
-from lodex.indexer.errors import ModelError
 from lodex.indexer.encoders.onnx_model import EXPORT
 from lodex.indexer.encoders.smoothing import SCHEME
+from lodex.indexer.errors import ModelError
 from lodex.store.errors import ConfigError
 
 # int8 weights: "int8" uses the full 8-bit range per output channel; "int8r7" only 7 bits, so that AVX2's int8 dot

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.errors import ModelError
 from lodex.indexer.encoders.layer_arch import Skeleton
 from lodex.indexer.encoders.layer_cache import LayerCache
 from lodex.indexer.encoders.layer_weights import Prefetcher, TensorSlot, fp32_bytes, read_tensor, tensor_index
+from lodex.indexer.errors import ModelError
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.heap import release_freed
 from lodex.store.system_memory import available_bytes

@@ -6,10 +6,10 @@ from typing import Callable
 
 import numpy as np
 
-from lodex.indexer.errors import ModelError
 from lodex.indexer.encoders.onnx_model import OnnxModel, load_onnx_model
 from lodex.indexer.encoders.smoothing import calibration_texts
 from lodex.indexer.encoders.transformers_encoder import FAST_GATE, TransformersEncoder
+from lodex.indexer.errors import ModelError
 
 
 @dataclass

@@ -10,10 +10,10 @@ from statistics import median
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from lodex.indexer.readers.decoding import clean
-from lodex.indexer.readers.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf.pdf_guard import check_pdf
+from lodex.indexer.readers.decoding import clean
+from lodex.indexer.readers.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.pdf.pdf_layout import (Word, filled, reading_order, row_text, rows, running_candidates, steady, turn,
                                           word_direction)
 from lodex.indexer.pdf.pdf_running import Running

@@ -10,8 +10,8 @@ from typing import cast
 from urllib.parse import unquote
 from xml.etree import ElementTree as ET
 
-from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.errors import ReadError
+from lodex.indexer.readers.document import ReadLimits
 
 # Bump whenever a change here would change the text a reader extracts through it.
 CONTAINERS_READER_VERSION = "1"

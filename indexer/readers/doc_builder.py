@@ -1,8 +1,8 @@
 """Assembles a Document from blocks of text met in order (paragraphs, rows, headings, page starts), within the limits."""
 
+from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.decoding import clean
 from lodex.indexer.readers.document import SECTION_SEPARATOR, Document, HeadingPath, ReadLimits
-from lodex.indexer.errors import ReadError
 
 # Bump whenever a change here would change the text, pages or sections of the Documents built.
 DOC_BUILDER_VERSION = "1"

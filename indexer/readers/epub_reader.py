@@ -2,10 +2,10 @@
 
 from xml.etree import ElementTree as ET
 
+from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.containers import MalformedXml, SafeZip, local, parse_xml, resolve, unreadable
 from lodex.indexer.readers.doc_builder import DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.office_common import DC_TITLE, OFFICE_READER_VERSION
 
 EPUB_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py

@@ -2,8 +2,8 @@
 
 import re
 
-from lodex.indexer.readers.document import Document, locate_sections
 from lodex.indexer.errors import ReadError
+from lodex.indexer.readers.document import Document, locate_sections
 
 # HTML nested deeper than this is refused: parsing costs grow with the square of the depth (150,000 nested <div>s
 # took 81 s), and no real page comes near it.

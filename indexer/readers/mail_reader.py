@@ -4,10 +4,10 @@ from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 
+from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.containers import unreadable
 from lodex.indexer.readers.doc_builder import DOC_BUILDER_VERSION, DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.errors import ReadError
 
 # Bump the first number whenever a change here would change the text, title or extras read_eml gives.
 MAIL_READER_VERSION = f"1+{DOC_BUILDER_VERSION}"

@@ -2,10 +2,10 @@
 
 from xml.etree import ElementTree as ET
 
+from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.containers import SafeZip, unreadable
 from lodex.indexer.readers.doc_builder import LINE, PARAGRAPH, DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.office_common import OFFICE_READER_VERSION, Tables, core_title, drop_done, repeat_count, xml_events
 
 ODF_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py

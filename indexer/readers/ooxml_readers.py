@@ -4,10 +4,10 @@ import re
 from collections.abc import Iterable
 from xml.etree import ElementTree as ET
 
+from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.containers import SafeZip, local, parse_xml, resolve
 from lodex.indexer.readers.doc_builder import LINE, DocBuilder, refuse_long
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.office_common import (CELL_SEPARATOR, MC_FALLBACK, OFFICE_READER_VERSION, Tables, core_title, drop_done,
                                          namespace, xml_events)
 

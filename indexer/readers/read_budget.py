@@ -11,8 +11,8 @@ import time
 import weakref
 from dataclasses import dataclass
 
-from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.errors import ReadError
+from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.readers.read_worker import receive, send
 from lodex.indexer.readers.readers import Extracted
 

@@ -12,11 +12,11 @@ from typing import cast
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.decoding import OffsetMap, clean, clean_mapped, decode_source, looks_binary
 from lodex.indexer.readers.document import BinaryReader, Document, ReadLimits, locate_sections
-from lodex.indexer.readers.sniffing import SNIFF_HEAD_BYTES, sniff_format
-from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.html_reader import MAX_HTML_DEPTH, html_depth, read_html  # noqa: F401 - named here too
+from lodex.indexer.readers.sniffing import SNIFF_HEAD_BYTES, sniff_format
 
 @dataclass(frozen=True)
 class Extracted:

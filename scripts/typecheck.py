@@ -2,7 +2,8 @@
 folders install under lodex by setuptools' package-dir mapping, which an editable install serves through an import
 hook that mypy and IDEs cannot follow (every `lodex.*` import was `Any` to them); this script lays the package out as
 it installs — build/typecheck/lodex with links to lodex/'s files and the four folders — and runs mypy on it, so a call
-across packages is checked against the real signature. Point an IDE's extra paths at build/typecheck for the same."""
+across packages is checked against the real signature. Point an IDE's extra paths at build/typecheck
+(and typings/, stubs for the untyped libraries) for the same."""
 
 import os
 import shutil

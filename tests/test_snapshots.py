@@ -259,7 +259,6 @@ def test_the_versions_of_a_short_write_are_left_to_the_writer_and_a_long_one_s_f
     """While the writer of the process applies a request begun less than WRITER_GRACE_S ago, the background thread
     prepares none of the versions it commits (up to three for one changed file): the writer prepares the last one
     when the request ends. Past that, commits are followed as they come."""
-    import time
 
     from lodex.search import snapshot_source
 
@@ -268,11 +267,20 @@ def test_the_versions_of_a_short_write_are_left_to_the_writer_and_a_long_one_s_f
     prepare = source._next
     monkeypatch.setattr(source, "_next", lambda previous, versions: prepared.append(versions) or prepare(previous, versions))
     busy_for: list[float | None] = [0.0]
-    source.follow_writer(lambda: busy_for[0])
+    ticks, ticked, until = [0], threading.Event(), [0]
+
+    def asked() -> float | None:  # the background thread asks at each of its ticks, before it may prepare anything
+        ticks[0] += 1
+        if until[0] and ticks[0] >= until[0]:
+            ticked.set()
+        return busy_for[0]
+
+    source.follow_writer(asked)
     try:
         (root / "a.txt").write_text("alpha and bravo " * 20)  # a change: chunks added, the document row, old chunks removed
         indexer.run(root)
-        time.sleep(0.3)  # an observation window: the background thread's ticks (poll_s) pass, and it must prepare nothing
+        until[0] = ticks[0] + 2  # two more ticks: one whole tick has passed after the commits, and it prepared nothing
+        assert ticked.wait(30), "the background thread did not tick"
         assert prepared == []
         source.refresh()  # as the writer does at the end of its request
         assert prepared == [(indexer.store.documents.version, indexer.store.chunks.version)]

@@ -44,6 +44,13 @@ class Harness:
         self.noted: list[str] = []  # every path the watcher's filter let through to the collector (work to do)
         add = self.service.collector.add
         self.service.collector.add = lambda rel: self.noted.append(rel) or add(rel)  # type: ignore[method-assign]
+        self.events: set[str] = set()  # every path an event named, before the watcher's filter
+        relevant = self.service.watcher.relevant
+        self.service.watcher.relevant = lambda path: self.events.add(os.path.abspath(path)) or relevant(path)  # type: ignore[method-assign]
+        self.collected = [0]  # the service's looks at the collector, each after handing the previous batch to the writer
+        ready = self.service.collector.ready
+        self.service.collector.ready = lambda: self.collected.__setitem__(0, self.collected[0] + 1) or ready()  # type: ignore[method-assign]
+        self.markers = 0
 
     def start(self) -> "Harness":
         self.service.start()
@@ -65,10 +72,18 @@ class Harness:
         wait_until(met, timeout, 0.1, "the index to reach the condition", detail=lambda: f"index holds {sorted(seen[0])}")
         return seen[0]
 
-    def settle(self, seconds: float = 1.5) -> None:
-        """An observation window for what must NOT happen (a second indexing, a temporary file reaching the
-        collector): events have it to arrive, then the writer is flushed. Waits for positive outcomes use `wait`."""
-        time.sleep(seconds)  # the observation window itself: nothing to poll for, since what is checked must not happen
+    def settle(self) -> None:
+        """Until everything the test did has reached the index, for checks of what must NOT happen (a second
+        indexing, a temporary file reaching the collector): a hidden marker file written last is a barrier — once its
+        own event has arrived (the filter then drops it), so have the earlier ones; then the collector is drained, the
+        service has handed its last batch over (it looked at the collector again), and the writer is flushed."""
+        self.markers += 1
+        marker = self.root / f".settle-{self.markers}"
+        marker.write_text("")
+        wait_until(lambda: str(marker) in self.events, 20, 0.02, "the marker's event to reach the watcher")
+        wait_until(lambda: len(self.service.collector) == 0, 20, 0.02, "the collector to hand over every change")
+        looked = self.collected[0]
+        wait_until(lambda: self.collected[0] > looked, 20, 0.02, "the service's next look at the collector")
         self.service.writer.submit(lambda ix: None).result(timeout=30)
 
     def indexed(self, path: str, since: int = 0) -> int:

@@ -44,13 +44,23 @@ def test_the_next_files_encode_while_a_commit_runs(tmp_path: Path) -> None:
     timeline, commit = _Timeline(), store.commit
     order: list[list[str]] = []
 
+    committing, encoded_meanwhile = threading.Event(), threading.Event()
+
     def slow_commit(chunks, documents, deleted):  # noqa: ANN001, ANN202
-        time.sleep(0.15)  # a slow commit (a slow disk): the time the next files' encoding must overlap
+        if not order:  # the first commit (a slow disk) lasts until the next files' encoding has begun, or 30 s
+            committing.set()
+            encoded_meanwhile.wait(30)
         order.append([d["path"] for d in documents])
         return commit(chunks, documents, deleted)
 
+    def embed(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        if committing.is_set():
+            encoded_meanwhile.set()
+        return plain_embed(*args, **kwargs)
+
+    plain_embed = encoder.embed
     store.commit = timeline.timed("commit", slow_commit)
-    encoder.embed = timeline.timed("encode", encoder.embed)
+    encoder.embed = timeline.timed("encode", embed)
     done_at: dict[str, int] = {}
     summary = indexer.run(tmp_path / "docs", on_file=lambda r: done_at.setdefault(r.path, len(store.document_records())))
     assert summary.added == 12 and summary.failed == 0

@@ -11,20 +11,25 @@ export TRANSFORMERS_OFFLINE := 1
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: Python compiles the modules it imports on first use; byte-compiling every file of torch, transformers
+# and ray up front doubled the install's time
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(PIP) -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# the package, the tests' tools and the docs' in one resolve (the test extra holds the docs extra)
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[test]"
 	@# the search-page test drives Debian's Chromium (no browser download: these machines are offline)
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Chromium for the browser test: sudo apt-get install chromium"; exit 1; fi; }
-	touch $@
+	touch $@ $(VENV)/.installed $(VENV)/.installed-docs
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[docs]"
+	$(PIP) -e ".[docs]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -15,6 +15,7 @@ from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary
 from lodex.store.job_log import FileRecord
 
 T = TypeVar("T")
+QUEUE_SIZE = 256  # requests the writer holds; submitting past them blocks (the API's own queue sits in front: api/write_queue.py)
 log = logging.getLogger(__name__)
 
 
@@ -56,14 +57,14 @@ class IndexWriter:
     paths queued one after another are applied as one run (a watcher's changes that come while the writer is busy:
     one commit, and one snapshot for the searches, instead of one each)."""
 
-    def __init__(self, indexer: Indexer, root: Path, maxsize: int = 256,
+    def __init__(self, indexer: Indexer, root: Path, maxsize: int | None = None,
                  on_error: Callable[[BaseException], None] | None = None, nice: int = 19, hooks: RunHooks = RunHooks()) -> None:
         self.indexer = indexer
         self.nice = nice
         self.root = root
         self.on_error = on_error
         self.hooks = hooks
-        self._queue: queue.Queue = queue.Queue(maxsize=maxsize)
+        self._queue: queue.Queue = queue.Queue(maxsize=maxsize or QUEUE_SIZE)
         self._pending = 0  # requests submitted and not finished
         self._count_lock = threading.Lock()
         self._tail_lock = threading.Lock()  # taken around queueing, so that `_tail` is the last request queued

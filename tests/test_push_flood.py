@@ -13,11 +13,18 @@ from fastapi.testclient import TestClient
 from lodex.api.app import create_app
 from lodex.api.push_spool import SPOOL_DIR, PushSpool
 from lodex.api.service import LodexService
+from lodex.indexer import writer
 from lodex.indexer.identity import document_id
 from lodex.store.errors import BusyError
 from tests.test_api import _service
 
 BASE = "http://127.0.0.1:8765"
+WRITER_QUEUE = 16  # the writer's queue in these tests (256 in use): a flood past it is a few dozen pushes, not hundreds
+
+
+@pytest.fixture(autouse=True)
+def small_writer_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer, "QUEUE_SIZE", WRITER_QUEUE)
 
 
 def _within(seconds: float, work: Callable[[], Any]) -> Any:
@@ -47,32 +54,33 @@ def _stuck(service: LodexService) -> threading.Event:
 
 def test_pushes_past_the_writers_queue_never_block_the_event_loop(tmp_path: Path) -> None:
     service = _service(tmp_path)
-    service.settings.api.max_queued_pushes = 280
-    service.spool.max_files = 280
+    service.settings.api.max_queued_pushes = 30
+    service.spool.max_files = 30
     assert service.writer is not None and service.door is not None
     gate = _stuck(service)
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
-            def flood() -> list[Any]:  # more than the writer's queue holds (256): the old server waited there
-                return [client.post("/documents", json={"name": f"memo-{i}", "text": f"memo {i} on kites"}) for i in range(300)]
+            def flood() -> list[Any]:  # more than the writer's queue holds: the old server waited there
+                return [client.post("/documents", json={"name": f"memo-{i}", "text": f"memo {i} on kites"}) for i in range(40)]
 
+            assert service.writer._queue.maxsize == WRITER_QUEUE < 30
             answers = _within(60, flood)
-            assert [a.status_code for a in answers[:280]] == [202] * 280
-            refused = answers[280:]
+            assert [a.status_code for a in answers[:30]] == [202] * 30
+            refused = answers[30:]
             assert all(a.status_code == 429 for a in refused)
             assert all(int(a.headers["retry-after"]) >= 1 for a in refused)
             assert {a.json()["error"]["code"] for a in refused} == {"busy"}
             assert "api.max_queued_pushes" in refused[0].json()["error"]["message"]
             assert _within(5, lambda: client.get("/health")).status_code == 200
-            assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) == 280  # never past its bound
+            assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) == 30  # never past its bound
             assert client.get(f"/documents/{answers[5].json()['id']}").status_code == 202  # known as queued
             reindex = _within(5, lambda: client.post("/reindex"))  # a reindex waits its turn without blocking either
             assert reindex.status_code == 202
             gate.set()
-            last = answers[279].json()["id"]
+            last = answers[29].json()["id"]
             _within(120, lambda: _until(lambda: client.get(f"/documents/{last}").status_code == 200))
             assert _within(120, lambda: client.post("/documents?wait=true", json={"name": "last", "text": "gliders"})).status_code == 201
-            assert client.get("/stats").json()["documents"] == 3 + 280 + 1
+            assert client.get("/stats").json()["documents"] == 3 + 30 + 1
         assert list((tmp_path / "data" / SPOOL_DIR).glob("*.json")) == []
     finally:
         gate.set()
@@ -82,7 +90,7 @@ def test_pushes_past_the_writers_queue_never_block_the_event_loop(tmp_path: Path
 def test_a_large_spool_is_queued_at_start_without_waiting_for_the_writer(tmp_path: Path) -> None:
     spool = PushSpool(tmp_path / "data")
     ids = []
-    for i in range(300):  # more than the writer's queue holds
+    for i in range(40):  # more than the writer's queue holds
         spool.add({"name": f"kept-{i}", "text": f"kept memo {i} about balloons", "title": "", "metadata": "{}"}, document_id(f"@api/kept-{i}"))
         ids.append(document_id(f"@api/kept-{i}"))
     service = _service(tmp_path, start=False)
@@ -91,7 +99,7 @@ def test_a_large_spool_is_queued_at_start_without_waiting_for_the_writer(tmp_pat
         _within(30, service.start)  # the old start handed each push to the writer here, and waited once its queue was full
         with TestClient(create_app(service), base_url=BASE) as client:
             assert client.get("/health").status_code == 200
-            waiting = client.get(f"/documents/{ids[299]}")
+            waiting = client.get(f"/documents/{ids[39]}")
             assert waiting.status_code == 202 and waiting.json()["status"] == "queued"
             gate.set()
             assert _within(120, lambda: client.post("/documents?wait=true", json={"name": "after", "text": "kites"})).status_code == 201
@@ -136,13 +144,13 @@ def test_a_flood_against_a_real_server_loses_nothing_it_accepted(tmp_path: Path)
     root, data = tmp_path / "docs", tmp_path / "data"
     root.mkdir()
     (root / "wings.md").write_text("# Wings\n\nSwept wings delay the drag rise at transonic Mach numbers.\n")
-    env = {"LODEX_API__MAX_QUEUED_PUSHES": "30"}
-    server = Serve(root, data, env)
+    env = {"LODEX_API__MAX_QUEUED_PUSHES": "30", "LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder"}  # the server and
+    server = Serve(root, data, env)  # its queues are under test, not the model (whose start-up took most of the time)
     server.wait_ready()
     try:
-        seen = flood(server.url, data / "pushes", pushes=160, clients=8, text_chars=2000)
+        seen = flood(server.url, data / "pushes", pushes=80, clients=8, text_chars=2000)
         assert seen.refused > 0 and seen.refused_without_retry_after == 0 and not seen.other
-        assert len(seen.accepted) + seen.refused == 160
+        assert len(seen.accepted) + seen.refused == 80
         assert seen.health_failures == 0 and seen.search_failures == 0 and seen.search_ms
         assert seen.spool_max <= 30
     finally:

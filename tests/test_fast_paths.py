@@ -85,20 +85,18 @@ def test_a_configured_path_is_parsed_or_refused() -> None:
 
 
 @pytest.mark.slow
-def test_every_path_passes_the_fidelity_gate_on_real_text(real_encoder, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_every_path_passes_the_fidelity_gate_on_real_text(real_encoder, tmp_path: Path) -> None:
     """Each path, configured (encoder.fast_path), gives vectors within the gate of exact ones on real chunks, records its
     scheme, and the same path in the other layout gives the same vectors."""
     from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
     from tests.test_fast_mode import _real_chunks
 
-    cache = tmp_path_factory.getbasetemp() / "fast-model-cache"  # test_fast_mode's exported int8 model, when it ran first
-    cache.mkdir(exist_ok=True)
-    texts = _real_chunks(real_encoder, per_collection=50)
+    texts = _real_chunks(real_encoder, per_collection=25)  # ~200 chunks (test_fast_mode checks the default path on ~400)
     exact = real_encoder.embed(texts)
     vectors = {}
     for path in ALL_PATHS:
-        encoder = TransformersEncoder(EncoderSettings(precision="fast", fast_path=path.name, cache_dir=str(cache)))
+        encoder = TransformersEncoder(EncoderSettings(precision="fast", fast_path=path.name, cache_dir=str(tmp_path)))  # its own cache: both schemes exported
         assert encoder.fast_path == path and encoder.origin()["quantization"] == path.scheme
         assert f"fast path {path.name} (configured)" in encoder.runtime()
         vectors[path.name] = encoder.embed(texts)

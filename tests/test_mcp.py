@@ -160,7 +160,8 @@ def test_lodex_mcp_with_the_real_model(tmp_path: Path) -> None:
     with lodex.open(data) as index:
         expected = index.search(query, 2)
     params = StdioServerParameters(command=sys.executable, args=["-m", "lodex.api.cli", "mcp", "--data-dir", str(data)], cwd=str(REPO),
-                                   env={"HF_HUB_OFFLINE": "1", "HOME": os.environ["HOME"]})
+                                   env={"HF_HUB_OFFLINE": "1", "HOME": os.environ["HOME"],
+                                        "LODEX_ENCODER__CACHE_DIR": os.environ["LODEX_ENCODER__CACHE_DIR"]})  # the run's
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

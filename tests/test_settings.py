@@ -13,7 +13,8 @@ SECTIONS = ("index", "chunking", "encoder", "search", "watch", "api", "storage",
 
 
 def test_every_key_is_documented_with_its_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("LODEX_ENCODER__PRECISION")  # conftest pins exact for the other tests: the defaults as users get them
+    for pinned in ("LODEX_ENCODER__PRECISION", "LODEX_ENCODER__CACHE_DIR"):  # conftest pins them for the other tests:
+        monkeypatch.delenv(pinned)  # the defaults as users get them
     lines = CONFIG.read_text().splitlines()
     parsed = tomllib.loads(CONFIG.read_text())
     defaults = Settings(base_dir=CONFIG.parent)

@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from lodex.api.factory import open_reader
+from lodex.api.settings import Settings
+from lodex.search.searcher import Searcher
+from tests.fakes import FakeEncoder
 from tests.proc_tree import process_tree
 from tests.test_serve import REPO, Server, get
 from tests.waiting import wait_until
@@ -114,10 +118,10 @@ def test_lodex_index_survives_a_hostile_folder(tmp_path: Path) -> None:
         _check_failures({p: f["reason"] for p, f in status["failures"].items()})
         listed = _cli(["status", "--failed"], data, tmp_path)
         assert listed.returncode == 0 and "\x1b" not in listed.stdout and "pipe.txt: not a regular file" in listed.stdout
-        for name, word in GOOD.items():
-            found = _cli(["search", word, "--mode", "bm25", "-k", "1", "--json"], data, tmp_path)
-            hits = json.loads(found.stdout)["results"]
-            assert hits and word in hits[0]["passages"][0]["text"], (name, found.stdout, found.stderr)
+        searcher = Searcher(open_reader(Settings(base_dir=tmp_path, index={"data_dir": str(data)}), FakeEncoder().dim), FakeEncoder())
+        for name, word in GOOD.items():  # every good file is found by its word (in this process: one CLI search below)
+            hits = searcher.search(word, 1, mode="bm25").results
+            assert hits and word in hits[0].passages[0].text, (name, hits)
         shown = _cli(["search", "cassowary", "--mode", "bm25", "-k", "1"], data, tmp_path)
         assert "\x1b" not in shown.stdout and "evil\\x1b[31mname.txt" in shown.stdout
         retried = _cli(["retry", "--json"], data, tmp_path)

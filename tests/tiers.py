@@ -4,6 +4,7 @@ helper or a fixture of the test suite's); `unit` for every other (`pytest -m uni
 
 import inspect
 import re
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -59,3 +60,12 @@ def mark(items: list[pytest.Item]) -> None:
     """Mark every collected test `e2e` or `unit`."""
     for item in items:
         item.add_marker(pytest.mark.e2e if is_e2e(item) else pytest.mark.unit)
+
+
+def heaviest_first(items: list[pytest.Item]) -> None:
+    """Order the test files by their weight — `slow` tests, then `e2e` ones — heaviest first, each file's tests in their
+    order: pytest-xdist (`--dist loadfile`) hands files to the workers in this order, so the long files start first
+    and the short ones fill in at the end, instead of one worker finishing a long file alone."""
+    slow: Counter[Any] = Counter(item.path for item in items if item.get_closest_marker("slow"))
+    e2e: Counter[Any] = Counter(item.path for item in items if item.get_closest_marker("e2e"))
+    items.sort(key=lambda item: (-slow[item.path], -e2e[item.path]))  # stable: a file's tests stay together, in order

@@ -39,11 +39,19 @@ install-test: $(VENV)/.installed-test
 run: install
 	$(BIN)/lodex serve
 
+# The layers first (a second); then the tests under pytest-xdist (one worker per core; a test file stays on one worker,
+# its module fixtures load once) with the type check (mypy over lodex.* as it installs, [tool.mypy] in pyproject.toml)
+# and the docs build beside them, on the CPU time the tests leave idle while they wait on the processes and servers
+# they start. The two print their output after the tests'; any of the three failing fails `make test`.
 test: install-test
 	$(BIN)/python scripts/lint_imports.py  # the layers: api > search > indexer > store (import-linter; see the script)
-	$(BIN)/python scripts/typecheck.py  # mypy over lodex.* as it installs ([tool.mypy] in pyproject.toml)
-	$(MAKE) --no-print-directory docs
-	$(BIN)/python -m pytest -n auto --dist loadfile  # pytest-xdist: one worker per core, a test file stays on one worker (its module fixtures load once)
+	@mkdir -p build
+	@$(BIN)/python scripts/typecheck.py > build/typecheck.log 2>&1 & typecheck=$$!; \
+	$(MAKE) --no-print-directory docs > build/docs.log 2>&1 & docs=$$!; \
+	$(BIN)/python -m pytest -n auto --dist loadfile; tests=$$?; \
+	wait $$typecheck; typed=$$?; echo "== the type check (scripts/typecheck.py): exit $$typed"; cat build/typecheck.log; \
+	wait $$docs; built=$$?; echo "== the docs (make docs): exit $$built"; cat build/docs.log; \
+	[ $$tests -eq 0 ] && [ $$typed -eq 0 ] && [ $$built -eq 0 ]
 
 # the docs site (mkdocs.yml, docs/): the configuration page must match the code, and any warning fails the build
 docs: $(VENV)/.installed-docs

@@ -26,9 +26,6 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "install Chromium for the browser test: sudo apt-get install chromium"; exit 1; fi; }
-	@# compile, in one process, the modules the tests' processes import (installed without byte-compiling, they would
-	@# otherwise be compiled by every process the first tests start at once, before one of them has written them)
-	$(BIN)/python -c "import lodex.api.cli, lodex.api.app, torch, onnxruntime, lancedb, ray.data, mypy.api, playwright; from transformers import BertModel"
 	touch $@ $(VENV)/.installed $(VENV)/.installed-docs
 
 $(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed

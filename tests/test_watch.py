@@ -2,7 +2,7 @@
 
 import os
 import shutil
-import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,9 +44,9 @@ class Harness:
         self.noted: list[str] = []  # every path the watcher's filter let through to the collector (work to do)
         add = self.service.collector.add
         self.service.collector.add = lambda rel: self.noted.append(rel) or add(rel)  # type: ignore[method-assign]
-        self.events: set[str] = set()  # every path an event named, before the watcher's filter
+        self.events: Counter[str] = Counter()  # how many events named each path, before the watcher's filter
         relevant = self.service.watcher.relevant
-        self.service.watcher.relevant = lambda path: self.events.add(os.path.abspath(path)) or relevant(path)  # type: ignore[method-assign]
+        self.service.watcher.relevant = lambda path: self.events.update([os.path.abspath(path)]) or relevant(path)  # type: ignore[method-assign]
         self.collected = [0]  # the service's looks at the collector, each after handing the previous batch to the writer
         ready = self.service.collector.ready
         self.service.collector.ready = lambda: self.collected.__setitem__(0, self.collected[0] + 1) or ready()  # type: ignore[method-assign]
@@ -158,10 +158,11 @@ def test_file_written_slowly_is_indexed_once_complete(harness: Harness) -> None:
     path = harness.root / "slow.txt"
     pieces = [f"piece {i}: " + " ".join(f"slow{i}x{j}" for j in range(30)) + "\n\n" for i in range(8)]
     with path.open("w") as fh:
-        for piece in pieces:
+        for piece in pieces:  # a slow writer: each piece reaches the watcher as an event before the next is written
+            seen = harness.events[str(path)]
             fh.write(piece)
             fh.flush()
-            time.sleep(0.15)  # a slow writer of the file: the watcher sees it grow in pieces, not a wait for lodex
+            wait_until(lambda: harness.events[str(path)] > seen, 20, 0.01, "the watcher to see the file grow")
     harness.wait(lambda d: "slow.txt" in d)
     harness.settle()
     assert harness.indexed("slow.txt") == 1

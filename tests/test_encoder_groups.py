@@ -16,6 +16,7 @@ from lodex.indexer.preparation import Prepared
 from lodex.indexer.scanner import scan
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
+from tests.waiting import wait_until
 
 
 def test_groups_are_whole_encoder_batches() -> None:
@@ -36,14 +37,16 @@ def test_groups_are_whole_encoder_batches() -> None:
 
 
 class SideBySide(FakeEncoder):
-    """Runs embed() calls side by side like fast mode's sessions (parallel_calls 2), each taking a while; records how many
-    ran at once."""
+    """Runs embed() calls side by side like fast mode's sessions (parallel_calls 2) and records how many ran at once.
+    Without a gate, the first call holds until a second one runs beside it (a rendezvous: overlap is shown, not timed);
+    with one, every call holds until the test opens it (the work lasts as long as the test decides)."""
 
     parallel_calls = 2
 
-    def __init__(self, delay: float = 0.02) -> None:
+    def __init__(self, gate: threading.Event | None = None) -> None:
         super().__init__(batch_tokens=256)
-        self.delay, self.running, self.most, self.after_stop = delay, 0, 0, 0
+        self.gate, self.running, self.most, self.after_stop = gate, 0, 0, 0
+        self.met = threading.Event()  # set once two calls ran at once
         self.stop: threading.Event | None = None  # the indexer's: calls begun once it is set are counted
         self._lock = threading.Lock()
 
@@ -52,8 +55,13 @@ class SideBySide(FakeEncoder):
             self.after_stop += bool(self.stop and self.stop.is_set())
             self.running += 1
             self.most = max(self.most, self.running)
+            if self.running >= 2:
+                self.met.set()
         try:
-            time.sleep(self.delay)  # a slow model: the encoding work itself, so that calls overlap and can be counted
+            if self.gate is not None:
+                assert self.gate.wait(30), "the test never opened the gate"
+            elif not self.met.wait(10):  # calls one at a time: only the first waits, and the test fails on `most`
+                self.met.set()
             return super().embed(texts, kind, lengths)
         finally:
             with self._lock:
@@ -89,13 +97,19 @@ def test_groups_run_side_by_side_for_an_encoder_with_parallel_calls(tmp_path: Pa
 
 def test_a_stop_during_side_by_side_groups_ends_the_run_soon(tmp_path: Path) -> None:
     root = _folder(tmp_path / "docs")
-    encoder = SideBySide(delay=0.2)
+    gate = threading.Event()
+    encoder = SideBySide(gate)
     _, indexer, _ = make_pipeline(tmp_path / "data", encoder, max_tokens=24)
     indexer.flush_tokens, encoder.stop = 1 << 20, indexer.cancel  # one flush: only the checks between groups can stop it
-    timer = threading.Timer(0.5, indexer.cancel.set)
-    timer.start()
+    done: list = []
+    run = threading.Thread(target=lambda: done.append(indexer.run(root)))
+    run.start()
+    wait_until(lambda: encoder.running == 2, 30, 0.01, "two groups in flight, held in the encoder")
+    indexer.cancel.set()  # the stop comes while both groups are being encoded
     started = time.monotonic()
-    summary = indexer.run(root)
+    gate.set()
+    run.join(30)
+    [summary] = done
     assert summary.interrupted and summary.added == 0  # nothing of the flush committed
     assert time.monotonic() - started < 1.5  # the groups already in flight finish; none after them starts
     assert encoder.after_stop <= encoder.parallel_calls

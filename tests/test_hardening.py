@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lodex.indexer import pipeline
 from lodex.indexer.chunking import chunker as chunker_module
 from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.readers.decoding import OffsetMap, clean, decode_source
@@ -20,6 +21,7 @@ from lodex.indexer.streaming import chunk_stream, text_blocks
 from lodex.store.job_log import FileRecord, JobLog
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
+from tests.waiting import wait_until
 
 
 def _run_with_deadline(fn, seconds: float = 60):
@@ -253,24 +255,30 @@ def test_a_folder_named_like_the_pushed_namespace_stays_apart(tmp_path: Path) ->
 
 # ---- long work stops when asked; files deleted or changed while encoded are dropped ----------------------------
 
-class SlowFake(FakeEncoder):
-    """Sleeps per call and runs a hook after its first call."""
+class HeldFake(FakeEncoder):
+    """Runs a hook in its first call; once `hold_from` is set, each call holds until `gate` opens (the test decides how
+    long the encoding work lasts: no timing)."""
 
-    def __init__(self, delay: float, hook=None) -> None:
+    def __init__(self, hook=None, hold_from: threading.Event | None = None) -> None:
         super().__init__()
-        self.delay, self.hook, self.calls = delay, hook, 0
+        self.hook, self.hold_from, self.gate, self.calls = hook, hold_from, threading.Event(), 0
+        self.held = threading.Event()  # set once a call holds at the gate
 
     def embed(self, texts, kind="document", lengths=None) -> np.ndarray:
         self.calls += 1
         if self.calls == 1 and self.hook:
             self.hook()
-        time.sleep(self.delay)  # a slow model: the encoding work itself, which the test needs to take time
+        if self.hold_from is not None and self.hold_from.is_set():
+            self.held.set()
+            assert self.gate.wait(30), "the test never opened the gate"
         return super().embed(texts, kind, lengths)
 
 
 @pytest.mark.parametrize("parallel", [1, 2])  # 2: groups run side by side, as on fast mode's sessions
 @pytest.mark.parametrize("what", ["deleted", "changed"])
-def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path, what: str, parallel: int) -> None:
+def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str,
+                                                                  parallel: int) -> None:
+    monkeypatch.setattr(pipeline, "CHECK_EVERY_S", 0.0)  # the files are looked at between every two groups (0.5 s apart in use)
     root = tmp_path / "docs"
     root.mkdir()
     big = root / "big.txt"
@@ -282,7 +290,7 @@ def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path
         else:
             big.write_text("new content " * 50)
 
-    encoder = SlowFake(0.3, touch)
+    encoder = HeldFake(touch)  # the file changes in the first call; the groups after it check and drop it
     encoder.parallel_calls = parallel
     _, indexer, _ = make_pipeline(tmp_path / "data", encoder, max_tokens=60)
     indexer.flush_tokens = 1 << 20  # the whole file in one flush: only the group checks can stop it
@@ -300,14 +308,20 @@ def test_a_stopping_writer_stops_a_long_run_soon(tmp_path: Path) -> None:
     for i in range(60):
         (root / f"d{i:02d}.txt").write_text(_words(i, 200))
     committed = threading.Event()
-    _, indexer, _ = make_pipeline(tmp_path / "data", SlowFake(0.2), max_tokens=60)
+    encoder = HeldFake(hold_from=committed)  # once files are committed, the encoding in flight holds at the gate
+    _, indexer, _ = make_pipeline(tmp_path / "data", encoder, max_tokens=60)
     writer = IndexWriter(indexer, root, nice=0, hooks=RunHooks(on_file=lambda record: committed.set())).start()
     run = writer.reconcile()
     queued = writer.paths(["d00.txt"])
     assert committed.wait(30), "no file was committed"  # the run is under way, its first files in the index
+    assert encoder.held.wait(30), "the run ended before the stop"
+    stopping = threading.Thread(target=writer.stop, kwargs={"timeout": 30})
+    stopping.start()
+    wait_until(lambda: indexer.cancel.is_set(), 30, 0.01, "the stop to reach the run")
     started = time.monotonic()
-    writer.stop(timeout=30)
-    assert time.monotonic() - started < 5
+    encoder.gate.set()  # the encoding in flight ends; the run must stop at its next check
+    stopping.join(30)
+    assert not stopping.is_alive() and time.monotonic() - started < 5
     assert run.result(timeout=1).interrupted and queued.cancelled()
     again = indexer.run(root)  # the next run finishes the rest
     assert not again.interrupted and again.added + again.unchanged == 60 and again.unchanged > 0

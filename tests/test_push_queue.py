@@ -21,27 +21,35 @@ from tests.waiting import wait_until
 BASE = "http://127.0.0.1:8765"
 
 
-class SlowEncoder(FakeEncoder):
-    """Takes `delay` seconds per document batch, so pushes queue up behind each other."""
+class HeldEncoder(FakeEncoder):
+    """While the test holds it (`hold()`), document batches wait at a gate until the test opens it: pushes queue behind
+    one another for as long as the test decides, not for as long as a sleep lasts. `encoding` is set once one waits."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.delay = delay
-        self.encoding = threading.Event()  # set once a document batch is being encoded
+        self.gate, self.encoding = threading.Event(), threading.Event()
+        self.gate.set()  # open: the service's start indexes its folder
+
+    def hold(self) -> "HeldEncoder":
+        self.encoding.clear()
+        self.gate.clear()
+        return self
 
     def embed(self, texts, kind="document", lengths=None) -> np.ndarray:
-        if kind == "document":
+        if kind == "document" and not self.gate.is_set():
             self.encoding.set()
-            time.sleep(self.delay)  # a slow model: the encoding work itself, which the tests need to take time
+            assert self.gate.wait(30), "the test never opened the gate"
         return super().embed(texts, kind, lengths)
 
 
 def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
-    encoder = SlowEncoder(0.3)
+    encoder = HeldEncoder()
     service = _service(tmp_path, encoder=encoder)
+    encoder.hold()
     ids = [service.push(f"memo-{i}", f"memo {i} about airship number{i} " * 40, "", {"i": i})[0] for i in range(5)]
     assert encoder.encoding.wait(30)  # the first one is being encoded, the others wait
     service.halt()
+    encoder.gate.set()
     service.close()
     assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) >= 4  # kept on disk, not dropped
     again = _service(tmp_path)  # the next start indexes them, in order
@@ -57,7 +65,9 @@ def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
 
 
 def test_a_request_waiting_on_the_writer_answers_503_when_lodex_stops(tmp_path: Path) -> None:
-    service = _service(tmp_path, encoder=SlowEncoder(0.5))
+    encoder = HeldEncoder()
+    service = _service(tmp_path, encoder=encoder)
+    encoder.hold()
     answers: list = []
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
@@ -71,22 +81,33 @@ def test_a_request_waiting_on_the_writer_answers_503_when_lodex_stops(tmp_path: 
             waiting.join(timeout=20)
             assert time.monotonic() - started < 5
             message = _error(answers[0], 503, "stopping")
-            assert "applied when lodex starts again" in message
+            assert "applied when lodex starts again" in message  # while the push ahead is still being encoded
     finally:
+        encoder.gate.set()
         service.close()
 
 
 def test_deleting_a_queued_push_deletes_it_once_it_is_applied(tmp_path: Path) -> None:
-    service = _service(tmp_path, encoder=SlowEncoder(0.2))
+    encoder = HeldEncoder()
+    service = _service(tmp_path, encoder=encoder)
+    encoder.hold()
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
             client.post("/documents", json={"name": "ahead", "text": "a long document about zeppelins " * 100})
             queued = client.post("/documents", json={"name": "doomed", "text": "kites and gliders " * 20}).json()
             assert client.get(f"/documents/{queued['id']}").status_code == 202
-            assert client.delete(f"/documents/{queued['id']}").json() == {"deleted": queued["id"]}
+            deleted: list = []  # the delete answers once applied, behind the push ahead and the doomed one
+            deleting = threading.Thread(target=lambda: deleted.append(client.delete(f"/documents/{queued['id']}")))
+            deleting.start()
+            assert service.door is not None and service.writer is not None
+            wait_until(lambda: service.door.depth + service.writer.depth >= 2, what="the doomed push and its delete queued")
+            encoder.gate.set()
+            deleting.join(30)
+            assert deleted[0].json() == {"deleted": queued["id"]}
             wait_until(lambda: service.queued_push(queued["id"]) is None and not service.writer.busy, what="the queued push applied")
             _error(client.get(f"/documents/{queued['id']}"), 404, "not_found")
     finally:
+        encoder.gate.set()
         service.close()
 
 

@@ -57,14 +57,14 @@ class IndexWriter:
     paths queued one after another are applied as one run (a watcher's changes that come while the writer is busy:
     one commit, and one snapshot for the searches, instead of one each)."""
 
-    def __init__(self, indexer: Indexer, root: Path, maxsize: int | None = None,
+    def __init__(self, indexer: Indexer, root: Path,
                  on_error: Callable[[BaseException], None] | None = None, nice: int = 19, hooks: RunHooks = RunHooks()) -> None:
         self.indexer = indexer
         self.nice = nice
         self.root = root
         self.on_error = on_error
         self.hooks = hooks
-        self._queue: queue.Queue = queue.Queue(maxsize=maxsize or QUEUE_SIZE)
+        self._queue: queue.Queue = queue.Queue(maxsize=QUEUE_SIZE)
         self._pending = 0  # requests submitted and not finished
         self._count_lock = threading.Lock()
         self._tail_lock = threading.Lock()  # taken around queueing, so that `_tail` is the last request queued
@@ -76,6 +76,11 @@ class IndexWriter:
     def depth(self) -> int:
         """Requests waiting."""
         return self._queue.qsize()
+
+    @property
+    def capacity(self) -> int:
+        """Requests the queue holds before a submit blocks."""
+        return self._queue.maxsize
 
     def applying_for(self) -> float | None:
         """Seconds the request being applied has run so far; None when none is."""

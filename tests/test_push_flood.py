@@ -63,7 +63,7 @@ def test_pushes_past_the_writers_queue_never_block_the_event_loop(tmp_path: Path
             def flood() -> list[Any]:  # more than the writer's queue holds: the old server waited there
                 return [client.post("/documents", json={"name": f"memo-{i}", "text": f"memo {i} on kites"}) for i in range(40)]
 
-            assert service.writer._queue.maxsize == WRITER_QUEUE < 30
+            assert service.writer.capacity == WRITER_QUEUE < 30
             answers = _within(60, flood)
             assert [a.status_code for a in answers[:30]] == [202] * 30
             refused = answers[30:]

@@ -170,7 +170,7 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
 
     root, data = tmp_path / "docs", tmp_path / "data"
     root.mkdir()
-    for i in range(40):
+    for i in range(16):
         (root / f"doc-{i:03d}.txt").write_text(" ".join(f"word{i}x{j} flow" for j in range(100)))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "LODEX_DATA_DIR": str(data),
            "LODEX_ENCODER__MODEL": str(models["modernbert"]), "LODEX_ENCODER__STREAM_LAYERS": "true",
@@ -185,7 +185,7 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
     assert proc.wait() == -9 and list(data.glob(f"{SPILL_PREFIX}*")), "the run was not caught in its layers"
     restart = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert restart.returncode == 0, restart.stderr[-2000:]
-    assert json.loads(restart.stdout)["added"] == 40 and not list(data.glob(f"{SPILL_PREFIX}*"))
+    assert json.loads(restart.stdout)["added"] == 16 and not list(data.glob(f"{SPILL_PREFIX}*"))
     encoder = _encoder(models["modernbert"], tmp_path)
     check_index(LanceStore(data, encoder.dim), root, persisted=True, encoder=encoder)
 

@@ -177,7 +177,9 @@ def _committed(settings: Settings) -> int:
 def test_real_model_on_ray_gives_the_local_index(cluster: Path, tmp_path: Path) -> None:
     root = _folder(tmp_path / "docs")
     _, local_index = _index(_settings(tmp_path, "local", "local", backend="transformers"), root)
-    _, ray_index = _index(_settings(tmp_path, "ray", "ray", backend="transformers"), root)
+    on_ray = _settings(tmp_path, "ray", "ray", backend="transformers")
+    on_ray.index.ray_actors = 1  # one model load in an actor (the tests above run two actors)
+    _, ray_index = _index(on_ray, root)
     _assert_same(ray_index, local_index)
 
 

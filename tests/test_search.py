@@ -24,12 +24,12 @@ def _abstracts(n: int) -> list[str]:
 def test_planted_passage_is_found_at_rank_one_with_exact_offsets(tmp_path: Path, real_encoder) -> None:
     root = tmp_path / "docs"
     root.mkdir()
-    abstracts = _abstracts(150)
+    abstracts = _abstracts(60)
     texts = {}
-    for i in range(6):
-        parts = abstracts[i * 25 : (i + 1) * 25]
+    for i in range(6):  # ten abstracts each (~1,700 tokens, a dozen chunks): long documents, the passage deep in one
+        parts = abstracts[i * 10 : (i + 1) * 10]
         if i == 3:
-            parts.insert(17, PLANTED)
+            parts.insert(7, PLANTED)
         texts[f"report-{i}.txt"] = "\n\n".join(parts)
         (root / f"report-{i}.txt").write_text(texts[f"report-{i}.txt"])
     store, indexer, searcher = make_pipeline(tmp_path / "data", real_encoder, overlap=32)

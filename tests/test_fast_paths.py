@@ -85,7 +85,7 @@ def test_a_configured_path_is_parsed_or_refused() -> None:
 
 
 @pytest.mark.slow
-def test_every_path_passes_the_fidelity_gate_on_real_text(real_encoder, tmp_path: Path) -> None:
+def test_every_path_passes_the_fidelity_gate_on_real_text(real_encoder, fast_cache: Path) -> None:
     """Each path, configured (encoder.fast_path), gives vectors within the gate of exact ones on real chunks, records its
     scheme, and the same path in the other layout gives the same vectors."""
     from lodex.indexer.settings import EncoderSettings
@@ -96,7 +96,8 @@ def test_every_path_passes_the_fidelity_gate_on_real_text(real_encoder, tmp_path
     exact = real_encoder.embed(texts)
     vectors = {}
     for path in ALL_PATHS:
-        encoder = TransformersEncoder(EncoderSettings(precision="fast", fast_path=path.name, cache_dir=str(tmp_path)))  # its own cache: both schemes exported
+        # the run's cache (this CPU's default scheme exported there once per run; the other scheme is exported here)
+        encoder = TransformersEncoder(EncoderSettings(precision="fast", fast_path=path.name, cache_dir=str(fast_cache)))
         assert encoder.fast_path == path and encoder.origin()["quantization"] == path.scheme
         assert f"fast path {path.name} (configured)" in encoder.runtime()
         vectors[path.name] = encoder.embed(texts)

@@ -36,7 +36,8 @@ def test_a_wheel_holds_one_typed_lodex_package(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(site / "lodex" / "__init__.py"), str(site / "lodex" / "api" / "library.py"), "lodex.api.library"]
     (tmp_path / "use.py").write_text(USE)
-    checked = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", "--ignore-missing-imports", "use.py"],
+    # lodex from the wheel alone (MYPYPATH); the libraries it imports are not analyzed (--no-site-packages: 17 s -> 3 s)
+    checked = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--no-site-packages", "--follow-imports=silent", "--ignore-missing-imports", "use.py"],
                              cwd=tmp_path, env={"MYPYPATH": str(site), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=600)
     assert 'Revealed type is "lodex.search.results.Passage"' in checked.stdout, checked.stdout
     assert 'Revealed type is "lodex.api.models.DocumentOut"' in checked.stdout

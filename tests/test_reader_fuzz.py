@@ -60,7 +60,7 @@ CONTROLS = {"control-plain.txt": "albatross", "control-notes.md": "bittern", "co
 RAW_REASON = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|\bMemoryError\b|\bRecursionError\b")
 RUN_SECONDS = 240  # the quick run takes ~15 s of CPU (20-80 s wall on a busy 2-core machine); past this it is a hang
 RUN_GROWTH_MB = 1024  # the most a run over the hostile folder may add to this process's resident memory
-BUDGET_SECONDS, BUDGET_MB = 2.0, 512  # the per-file budget of the runs of NEEDS_BUDGET (index.max_*_per_file)
+BUDGET_SECONDS, BUDGET_MB = 1.0, 512  # the per-file budget of the runs of NEEDS_BUDGET (index.max_*_per_file)
 
 
 def quick_cases(seeds: range) -> list[Case]:

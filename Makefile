@@ -18,13 +18,13 @@ $(BIN)/python:
 # The installer is uv (from PyPI, into the venv): it installs what pip would, in parallel (the test extra in a fresh
 # clone: 12 s against pip's 63 s); pip where uv cannot be had or fails. Neither byte-compiles: Python compiles the
 # modules it imports on first use, and keeps them (see above), where compiling every file of torch, transformers and ray
-# up front doubled the install's time. A CPU build of torch on this disk (/opt/wheels) is named to both: pip would find
-# it through its own configuration, uv does not look there (and would take the CUDA build from PyPI).
-TORCH_WHEEL := $(firstword $(wildcard /opt/wheels/torch-2.13.0+cpu-*.whl))
+# up front doubled the install's time. uv reads no pip configuration: it is given pip's find-links (on these machines
+# /opt/wheels, which holds the CPU build of torch; without it uv would take the CUDA build from PyPI).
+FIND_LINKS := $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 define install
-	{ [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --python $(BIN)/python $(TORCH_WHEEL) -e "$(1)"; } || \
-	  $(PIP) --no-compile $(TORCH_WHEEL) -e "$(1)"
+	{ [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --python $(BIN)/python $(addprefix --find-links ,$(FIND_LINKS)) -e "$(1)"; } || \
+	  $(PIP) --no-compile -e "$(1)"
 endef
 
 $(BIN)/uv: | $(BIN)/python

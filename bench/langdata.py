@@ -1,14 +1,20 @@
-"""Builds the multilingual evaluation folders of bench/languages.py from Debian's `debian-reference-*` packages.
+"""Builds the multilingual evaluation folders of bench/languages.py from Debian's `debian-reference-*` packages (and,
+held out for Japanese, the Debian FAQ of `debian-faq-ja`).
 
 Each package is one long HTML manual, one file per chapter (12 chapters, a preface and an appendix): too few
 targets for 30+ questions, so every chapter is split at its <h2> sections into separate files, `chNN-SS.html`
 (SS = the section's place in the chapter, 00 = the chapter's text before its first section, the table of contents
 left out); the preface and the appendix likewise (`pr01-SS.html`, `apa-SS.html`). The .deb is downloaded with `apt-get download` into the work
 dir when it is not there yet, and nothing of the HTML is committed: the questions (bench/langdata/LANG.json) name
-these files.
+these files. The FAQ (`ja-faq`) ships as one text file: it is split at its numbered questions into `faq-NN-MM.html`
+(the question as the <h2> heading, its answer as paragraphs), the lines its text layout wrapped inside a Japanese word
+joined again.
 """
 
+import gzip
+import html
 import json
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +32,20 @@ class Manual:
     package: str
     suffix: str
     version: str = "2.100"  # the version the questions were written for (the section layout may move in another)
+    kind: str = "reference"  # "reference": debian-reference's HTML chapters; "faq": the Debian FAQ's text
 
 
 MANUALS = {
     "zh": Manual("zh", "debian-reference-zh-cn", "zh-cn"),
     "ja": Manual("ja", "debian-reference-ja", "ja"),
     "de": Manual("de", "debian-reference-de", "de"),
+    "ja-faq": Manual("ja", "debian-faq-ja", "ja", "11.1", "faq"),  # held out: no Japanese default was chosen on it
 }
+_FAQ_QUESTION = re.compile(r"^(\d+)\.(\d+)\. \S", re.M)
+_FAQ_CHAPTER = re.compile(r"^(?:\d+\. \S|-{10,}|={10,})", re.M)
+# A line break (and the indents around it: spaces, no-break spaces) between two non-ASCII characters: the text layout
+# wrapped a Japanese word.
+_WRAPPED = re.compile(r"(?<=[^\x00-\x7f\xa0])[ \t\xa0]*\n[ \t\xa0]*(?=[^\x00-\x7f\xa0])")
 
 
 def questions(lang: str) -> list[dict[str, str]]:
@@ -92,6 +105,27 @@ def split_chapter(html: str) -> list[tuple[str, str]]:
     return pieces
 
 
+def split_faq(text: str) -> list[tuple[str, str, str]]:
+    """The FAQ's text as (file stem, question, answer) per numbered question, wrapped words joined."""
+    text = _WRAPPED.sub("", text)
+    starts = list(_FAQ_QUESTION.finditer(text))
+    out = []
+    for i, match in enumerate(starts):
+        block = text[match.start():starts[i + 1].start() if i + 1 < len(starts) else len(text)]
+        question, _, answer = block.partition("\n\n")
+        end = _FAQ_CHAPTER.search(answer)
+        answer = answer[:end.start()] if end else answer
+        out.append((f"faq-{int(match.group(1)):02d}-{int(match.group(2)):02d}", " ".join(question.split()), answer))
+    return out
+
+
+def _faq_files(extracted: Path, staging: Path) -> None:
+    for stem, question, answer in split_faq(gzip.decompress(next(extracted.rglob("debian-faq.ja.txt.gz")).read_bytes()).decode()):
+        paragraphs = "".join(f"<p>{html.escape(' '.join(p.split()))}</p>\n" for p in answer.split("\n\n") if p.strip())
+        title = html.escape(question)
+        (staging / f"{stem}.html").write_text(_document(title, f"<h2>{title}</h2>\n{paragraphs}"), encoding="utf-8")
+
+
 def build_folder(lang: str, work: Path) -> tuple[Path, str]:
     """The folder of `lang`'s section files under `work` (built once, reused), and the package version it holds."""
     manual = MANUALS[lang]
@@ -103,9 +137,13 @@ def build_folder(lang: str, work: Path) -> tuple[Path, str]:
     extracted = work / f"deb-{lang}-{version}"
     if not extracted.is_dir():
         subprocess.run(["dpkg-deb", "-x", str(deb), str(extracted)], check=True)
-    source = extracted / "usr" / "share" / "debian-reference"
     staging = work / f".staging-{lang}"
     staging.mkdir(parents=True, exist_ok=True)
+    if manual.kind == "faq":
+        _faq_files(extracted, staging)
+        staging.rename(folder)
+        return folder, version
+    source = extracted / "usr" / "share" / "debian-reference"
     for chapter in sorted(source.glob(f"*.{manual.suffix}.html")):
         stem = chapter.name.split(".")[0]  # ch01, apa, pr01, index
         if stem == "index":

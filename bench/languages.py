@@ -1,6 +1,6 @@
 """Retrieval quality in Chinese, Japanese and German: lodex bm25 / dense / hybrid next to a segmenter + BM25 baseline.
 
-usage: python bench/languages.py [--langs zh,ja,de] [--work DIR] [--config FILE] [--variant LABEL:KEY=VALUE,...]
+usage: python bench/languages.py [--langs zh,ja,de,ja-faq] [--work DIR] [--config FILE] [--variant LABEL:KEY=VALUE,...]
                                  [--no-baseline] [--out FILE]
 Builds each language's folder from Debian's debian-reference package (bench/langdata.py: one file per <h2> section of
 the manual, the .deb fetched with apt-get into --work), indexes it with lodex through its public Python API (the same
@@ -92,7 +92,7 @@ def run_lodex(folder: Path, data: Path, config: Path | None, overrides: dict[str
 def run_baselines(lang: str, folder: Path, qs: list[dict[str, str]]) -> dict[str, dict[str, float]]:
     """Each baseline of `lang` over the same folder and questions."""
     out = {}
-    for label, tokenize in baselines(lang).items():
+    for label, tokenize in baselines(MANUALS[lang].lang).items():
         index = PassageBM25.build(folder, tokenize)
         began = time.perf_counter()
         ranked = [index.rank(q["question"]) for q in qs]
@@ -127,7 +127,7 @@ def cpu_flags() -> str:
 
 def table(lang: str, version: str, n: int, lodex: dict[str, dict[str, Any]], base: dict[str, dict[str, float]]) -> str:
     """One language's results as a Markdown table."""
-    lines = [f"### {lang} — debian-reference {version}, {n} questions", "",
+    lines = [f"### {lang} — {MANUALS[lang].package} {version}, {n} questions", "",
              "| system | top-1 | top-3 | MRR@10 | notes |", "|---|---|---|---|---|"]
     for variant, result in lodex.items():
         if "error" in result:

@@ -28,8 +28,9 @@ can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn ha
 shouldn wasn weren won wouldn""".split())
 MAX_BYTES = 40  # words this long or longer are left out
 # The terms' version a new index records in its origin (`keyword_terms`); an index that records none holds version 1
-# (before section headings, Chinese character pairs and Japanese parts of speech), and is searched and extended so.
-TERMS_VERSION = 2
+# (before section headings, Chinese character pairs and Japanese parts of speech), one that records 2 holds no Japanese
+# compounds; each is searched and extended with its own version's terms.
+TERMS_VERSION = 3
 HEADING_WEIGHT = 2  # a chunk's keywords hold its section heading's terms this many times (version 2)
 _WORD = re.compile(r"[^\W_]+")
 _FOLDS = str.maketrans({"æ": "ae", "œ": "oe", "ø": "o", "đ": "d", "ð": "d", "ł": "l", "þ": "th", "ı": "i"})

@@ -1,7 +1,8 @@
 """Words of the scripts written without spaces: Chinese by jieba's dictionary (rjieba) with the run's character pairs
-alongside, Japanese by Sudachi's (small dictionary) with its function words left out by part of speech, Korean and the
+alongside, Japanese by Sudachi's (core dictionary) with its function words left out by part of speech, Korean and the
 others (Thai, Lao, Khmer, Myanmar) as overlapping character pairs; keyword search makes its terms of these words
-(`fts_terms`). `terms_version` 1 is how an index made before the pairs and parts of speech holds its words."""
+(`fts_terms`). `terms_version` 1 is how an index made before the pairs and parts of speech holds its words, 2 before
+Japanese compounds (its words Sudachi's shortest units alone)."""
 
 import re
 import threading
@@ -30,13 +31,23 @@ _local = threading.local()
 
 
 def _japanese() -> Any:
-    """This thread's Sudachi tokenizer (split mode A: the shortest units, as a search index wants)."""
+    """This thread's Sudachi tokenizer: split mode B, words as a reader cuts them (日本語, 時刻同期 stays 時刻 + 同期),
+    each of which splits into the shortest units (mode A: 日本 + 語) where a document's terms want them too."""
     tokenizer = getattr(_local, "japanese", None)
     if tokenizer is None:
         from sudachipy import Dictionary, SplitMode
 
-        tokenizer = _local.japanese = Dictionary(dict="small").tokenizer(mode=SplitMode.A)
+        tokenizer = _local.japanese = Dictionary(dict="core").tokenizer(mode=SplitMode.B)
     return tokenizer
+
+
+def _shortest(morpheme: Any) -> list[Any]:
+    """A mode B word's shortest units (itself when it has one; sudachipy 0.7's `add_single` gives a morpheme whose
+    surface panics)."""
+    from sudachipy import SplitMode
+
+    parts = morpheme.split(SplitMode.A)
+    return list(parts) if len(parts) else [morpheme]
 
 
 def _pairs(run: str) -> list[str]:
@@ -56,30 +67,43 @@ def chinese_words(run: str, query: bool, pairs: bool = True) -> list[str]:
     return out + [PAIR_MARK + p for p in _pairs(run) if len(p) == 2] if pairs else out
 
 
-def japanese_words(run: str, by_part_of_speech: bool = True) -> list[str]:
+def _content_word(m: Any, by_part_of_speech: bool) -> str | None:
+    """A Sudachi morpheme's normalized form, lower-cased, or None for a particle (a short hiragana word; with
+    `by_part_of_speech`, any word of `JAPANESE_FUNCTION_POS`)."""
+    if by_part_of_speech:
+        pos = m.part_of_speech()
+        if pos[0] in JAPANESE_FUNCTION_POS or pos[1] == _DEPENDENT:
+            return None
+    word = m.normalized_form()
+    return word.lower() if not _HIRAGANA_ONLY.match(m.surface()) and word.strip() else None
+
+
+def japanese_words(run: str, by_part_of_speech: bool = True, query: bool = False, compounds: bool = True) -> list[str]:
     """A run of Japanese text (kanji and kana) as its words in Sudachi's normalized form, particles left out (short
-    hiragana words; with `by_part_of_speech`, every word of `JAPANESE_FUNCTION_POS` too)."""
+    hiragana words; with `by_part_of_speech`, every word of `JAPANESE_FUNCTION_POS` too). With `compounds` a query
+    keeps its words whole (日本語) and a document gives each word's shortest units and then the word (日本, 語, 日本語),
+    so that a question's compound meets the same compound first and its parts still meet a text that splits it;
+    without, the shortest units alone."""
     out = []
     for i in range(0, len(run), 8000):  # Sudachi takes at most ~49 kB at once
         for m in _japanese().tokenize(run[i:i + 8000]):
-            if by_part_of_speech:
-                pos = m.part_of_speech()
-                if pos[0] in JAPANESE_FUNCTION_POS or pos[1] == _DEPENDENT:
-                    continue
-            word = m.normalized_form()
-            if not _HIRAGANA_ONLY.match(m.surface()) and word.strip():
-                out.append(word.lower())
+            parts = _shortest(m)
+            if compounds and (query or len(parts) == 1):
+                units = [m]
+            else:
+                units = parts + ([m] if compounds else [])
+            out += [w for u in units if (w := _content_word(u, by_part_of_speech)) is not None]
     return out
 
 
 def run_words(run: str, language: str | None, query: bool, terms_version: int = 2) -> list[str]:
     """The words of one run of a spaceless script (`SPACELESS`); `language`, the text's (ISO 639-1), decides whether
     kanji alone are Japanese; `terms_version` 1 as an index made before version 2 holds them (no character pairs in
-    Chinese, Japanese words not chosen by part of speech)."""
+    Chinese, Japanese words not chosen by part of speech), 2 as one made before version 3 (no Japanese compounds)."""
     if _PAIRED.match(run):
         return _pairs(run)
     if language == "ja" or _KANA_CHAR.search(run):
-        return japanese_words(run, terms_version >= 2)
+        return japanese_words(run, terms_version >= 2, query, terms_version >= 3)
     return chinese_words(run, query, terms_version >= 2)
 
 

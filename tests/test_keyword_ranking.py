@@ -33,6 +33,18 @@ def test_japanese_function_words_are_left_out_by_part_of_speech() -> None:
     assert keyword_terms("設定する", "ja") == ["設定"]
 
 
+def test_japanese_compounds_meet_whole_and_in_parts() -> None:
+    """Version 3: a question keeps a compound whole (日本語), a document gives its parts and then the compound, so the
+    compound meets the compound and its parts still meet a text that writes them apart; version 2 (an index made
+    before) has the parts alone, for documents and questions alike."""
+    question = "日本語のロケールを設定したい"
+    assert keyword_terms(question, "ja", query=True) == ["日本語", "ロケール", "設定"]
+    assert keyword_terms("日本語のロケール", "ja") == ["日本", "語", "日本語", "ロケール"]
+    assert keyword_terms("日本の言語", "ja") == ["日本", "言語"]  # written apart: no compound to give
+    assert keyword_terms(question, "ja", query=True, terms_version=2) == ["日本", "語", "ロケール", "設定"]
+    assert keyword_terms("日本語のロケール", "ja", terms_version=2) == ["日本", "語", "ロケール"]
+
+
 def test_documents_are_scored_by_their_best_chunks() -> None:
     """bm25 mode's document score: the sum of its m best chunks (a document with two good chunks over one with a
     single slightly better one); m = 1 is the best chunk alone."""

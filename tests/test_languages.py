@@ -23,11 +23,20 @@ ZH_WORDS = ("系统 管理员 软件包 安装 时钟 同步 网络 配置 文�
             "仓库 版本 升级 依赖 源码 编译 调试 文档 手册 问题 方法 检查 设置 更新 删除 下载").split()
 
 
+# And of its Japanese chapters, with the particles that join them.
+JA_WORDS = ("システム 管理者 パッケージ 時刻 同期 ネットワーク 設定 ファイル サーバー カーネル モジュール ユーザー 権限 "
+            "バックアップ データ ディスク 日本 言語 ロケール 端末 エディタ スクリプト プロセス メモリ 起動 文書 更新 削除").split()
+
+
 def _chinese(rng: random.Random, words: int) -> str:
     out = []
     for _ in range(words // 8):
         out.append("".join(rng.choice(ZH_WORDS) for _ in range(8)) + rng.choice("，。；"))
     return "".join(out)
+
+
+def _japanese(rng: random.Random, words: int) -> str:
+    return "".join(rng.choice(JA_WORDS) + rng.choice("のをにはと") + ("。" if i % 8 == 7 else "") for i in range(words))
 
 
 def test_mixed_text_keeps_chinese_words_and_english_stems() -> None:
@@ -84,27 +93,31 @@ def test_lodex_terms_score_chinese_rows_exactly_as_lances_index(tmp_path: Path) 
     assert checked >= 40
 
 
-def test_a_chinese_passage_committed_a_moment_ago_scores_as_once_optimized(tmp_path: Path) -> None:
-    """A Chinese query finds the Chinese passage of a file committed a moment ago (outside the full-text index:
-    scored by lodex beside it) with the score the index gives it once optimized."""
+@pytest.mark.parametrize(("lang", "new_text", "query"), [
+    ("zh", "如何配置时钟同步服务？使用 chrony 软件包：安装后检查时钟同步状态。", "时钟同步 chrony"),
+    ("ja", "日本語のロケールを設定するには locales パッケージを使います。日本語の入力も設定します。", "日本語ロケール locales"),
+])
+def test_a_passage_committed_a_moment_ago_scores_as_once_optimized(tmp_path: Path, lang: str, new_text: str, query: str) -> None:
+    """A Chinese or Japanese query (a Japanese compound kept whole) finds the passage of a file committed a moment ago
+    (outside the full-text index: scored by lodex beside it) with the score the index gives it once optimized."""
     rng = random.Random(5)
-    root, store, indexer, searcher = indexed_notes(tmp_path, {f"n{i:03d}.txt": _chinese(rng, 60) for i in range(300)})
-    (root / "new.txt").write_text("如何配置时钟同步服务？使用 chrony 软件包：安装后检查时钟同步状态。")
+    make = _chinese if lang == "zh" else _japanese
+    root, store, indexer, searcher = indexed_notes(tmp_path, {f"n{i:03d}.txt": make(rng, 60) for i in range(300)})
+    (root / "new.txt").write_text(new_text)
     indexer.run(root, only=["new.txt"])
     snap = searcher.source.refresh()
     assert snap.keywords is not None and len(snap.keywords) == 1
-    query = "时钟同步 chrony"
     assert [h.path for h in searcher.search(query, 3, mode="bm25").results][:1] == ["new.txt"]
     reader = LanceStore(tmp_path / "data", store.dim)
     reader.pin(snap.versions)
-    rows, scores = reader.start_keyword_search([query], 10, snap.version, snap.keywords, ["zh"])()[0]
+    rows, scores = reader.start_keyword_search([query], 10, snap.version, snap.keywords, [lang])()[0]
     before = dict(zip(*snap.owners.ranked(rows, scores)))
 
     store.optimize()
     after = LanceStore(tmp_path / "data", store.dim)
     version = after.refresh()[1]
     assert after.text_index_rows(version)[1] == 0
-    rows, scores = after.start_keyword_search([query], 10, version, None, ["zh"])()[0]
+    rows, scores = after.start_keyword_search([query], 10, version, None, [lang])()[0]
     owners = after.chunk_owners(version)
     ids, scores = owners.ranked(rows, scores)
     assert ids[0] == next(iter(before))  # the new passage, best before and after

@@ -114,6 +114,29 @@ def test_contents_and_index_pages_are_not_the_best_passage(tmp_path: Path) -> No
         assert len(passages) == 3 and all("Glaciers retreat" not in p.text for p in passages[1:])
 
 
+def test_a_question_naming_a_section_opens_it_at_its_start(tmp_path: Path) -> None:
+    """A question holding every word of a section's title ("Export to text files") gets that section's first chunk
+    (the first to start in it) as its first passage, though a later chunk of the section matches its words more; a
+    question that does not name the section keeps its best chunk first."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    later = " ".join(["Call write.table to export the data frame to a text file with its row labels."] * 3)
+    (root / "manual.md").write_text("# Data manual\n\n## 1 Import\n\nReading spreadsheets and databases.\n\n"
+                                    "## 2.3 Export to text files\n\nThere are a number of issues to consider first: the "
+                                    "separator, the quoting of strings and the encoding.\n\n" + "\n\n".join(
+                                        [f"Paragraph {n} on separators, quoting and encodings." for n in range(6)] + [later])
+                                    + "\n\n## 3 XML\n\nMarkup for documents.\n")
+    store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder(), max_tokens=40, overlap=0)
+    indexer.run(root)
+    for mode in ("bm25", "hybrid", "dense"):
+        named = searcher.search("How do I export a data frame to a text file?", k=1, mode=mode).results[0].passages
+        assert named[0].text.startswith("Paragraph 0"), mode
+        assert named[0].section == "Data manual › 2.3 Export to text files"
+        assert any("write.table" in p.text for p in named[1:]), mode  # the best-matching chunk comes next
+        detail = searcher.search("write.table data frame row labels", k=1, mode=mode).results[0].passages
+        assert "write.table" in detail[0].text, mode  # "text files" not asked: the best chunk stays first
+
+
 def test_listing_detection() -> None:
     from lodex.search.listing import is_listing
     assert is_listing("1 Introduction . . . . . . . 3\n2 Methods . . . . . . . . 7\n3 Results . . . . . . . 12")

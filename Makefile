@@ -20,7 +20,8 @@ $(BIN)/python:
 # modules it imports on first use, and keeps them (see above), where compiling every file of torch, transformers and ray
 # up front doubled the install's time. uv reads no pip configuration: it is given pip's find-links (on these machines
 # /opt/wheels, which holds the CPU build of torch; without it uv would take the CUDA build from PyPI).
-FIND_LINKS := $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
+# (Expanded only where an install runs: asking pip costs ~0.3 s, which every other make call skips.)
+FIND_LINKS = $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null)
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 define install
 	{ [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --python $(BIN)/python $(addprefix --find-links ,$(FIND_LINKS)) -e "$(1)"; } || \

@@ -283,7 +283,7 @@ class Searcher:
         chunk first (read into `texts`): the page the section starts on (page@1 0.708 -> 0.750 on the real PDFs of
         bench/pdf_quality.py, docs/benchmarks.md)."""
         terms = [set(keyword_terms(q.text)) for q in queries]
-        named = {key: texts[picks[0][1]]["section"] for key, picks in chosen.items()
+        named = {key: (picks[0][1], texts[picks[0][1]]["section"]) for key, picks in chosen.items()
                  if picks and picks[0][1] in texts and names_section(texts[picks[0][1]]["section"], terms[key[0]])}
         starts = section_starts({key: members[key][0] for key in named}, named,
                                 lambda ids: self.store.chunks_at_rows(snap.owners.row_ids_of(ids), ["id", "ordinal", "section"]))

@@ -16,6 +16,7 @@ from lodex.store.fts_terms import keyword_terms
 # A heading's numbering: "2.8 ", "C.1 ", "IV ", "1. " before the title's words.
 _NUMBERING = re.compile(r"^(?:[A-Z]|[IVX]+|\d+)(?:\.\d+)*\.?\s+(?=\S)")
 K = TypeVar("K", bound=Hashable)
+WINDOW = 32  # chunks read at a time going back from a passage to its section's start (a section rarely spans more)
 
 
 def title_terms(section: str | None) -> set[str]:
@@ -31,18 +32,41 @@ def names_section(section: str | None, query_terms: set[str]) -> bool:
     return bool(terms) and terms <= query_terms
 
 
-def section_starts(members: dict[K, np.ndarray], sections: dict[K, str],
+def section_starts(members: dict[K, np.ndarray], named: dict[K, tuple[int, str]],
                    read: Callable[[np.ndarray], pa.Table]) -> dict[K, int]:
-    """For each document whose passage lies in `sections[key]`: the id of that section's first chunk among the
-    document's chunk ids `members[key]`, from one read of their ordinals and sections (`read(chunk ids)`)."""
-    if not sections:
-        return {}
-    table = read(np.unique(np.concatenate([members[key] for key in sections])))
+    """For each document whose first passage (chunk id) lies in a section (`named[key]`): the id of that section's
+    first chunk, among the document's chunk ids `members[key]` (table order, which is chunk order)."""
+    found = {key: section_start(members[key], passage, section, read) for key, (passage, section) in named.items()}
+    return {key: start for key, start in found.items() if start is not None}
+
+
+def section_start(ids: np.ndarray, passage: int, section: str, read: Callable[[np.ndarray], pa.Table]) -> int | None:
+    """The first chunk of `section`, walking back from the `passage` chunk through the document's chunk ids `ids`
+    WINDOW at a time (`read(ids)`: their ids, ordinals and sections), so that a long document costs a few rows, not
+    all of them; where the ids are not in chunk order, from all of them."""
+    at = np.flatnonzero(ids == passage)
+    if not len(at):
+        return None
+    start, end = passage, int(at[0]) + 1
+    while end > 0:
+        begin = max(end - WINDOW, 0)
+        table = read(ids[begin:end])
+        order = np.argsort(np.asarray(table["ordinal"]), kind="stable")
+        ordinals, got = np.asarray(table["ordinal"])[order], np.asarray(table["id"])[order]
+        if len(got) != end - begin or np.any(np.diff(ordinals) != 1) or not np.array_equal(got, ids[begin:end]):
+            return _first_of(ids, section, read)
+        sections = table["section"].take(pa.array(order)).to_pylist()
+        for i in range(len(got) - 1, -1, -1):
+            if sections[i] != section:
+                return start
+            start = int(got[i])
+        end = begin
+    return start
+
+
+def _first_of(ids: np.ndarray, section: str, read: Callable[[np.ndarray], pa.Table]) -> int | None:
+    """The section's first chunk among all of the document's chunks, by ordinal."""
+    table = read(ids)
     order = np.argsort(np.asarray(table["ordinal"]), kind="stable")
-    ids, found = np.asarray(table["id"])[order], np.asarray(table["section"].to_pylist(), dtype=object)[order]
-    starts: dict[K, int] = {}
-    for key, section in sections.items():
-        mine = np.isin(ids, members[key]) & (found == section)
-        if mine.any():
-            starts[key] = int(ids[np.argmax(mine)])
-    return starts
+    mine = np.asarray(table["section"].take(pa.array(order)).to_pylist(), dtype=object) == section
+    return int(np.asarray(table["id"])[order][np.argmax(mine)]) if mine.any() else None

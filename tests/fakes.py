@@ -5,10 +5,11 @@ import hashlib
 import math
 import os
 import re
+import select
 import signal
 import threading
-import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
@@ -106,23 +107,77 @@ def crashing_encoder(cfg: object) -> CrashingEncoder:
     return CrashingEncoder()
 
 
-class SlowEncoder(FakeEncoder):
-    """A FakeEncoder that takes $LODEX_TEST_EMBED_DELAY_S seconds per call, so that indexing is long enough to be
-    interrupted."""
+GATE_ENV = "LODEX_TEST_EMBED_GATE"
+
+
+class EncodeGate:
+    """The test's side of a model whose every document batch (in another process: a server, a Ray actor) waits until
+    the test lets it through: the encoder says it has a batch on one FIFO (`asks`) and waits for a permit on another
+    (`permits`), so the test decides, at each batch, whether the work goes on, and stops it where it likes. Closing
+    the permits (`open_for_good`) lets every batch through from then on."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("asks", "permits"):
+            os.mkfifo(folder / name)
+        # read-write ends: opening them does not wait for the other side, and the encoder's opens never wait either
+        self._asks = os.open(folder / "asks", os.O_RDWR)
+        self._permits: int | None = os.open(folder / "permits", os.O_RDWR)
+        self.env = {GATE_ENV: str(folder)}
+        self.granted = 0
+
+    def next_ask(self, timeout: float) -> bool:
+        """Until the encoder asks to encode a batch (True), at most `timeout` seconds (False)."""
+        if not select.select([self._asks], [], [], timeout)[0]:
+            return False
+        os.read(self._asks, 1)
+        return True
+
+    def grant(self) -> None:
+        """Let one batch through."""
+        assert self._permits is not None, "the gate is open for good"
+        os.write(self._permits, b"+")
+        self.granted += 1
+
+    def open_for_good(self) -> None:
+        """Every batch from now on goes through (the encoder reads the permits' end)."""
+        if self._permits is not None:
+            os.close(self._permits)
+            self._permits = None
+
+    def close(self) -> None:
+        self.open_for_good()
+        os.close(self._asks)
+
+
+class GatedEncoder(FakeEncoder):
+    """A FakeEncoder whose document batches each wait for the test's permit when $LODEX_TEST_EMBED_GATE names an
+    `EncodeGate`'s folder (a model busy for as long as the test decides, in a process the test does not run)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.delay = float(os.environ.get("LODEX_TEST_EMBED_DELAY_S", "0"))
+        folder = os.environ.get(GATE_ENV)
+        self._gate: tuple[int, int] | None = None
+        if folder:
+            permits = os.open(os.path.join(folder, "permits"), os.O_RDONLY | os.O_NONBLOCK)  # never waits for a writer
+            os.set_blocking(permits, True)
+            self._gate = (os.open(os.path.join(folder, "asks"), os.O_WRONLY), permits)
 
     def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
-        if kind == "document" and self.delay:
-            time.sleep(self.delay)  # a slow model: the encoding work itself, long enough to be interrupted
+        if kind == "document" and self._gate is not None:
+            asks, permits = self._gate
+            try:
+                os.write(asks, b"?")
+            except BrokenPipeError:
+                pass  # the test has gone: its permits say the rest
+            if os.read(permits, 1) == b"":  # the permits' end closed: open for good
+                self._gate = None
         return super().embed(texts, kind, lengths)
 
 
-def fake_encoder(cfg: object) -> SlowEncoder:
+def fake_encoder(cfg: object) -> GatedEncoder:
     """encoder.backend = "tests.fakes:fake_encoder" (for CLI runs in a subprocess)."""
-    return SlowEncoder()
+    return GatedEncoder()
 
 
 class DyingEncoder(FakeEncoder):

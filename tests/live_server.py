@@ -10,23 +10,46 @@ import uvicorn
 from lodex.api.app import create_app
 from lodex.api.forward import Identity, record_server
 from lodex.api.service import LodexService
-from tests.waiting import wait_until
+from tests.waiting import Wake, wait_until
+
+
+class StartingServer(uvicorn.Server):
+    """uvicorn that says when it has started, and when its run ends (started or not): `wake`."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.wake = Wake()
+
+    async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
+        await super().startup(sockets=sockets)
+        self.wake.notify()
+
+    def run_in_thread(self, name: str = "uvicorn") -> threading.Thread:
+        """run() in a daemon thread, started; until uvicorn has started (its thread must stay alive until then)."""
+        def run() -> None:
+            try:
+                self.run()
+            finally:
+                self.wake.notify()
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+
+        def started() -> bool:
+            assert thread.is_alive(), "uvicorn stopped before it started"
+            return bool(self.started and self.servers)
+
+        wait_until(started, self.wake, 60, "uvicorn to start")
+        return thread
 
 
 @contextmanager
 def live_server(service: LodexService) -> Iterator[tuple[Identity, int]]:
     """Serve `service` until the block ends (then stop the server and close the service); yields its identity and port."""
     identity = Identity.new()
-    server = uvicorn.Server(uvicorn.Config(create_app(service, identity=identity, host="127.0.0.1"), host="127.0.0.1", port=0,
+    server = StartingServer(uvicorn.Config(create_app(service, identity=identity, host="127.0.0.1"), host="127.0.0.1", port=0,
                                            log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-
-    def started() -> bool:
-        assert thread.is_alive(), "uvicorn stopped before it started"
-        return bool(server.started and server.servers)
-
-    wait_until(started, 60, 0.02, "uvicorn to start")
+    thread = server.run_in_thread()
     port = server.servers[0].sockets[0].getsockname()[1]
     record_server(service.data_dir, "127.0.0.1", port, identity)
     try:

@@ -12,7 +12,7 @@ from lodex.api.app import create_app
 from lodex.api.service import LodexService
 from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder
-from tests.waiting import wait_until
+from tests.waiting import Wake, wait_until
 
 
 def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0,
@@ -74,7 +74,7 @@ def test_search_get_and_post(client: TestClient) -> None:
     assert future["results"] == []
 
 
-def test_documents_list_detail_push_delete(client: TestClient) -> None:
+def test_documents_list_detail_push_delete(client: TestClient, tmp_path: Path) -> None:
     listed = client.get("/documents", params={"limit": 2}).json()
     assert listed["total"] == 3 and len(listed["documents"]) == 2 and listed["documents"][0]["path"] == "heat.txt"
     doc = client.get(f"/documents/{listed['documents'][1]['id']}").json()
@@ -89,7 +89,7 @@ def test_documents_list_detail_push_delete(client: TestClient) -> None:
         assert waiting.status_code == 200 or waiting.json()["status"] == "queued"
         return waiting.status_code == 200
 
-    wait_until(indexed, what="the pushed document indexed")
+    wait_until(indexed, [tmp_path / "data"], what="the pushed document indexed")  # the writer commits there
     hit = client.get("/search", params={"q": "zeppelins airships", "k": 1}).json()["results"][0]
     assert hit["doc_id"] == doc_id and hit["path"] == "@api/memo-1" and hit["title"] == "Memo"
     detail = client.get(f"/documents/{doc_id}").json()
@@ -247,8 +247,10 @@ def test_ready_says_indexing_while_a_saved_file_is_still_settling(tmp_path: Path
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             service.watch.startup.result(timeout=60)
             assert client.get("/ready").json()["indexing"] is False
+            seen, add = Wake(), service.watch.collector.add
+            service.watch.collector.add = lambda rel: (add(rel), seen.notify())  # type: ignore[method-assign]
             (tmp_path / "docs" / "new.txt").write_text("Freshly saved notes on flutter. " * 8)
-            wait_until(lambda: len(service.watch.collector), what="the watcher to see the new file")
+            wait_until(lambda: len(service.watch.collector), seen, what="the watcher to see the new file")
             assert not service.writer.busy  # seen, not handed to the writer yet
             assert client.get("/ready").json()["indexing"] is True
     finally:

@@ -16,7 +16,6 @@ from lodex.indexer.preparation import Prepared
 from lodex.indexer.scanner import scan
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
-from tests.waiting import wait_until
 
 
 def test_groups_are_whole_encoder_batches() -> None:
@@ -104,7 +103,7 @@ def test_a_stop_during_side_by_side_groups_ends_the_run_soon(tmp_path: Path) -> 
     done: list = []
     run = threading.Thread(target=lambda: done.append(indexer.run(root)))
     run.start()
-    wait_until(lambda: encoder.running == 2, 30, 0.01, "two groups in flight, held in the encoder")
+    assert encoder.met.wait(30) and encoder.running == 2, "two groups in flight, held in the encoder"
     indexer.cancel.set()  # the stop comes while both groups are being encoded
     started = time.monotonic()
     gate.set()

@@ -55,7 +55,7 @@ def _wait_listening(server: Server, timeout: float = 120) -> None:
         except OSError:
             return False
 
-    wait_until(listening, timeout, 0.2, "serve to listen", detail=server.output)
+    wait_until(listening, [server.home], timeout, "serve to listen", detail=server.output)
 
 
 HEAVY = {"lodex.api.factory", "numpy", "pyarrow", "lancedb", "onnxruntime", "torch"}  # what a forwarded command never needs

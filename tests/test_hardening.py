@@ -21,7 +21,6 @@ from lodex.indexer.streaming import chunk_stream, text_blocks
 from lodex.store.job_log import FileRecord, JobLog
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
-from tests.waiting import wait_until
 
 
 def _run_with_deadline(fn, seconds: float = 60):
@@ -317,7 +316,7 @@ def test_a_stopping_writer_stops_a_long_run_soon(tmp_path: Path) -> None:
     assert encoder.held.wait(30), "the run ended before the stop"
     stopping = threading.Thread(target=writer.stop, kwargs={"timeout": 30})
     stopping.start()
-    wait_until(lambda: indexer.cancel.is_set(), 30, 0.01, "the stop to reach the run")
+    assert indexer.cancel.wait(30), "the stop did not reach the run"
     started = time.monotonic()
     encoder.gate.set()  # the encoding in flight ends; the run must stop at its next check
     stopping.join(30)

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from lodex.api.factory import open_reader
 from lodex.api.settings import Settings
 from lodex.search.searcher import Searcher
-from tests.fakes import FakeEncoder
+from tests.fakes import EncodeGate, FakeEncoder
 from tests.proc_tree import process_tree
 from tests.test_serve import REPO, Server, get
 from tests.waiting import wait_until
@@ -84,6 +85,7 @@ def build_hostile_folder(root: Path) -> socket.socket:
     return sock
 
 
+FIRST_BATCHES = 4  # batches of a busy server's run let through: more than its first commit needs, far fewer than it has
 ENV = {"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_INDEX__FOLLOW_SYMLINKS": "true",
        "LODEX_INDEX__STREAM_ABOVE_MB": "1", "LODEX_INDEX__RETRY_BACKOFF_S": "0.01", "HF_HUB_OFFLINE": "1"}
 
@@ -136,7 +138,7 @@ def _wait_idle(server: Server, timeout: float = 120) -> dict:
         status, body = get(server.url + "/ready")
         return body if status == 200 and not body["indexing"] else None
 
-    return wait_until(idle, timeout, 0.3, "the server to finish indexing", detail=server.output)
+    return wait_until(idle, [server.home], timeout, "the server to finish indexing", detail=server.output)
 
 
 def _search(server: Server, word: str) -> list[dict]:
@@ -145,9 +147,12 @@ def _search(server: Server, word: str) -> list[dict]:
     return body["results"]
 
 
-def _stop_within(server: Server, seconds: float) -> float:
+def _stop_within(server: Server, seconds: float, then: Callable[[], None] | None = None) -> float:
+    """SIGTERM, then `then()` (a held batch let go: the work in hand ends as a model's would), until it has exited."""
     started = time.monotonic()
     server.proc.send_signal(signal.SIGTERM)
+    if then is not None:
+        then()
     server.proc.wait(timeout=60)
     took = time.monotonic() - started
     assert took <= seconds, f"SIGTERM took {took:.1f} s: {server.output()}"
@@ -169,7 +174,7 @@ def test_lodex_serve_keeps_serving_a_hostile_folder_and_stops_on_sigterm(tmp_pat
         os.mkfifo(root / "late-pipe.txt")  # new hostile files while watching: the writer goes on
         (root / "late-big.txt").write_bytes(b"y" * (2 << 20) + b" kittiwake")
         (root / "late-good.txt").write_text("the lapwing arrived after the pipe\n")
-        wait_until(lambda: _search(server, "lapwing") and _search(server, "kittiwake"), 60, 0.3,
+        wait_until(lambda: _search(server, "lapwing") and _search(server, "kittiwake"), [server.home], 60,
                    "the files added while watching found", detail=server.output)
     finally:
         took = _stop_within(server, 10)
@@ -183,15 +188,20 @@ def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_
     root.mkdir()
     for i in range(80):
         (root / f"doc-{i:02d}.txt").write_text(f"document {i} " + " ".join(f"w{i}x{j}" for j in range(400)))
-    slow = {**ENV, "LODEX_TEST_EMBED_DELAY_S": "0.5", "LODEX_INDEX__FLUSH_TOKENS": "4096"}
-    server = Server(root, data, env=slow)
+    gate = EncodeGate(tmp_path / "gate")  # the model's batches go on only as the test lets them
+    server = Server(root, data, env={**ENV, **gate.env, "LODEX_INDEX__FLUSH_TOKENS": "4096"})
     try:
         server.wait_ready()
-        wait_until(lambda: get(server.url + "/stats")[1]["documents"], 60, 0.2,  # indexing is under way, far from done
-                   "a first document indexed", detail=server.output)
+        for _ in range(FIRST_BATCHES):
+            assert gate.next_ask(60), f"the server asked to encode no batch: {server.output()}"
+            gate.grant()
+        wait_until(lambda: get(server.url + "/stats")[1]["documents"], [server.home], 60, "a first document indexed",
+                   detail=server.output)
+        assert gate.next_ask(60), "the next batch was not asked for"  # held: indexing is under way, far from done
         assert get(server.url + "/ready")[1]["indexing"]
     finally:
-        took = _stop_within(server, 10)
+        took = _stop_within(server, 10, then=gate.open_for_good)  # the batch in hand ends, then the run must stop
+        gate.close()
     print(f"SIGTERM while indexing: stopped in {took:.1f} s")
     resumed = Server(root, data, env=ENV)
     try:

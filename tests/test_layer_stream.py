@@ -15,7 +15,7 @@ from lodex.indexer.settings import EncoderSettings
 from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.errors import ConfigError
 from tests.tiny_models import KINDS, tiny_model
-from tests.waiting import wait_until
+from tests.waiting import Wake, wait_until
 
 TEXTS = ["a", "Swept wings at transonic speed: lift, drag and buffeting measured in the tunnel.",
          "Boundary layers. " * 40, "heat transfer", "The flow over a flat plate " * 8, "shock"]
@@ -177,11 +177,12 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
            "LODEX_ENCODER__MEMORY_BUDGET_MB": "1", "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache"),
            "LODEX_CHUNKING__LATE": "false"}  # each chunk its own encoding: checked below
     command = [sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"]
-    proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:  # caught in its layers: as soon as it spills (looked for often, the window is short)
-        wait_until(lambda: list(data.glob(f"{SPILL_PREFIX}*")) or proc.poll() is not None, 120, 0.005, "the run to spill activations")
-    finally:
-        proc.kill()
+    with Wake(data) as spilled:  # watching before it starts: the file's creation wakes the wait at once
+        proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:  # caught in its layers: as soon as it spills (the window is short)
+            wait_until(lambda: list(data.glob(f"{SPILL_PREFIX}*")) or proc.poll() is not None, spilled, 120, "the run to spill activations")
+        finally:
+            proc.kill()
     assert proc.wait() == -9 and list(data.glob(f"{SPILL_PREFIX}*")), "the run was not caught in its layers"
     restart = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert restart.returncode == 0, restart.stderr[-2000:]

@@ -169,14 +169,14 @@ def test_read_only_replica_follows_new_versions_and_refuses_writes(s3: str, tmp_
             except OSError:
                 return False
 
-        wait_until(ready, 120, 0.3, "the replica to be ready", detail=(tmp_path / "replica.log").read_text)
+        wait_until(ready, [tmp_path], 120, "the replica to be ready", detail=(tmp_path / "replica.log").read_text)
         status, body = _call("GET", url + "/search?q=terns%20migrate&k=1")
         assert status == 200 and body["results"][0]["path"] == "terns.txt"
 
         (folder / "kites.txt").write_text("Kites fly on steady coastal winds above the dunes.\n")
         assert _json(runner.invoke(app, ["index", str(folder), "--data-dir", s3, "--json"]))["added"] == 1  # the writer
         wait_until(lambda: _call("GET", url + "/search?q=kites%20coastal%20winds&k=1")[1]["results"][0]["path"] == "kites.txt",
-                   30, 0.3, "the replica to see the new version")
+                   [tmp_path], 30, "the replica to see the new version")  # its cache of the new version
         assert _call("GET", url + "/stats")[1]["documents"] == 3
 
         for method, target, payload in (("POST", "/documents", {"name": "n.txt", "text": "hello"}),

@@ -16,7 +16,7 @@ from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import document_id
 from tests.fakes import FakeEncoder
 from tests.test_api import _error, _service
-from tests.waiting import wait_until
+from tests.waiting import Wake, wait_until
 
 BASE = "http://127.0.0.1:8765"
 
@@ -54,7 +54,8 @@ def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
     assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) >= 4  # kept on disk, not dropped
     again = _service(tmp_path)  # the next start indexes them, in order
     try:
-        wait_until(lambda: all(again.queued_push(i) is None for i in ids), what="every kept push indexed after the restart")
+        wait_until(lambda: all(again.queued_push(i) is None for i in ids), [tmp_path / "data"],  # spool files go as pushes apply
+                   what="every kept push indexed after the restart")
         with TestClient(create_app(again), base_url=BASE) as client:
             for i, doc_id in enumerate(ids):
                 body = client.get(f"/documents/{doc_id}").json()
@@ -75,7 +76,8 @@ def test_a_request_waiting_on_the_writer_answers_503_when_lodex_stops(tmp_path: 
             waiting = threading.Thread(target=lambda: answers.append(
                 client.post("/documents?wait=true", json={"name": "behind", "text": "kites and gliders " * 20})))
             waiting.start()
-            wait_until(lambda: service.queued_push(document_id(PUSHED_PREFIX + "behind")), what="the second push queued behind the first")
+            wait_until(lambda: service.queued_push(document_id(PUSHED_PREFIX + "behind")), [tmp_path / "data"],  # its spool file
+                       what="the second push queued behind the first")
             started = time.monotonic()
             service.halt()
             waiting.join(timeout=20)
@@ -96,15 +98,25 @@ def test_deleting_a_queued_push_deletes_it_once_it_is_applied(tmp_path: Path) ->
             client.post("/documents", json={"name": "ahead", "text": "a long document about zeppelins " * 100})
             queued = client.post("/documents", json={"name": "doomed", "text": "kites and gliders " * 20}).json()
             assert client.get(f"/documents/{queued['id']}").status_code == 202
+            assert service.door is not None and service.writer is not None
+            queued_now, submit = Wake(), service.door.submit
+
+            def submitted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+                try:
+                    return submit(*args, **kwargs)
+                finally:
+                    queued_now.notify()  # a job reached the door: its depth has changed
+
+            service.door.submit = submitted  # type: ignore[method-assign]
             deleted: list = []  # the delete answers once applied, behind the push ahead and the doomed one
             deleting = threading.Thread(target=lambda: deleted.append(client.delete(f"/documents/{queued['id']}")))
             deleting.start()
-            assert service.door is not None and service.writer is not None
-            wait_until(lambda: service.door.depth + service.writer.depth >= 2, what="the doomed push and its delete queued")
+            wait_until(lambda: service.door.depth + service.writer.depth >= 2, queued_now, what="the doomed push and its delete queued")
             encoder.gate.set()
             deleting.join(30)
             assert deleted[0].json() == {"deleted": queued["id"]}
-            wait_until(lambda: service.queued_push(queued["id"]) is None and not service.writer.busy, what="the queued push applied")
+            wait_until(lambda: service.queued_push(queued["id"]) is None and not service.writer.busy, [tmp_path / "data"],
+                       what="the queued push applied")
             _error(client.get(f"/documents/{queued['id']}"), 404, "not_found")
     finally:
         encoder.gate.set()

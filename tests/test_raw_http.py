@@ -4,7 +4,6 @@ keeps answering (stalled bodies, duplicate Host headers included)."""
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -13,9 +12,9 @@ import uvicorn
 from lodex.api.app import create_app
 from lodex.api.http_errors import JsonErrorsProtocol
 from lodex.api.service import LodexService
+from tests.live_server import StartingServer
 from tests.test_api import _service
 from tests.test_request_fuzz import _shape
-from tests.waiting import wait_until
 
 
 class ThreadServer:
@@ -27,17 +26,10 @@ class ThreadServer:
             self.port = s.getsockname()[1]
         config = uvicorn.Config(create_app(service), host="127.0.0.1", port=self.port, http=JsonErrorsProtocol,
                                 log_level="warning", access_log=False)
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="fuzz-uvicorn", daemon=True)
+        self.server = StartingServer(config)
 
     def start(self) -> "ThreadServer":
-        self.thread.start()
-
-        def started() -> bool:
-            assert self.thread.is_alive(), "uvicorn stopped before it started"
-            return bool(self.server.started)
-
-        wait_until(started, interval=0.02, what="uvicorn to start")
+        self.thread = self.server.run_in_thread("fuzz-uvicorn")
         return self
 
     def stop(self) -> None:

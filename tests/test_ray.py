@@ -16,9 +16,8 @@ from lodex.api.factory import WriteSide, open_reader
 from lodex.api.settings import Settings
 from lodex.indexer.pipeline import RunSummary
 from lodex.store.errors import ConfigError, LodexError
-from tests.fakes import FakeEncoder
+from tests.fakes import GATE_ENV, EncodeGate, FakeEncoder
 from tests.invariants import check_index
-from tests.waiting import wait_until
 
 ray = pytest.importorskip("ray", reason="Ray Data is in the cluster extra")
 REPO = Path(__file__).resolve().parents[1]
@@ -136,7 +135,7 @@ from pathlib import Path
 from lodex.api.factory import WriteSide, open_reader
 from lodex.api.settings import load_settings
 ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False,
-         runtime_env={"env_vars": {"PYTHONPATH": sys.argv[4], "LODEX_TEST_EMBED_DELAY_S": "0.4"}})
+         runtime_env={"env_vars": {"PYTHONPATH": sys.argv[4], "LODEX_TEST_EMBED_GATE": sys.argv[5]}})
 settings = load_settings(None, {"index.data_dir": sys.argv[2], "index.engine": "ray", "index.ray_actors": 1,
                                 "index.flush_tokens": 256, "index.stream_above_mb": 0.02, "encoder.backend": "tests.fakes:fake_encoder"})
 with WriteSide(settings, Path(sys.argv[3])) as side:
@@ -149,14 +148,20 @@ def test_a_driver_killed_mid_run_resumes_like_a_local_run(cluster: Path, tmp_pat
     on_ray = _settings(tmp_path, "ray", "ray")
     on_ray.index.flush_tokens = 256  # as the driver below: a commit every file or so
     address = ray.get_runtime_context().gcs_address
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, address, on_ray.index.data_dir, str(root), str(REPO)],
+    gate = EncodeGate(tmp_path / "gate")  # the actor's batches go on only as the test lets them
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, address, on_ray.index.data_dir, str(root), str(REPO), gate.env[GATE_ENV]],
                               env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_until(lambda: _committed(on_ray) >= 3 or driver.poll() is not None, 180, 0.2, "three commits by the driver")
+        while _committed(on_ray) < 3:  # a batch at a time until three commits; the batch asked for next is held
+            if not gate.next_ask(180):
+                raise AssertionError(f"the driver's actor asked for no batch: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}")
+            if _committed(on_ray) < 3:
+                gate.grant()
         assert driver.poll() is None, f"the driver ended before it was killed: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}"
-        driver.send_signal(signal.SIGKILL)
+        driver.send_signal(signal.SIGKILL)  # mid-run: its actor holds a batch
     finally:
         driver.wait(30)
+        gate.close()  # an actor left holding a batch lets it go
     before = _committed(on_ray)
     assert 3 <= before < 11, "killed too late to test a resume"
     summary, ray_index = _index(on_ray, root)

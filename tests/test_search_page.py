@@ -28,7 +28,7 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
     server = Server(root, tmp_path / "data")
     try:
         server.wait_ready()
-        wait_until(lambda: not get(server.url + "/ready")[1]["indexing"], 180, 0.3,  # the PDF takes a few seconds
+        wait_until(lambda: not get(server.url + "/ready")[1]["indexing"], [server.home], 180,  # the PDF takes a few seconds
                    "the folder indexed first", detail=server.output)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)

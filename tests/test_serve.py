@@ -36,6 +36,7 @@ class Server:
     def __init__(self, root: Path, data: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.home = data.parent  # its data dir and its log: what a wait for it watches
         self.log = open(data.parent / f"serve-{self.port}.log", "w+")  # noqa: SIM115
         full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), "LODEX_WATCH__QUIET_S": "0.5", **(env or {})}
         self.proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "serve", str(root), "--port", str(self.port), *args],
@@ -52,7 +53,7 @@ class Server:
             except OSError:
                 return False
 
-        wait_until(ready, timeout, 0.3, f"serve to answer {path}", detail=self.output)
+        wait_until(ready, [self.home], timeout, f"serve to answer {path}", detail=self.output)
 
     def output(self) -> str:
         self.log.flush()
@@ -79,7 +80,7 @@ def test_serve_watches_and_answers(tmp_path: Path) -> None:
             assert status == 200
             return body if body["results"] and body["results"][0]["path"] == "terns.txt" else None
 
-        body = wait_until(found, 60, 0.3, "the new file found by a search", detail=server.output)
+        body = wait_until(found, [server.home], 60, "the new file found by a search", detail=server.output)
         assert body["results"][0]["passages"][0]["char_start"] == 0
     finally:
         server.stop()

@@ -16,7 +16,7 @@ from lodex.store import faiss_lifecycle, lance_bridge, lance_store
 from lodex.store.lance_store import AnnPolicy, LanceStore
 from tests.conftest import make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
-from tests.waiting import wait_until
+from tests.waiting import Wake, wait_until
 
 WORDS = [f"w{i}" for i in range(300)]
 
@@ -267,9 +267,10 @@ def test_the_versions_of_a_short_write_are_left_to_the_writer_and_a_long_one_s_f
     prepare = source._next
     monkeypatch.setattr(source, "_next", lambda previous, versions: prepared.append(versions) or prepare(previous, versions))
     busy_for: list[float | None] = [0.0]
-    ticks, ticked, until = [0], threading.Event(), [0]
+    ticks, ticked, until, tick = [0], threading.Event(), [0], Wake()
 
     def asked() -> float | None:  # the background thread asks at each of its ticks, before it may prepare anything
+        tick.notify()  # (the tick after a preparation is what a wait for it wakes on)
         ticks[0] += 1
         if until[0] and ticks[0] >= until[0]:
             ticked.set()
@@ -288,7 +289,7 @@ def test_the_versions_of_a_short_write_are_left_to_the_writer_and_a_long_one_s_f
         (root / "b.txt").write_text("charlie " * 20)
         indexer.run(root)
         latest = (indexer.store.documents.version, indexer.store.chunks.version)
-        wait_until(lambda: source.snapshot().versions == latest, interval=0.01, what="the background thread to prepare the latest version")
+        wait_until(lambda: source.snapshot().versions == latest, tick, what="the background thread to prepare the latest version")
         assert len(prepared) >= 2 and prepared[-1] == latest
     finally:
         source.close()

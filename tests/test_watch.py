@@ -18,7 +18,7 @@ from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import LanceStore
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
-from tests.waiting import wait_until
+from tests.waiting import Wake, wait_until
 
 
 def _text(topic: str) -> str:
@@ -39,18 +39,32 @@ class Harness:
         settings.watch.quiet_s = quiet_s
         settings.watch.polling = polling
         settings.watch.poll_interval_s = 0.2
-        self.service: WatchService = build_watch(settings, indexer, self.root, RunHooks(on_file=self.records.append))
+        self.wake = Wake()  # notified by every hook below: what the settle waits wake on
+        self.service: WatchService = build_watch(settings, indexer, self.root, RunHooks(on_file=self._record))
         self.reader = LanceStore(self.data, self.encoder.dim)
         self.noted: list[str] = []  # every path the watcher's filter let through to the collector (work to do)
         add = self.service.collector.add
-        self.service.collector.add = lambda rel: self.noted.append(rel) or add(rel)  # type: ignore[method-assign]
+        self.service.collector.add = lambda rel: self.noted.append(rel) or add(rel) or self.wake.notify()  # type: ignore[method-assign]
         self.events: Counter[str] = Counter()  # how many events named each path, before the watcher's filter
         relevant = self.service.watcher.relevant
-        self.service.watcher.relevant = lambda path: self.events.update([os.path.abspath(path)]) or relevant(path)  # type: ignore[method-assign]
+        self.service.watcher.relevant = lambda path: self._event(path) or relevant(path)  # type: ignore[method-assign]
         self.collected = [0]  # the service's looks at the collector, each after handing the previous batch to the writer
         ready = self.service.collector.ready
-        self.service.collector.ready = lambda: self.collected.__setitem__(0, self.collected[0] + 1) or ready()  # type: ignore[method-assign]
+        self.service.collector.ready = lambda: self._look(ready())  # type: ignore[method-assign]
         self.markers = 0
+
+    def _record(self, record: object) -> None:
+        self.records.append(record)
+        self.wake.notify()
+
+    def _event(self, path: str) -> None:
+        self.events.update([os.path.abspath(path)])
+        self.wake.notify()
+
+    def _look(self, ready: list[str]) -> list[str]:
+        self.collected[0] += 1
+        self.wake.notify()  # after the look: what it took has left the collector
+        return ready
 
     def start(self) -> "Harness":
         self.service.start()
@@ -69,7 +83,8 @@ class Harness:
             seen[0] = self.docs()
             return condition(seen[0])
 
-        wait_until(met, timeout, 0.1, "the index to reach the condition", detail=lambda: f"index holds {sorted(seen[0])}")
+        wait_until(met, [self.data], timeout, "the index to reach the condition",  # each commit writes there last
+                   detail=lambda: f"index holds {sorted(seen[0])}")
         return seen[0]
 
     def settle(self) -> None:
@@ -80,10 +95,10 @@ class Harness:
         self.markers += 1
         marker = self.root / f".settle-{self.markers}"
         marker.write_text("")
-        wait_until(lambda: str(marker) in self.events, 20, 0.02, "the marker's event to reach the watcher")
-        wait_until(lambda: len(self.service.collector) == 0, 20, 0.02, "the collector to hand over every change")
+        wait_until(lambda: str(marker) in self.events, self.wake, 20, "the marker's event to reach the watcher")
+        wait_until(lambda: len(self.service.collector) == 0, self.wake, 20, "the collector to hand over every change")
         looked = self.collected[0]
-        wait_until(lambda: self.collected[0] > looked, 20, 0.02, "the service's next look at the collector")
+        wait_until(lambda: self.collected[0] > looked, self.wake, 20, "the service's next look at the collector")
         self.service.writer.submit(lambda ix: None).result(timeout=30)
 
     def indexed(self, path: str, since: int = 0) -> int:
@@ -162,7 +177,7 @@ def test_file_written_slowly_is_indexed_once_complete(harness: Harness) -> None:
             seen = harness.events[str(path)]
             fh.write(piece)
             fh.flush()
-            wait_until(lambda: harness.events[str(path)] > seen, 20, 0.01, "the watcher to see the file grow")
+            wait_until(lambda: harness.events[str(path)] > seen, harness.wake, 20, "the watcher to see the file grow")
     harness.wait(lambda d: "slow.txt" in d)
     harness.settle()
     assert harness.indexed("slow.txt") == 1

@@ -282,9 +282,16 @@ class Searcher:
         """Where a query holds every word of its document's first passage's section title, put that section's first
         chunk first (read into `texts`): the page the section starts on (page@1 0.708 -> 0.750 on the real PDFs of
         bench/pdf_quality.py, docs/benchmarks.md)."""
-        terms = [set(keyword_terms(q.text)) for q in queries]
-        named = {key: (picks[0][1], texts[picks[0][1]]["section"]) for key, picks in chosen.items()
-                 if picks and picks[0][1] in texts and names_section(texts[picks[0][1]]["section"], terms[key[0]])}
+        terms: dict[int, set[str]] = {}  # a query's terms, made only where a first passage has a section to name
+
+        def query_terms(i: int) -> set[str]:
+            if i not in terms:
+                terms[i] = set(keyword_terms(queries[i].text))
+            return terms[i]
+
+        named = {key: (picks[0][1], section) for key, picks in chosen.items()
+                 if picks and picks[0][1] in texts and (section := texts[picks[0][1]]["section"])
+                 and names_section(section, query_terms(key[0]))}
         starts = section_starts({key: members[key][0] for key in named}, named,
                                 lambda ids: self.store.chunks_at_rows(snap.owners.row_ids_of(ids), ["id", "ordinal", "section"]))
         starts = {key: start for key, start in starts.items() if start != chosen[key][0][1]}

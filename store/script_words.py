@@ -87,11 +87,11 @@ def japanese_words(run: str, by_part_of_speech: bool = True, query: bool = False
     out = []
     for i in range(0, len(run), 8000):  # Sudachi takes at most ~49 kB at once
         for m in _japanese().tokenize(run[i:i + 8000]):
-            parts = _shortest(m)
-            if compounds and (query or len(parts) == 1):
-                units = [m]
+            if compounds and query:
+                units = [m]  # a query's word whole: no need to split it
             else:
-                units = parts + ([m] if compounds else [])
+                parts = _shortest(m)
+                units = parts + [m] if compounds and len(parts) > 1 else parts
             out += [w for u in units if (w := _content_word(u, by_part_of_speech)) is not None]
     return out
 

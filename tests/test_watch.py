@@ -50,7 +50,7 @@ class Harness:
         self.service.watcher.relevant = lambda path: self._event(path) or relevant(path)  # type: ignore[method-assign]
         self.collected = [0]  # the service's looks at the collector, each after handing the previous batch to the writer
         ready = self.service.collector.ready
-        self.service.collector.ready = lambda: self._look(ready())  # type: ignore[method-assign]
+        self.service.collector.ready = lambda: self._look(ready)  # type: ignore[method-assign]
         self.markers = 0
 
     def _record(self, record: object) -> None:
@@ -61,10 +61,12 @@ class Harness:
         self.events.update([os.path.abspath(path)])
         self.wake.notify()
 
-    def _look(self, ready: list[str]) -> list[str]:
-        self.collected[0] += 1
-        self.wake.notify()  # after the look: what it took has left the collector
-        return ready
+    def _look(self, ready: Callable[[], list[str]]) -> list[str]:
+        self.collected[0] += 1  # counted as the look begins: the batch before it has been handed to the writer
+        try:
+            return ready()
+        finally:
+            self.wake.notify()  # after the look: what it took has left the collector
 
     def start(self) -> "Harness":
         self.service.start()

@@ -117,14 +117,17 @@ def build_chunker(settings: Settings, encoder: Encoder, data_dir: Path) -> Chunk
 
 
 def chunk_rule(settings: Settings, encoder: Encoder, data_dir: Path) -> ChunkRule:
-    """Where chunks end (chunking.whole_slack, chunking.overlap_at_breaks) for a new index; an existing index keeps the
-    rule it was built with (one from before these options: the legacy rule), so an upgrade never re-cuts its
-    documents (`lodex index --rebuild` applies the configured rule). The slack stays within what the model reads."""
+    """Where chunks end (chunking.whole_slack, chunking.overlap_at_breaks, chunking.whole_tokens) for a new index; an
+    existing index keeps the rule it was built with (one from before these options: the legacy rule), so an upgrade
+    never re-cuts its documents (`lodex index --rebuild` applies the configured rule). The slack and a whole text stay
+    within what the model reads."""
     stored = read_origin(data_dir)
     if stored is not None:
         return ChunkRule.recorded(stored.get("chunk_rule"))
-    room = max(encoder.max_length - encoder.special_tokens - chunk_tokens(settings, encoder), 0)
-    return ChunkRule(min(settings.chunking.whole_slack, room), settings.chunking.overlap_at_breaks)
+    size = chunk_tokens(settings, encoder)
+    room = max(encoder.max_length - encoder.special_tokens - size, 0)
+    whole = min(settings.chunking.whole_tokens, encoder.max_length) - encoder.special_tokens
+    return ChunkRule(min(settings.chunking.whole_slack, room), settings.chunking.overlap_at_breaks, whole if whole > size else 0)
 
 
 def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunking | None:

@@ -66,7 +66,7 @@ class ReadSide:
     title_prefix: bool
     budget: ReadBudget
     language: str | None = None  # index.language: every document's language, when set
-    rule: ChunkRule = LEGACY_RULE  # the index's chunk rule (chunking.whole_slack, chunking.overlap_at_breaks)
+    rule: ChunkRule = LEGACY_RULE  # the index's chunk rule (chunking.whole_slack, overlap_at_breaks, whole_tokens)
 
     def preparer(self) -> Preparer:
         """A store-less preparer with the writer's settings, reading within the per-file budget."""

@@ -65,6 +65,7 @@ class ChunkingSettings(Section):
     late_for: Literal["all", "long"] = "long"
     whole_slack: int = Field(0, ge=0)
     overlap_at_breaks: bool = True
+    whole_tokens: int = Field(0, ge=0)
 
 
 class EncoderSettings(Section):

@@ -75,7 +75,7 @@ def chunk_stream(chunker: Chunker, blocks: Iterator[str], offsets: OffsetMap | N
                 buffer += next(blocks)
         except StopIteration:
             pending = False
-        chunks = chunker.chunk(buffer)
+        chunks = chunker.chunk(buffer, whole_text=False)  # a window of a long text, its last one included
         keep = chunks if not pending else [c for c in chunks if c.char_end <= len(buffer) - TAIL_CHARS]
         if pending and len(keep) == len(chunks):
             keep = keep[:-1]  # always cut the window's last chunk again

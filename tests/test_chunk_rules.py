@@ -9,6 +9,7 @@ import pytest
 from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
 from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner
 from lodex.indexer.chunking.late_chunking import LateChunking
+from tests.conftest import EVALDATA
 from tests.fakes import FakeEncoder
 
 
@@ -75,10 +76,33 @@ def test_pages_are_chunked_by_the_same_rule() -> None:
     assert all(text[c.char_start : c.char_end] == c.text for c in chunks)
 
 
+@pytest.mark.parametrize("n", [41, 80])
+def test_a_whole_text_of_up_to_whole_tokens_is_one_chunk(n: int) -> None:
+    chunker = Chunker(FakeEncoder().token_spans, max_tokens=40, overlap=8, rule=ChunkRule(whole_tokens=80))
+    assert [c.token_count for c in _exact(_words(n), chunker)] == [n]
+    assert len(_exact(_words(n), _chunker())) > 1
+    parted = chunker.chunk(_words(n), whole_text=False)  # part of a longer text (a streamed window): cut as the legacy rule
+    assert [(c.char_start, c.char_end) for c in parted] == [(c.char_start, c.char_end) for c in _chunker().chunk(_words(n))]
+
+
+def test_past_whole_tokens_a_text_is_cut_exactly_as_the_legacy_rule_cuts_it() -> None:
+    chunker = Chunker(FakeEncoder().token_spans, max_tokens=40, overlap=8, rule=ChunkRule(whole_tokens=80))
+    for text in (_words(81), _words(300), _sentences(30)):
+        assert [(c.char_start, c.char_end) for c in _exact(text, chunker)] == \
+               [(c.char_start, c.char_end) for c in _exact(text, _chunker())]
+    pages = [_words(70, 0), _words(90, 100)]  # each page is a text: the short one whole, the long one cut
+    chunks = chunker.chunk_parts("\n".join(pages), [0, len(pages[0]) + 1])
+    assert [c.token_count for c in chunks][:1] == [70] and len(chunks) == 4
+
+
 def test_the_rule_records_itself_only_when_it_is_not_the_legacy_one() -> None:
     assert LEGACY_RULE.origin() is None and ChunkRule.recorded(None) == LEGACY_RULE
     rule = ChunkRule(32, False)
     assert ChunkRule.recorded(rule.origin()) == rule
+    whole = ChunkRule(whole_tokens=254)
+    assert whole.origin() == {"whole_slack": 0, "overlap_at_breaks": True, "whole_tokens": 254}
+    assert ChunkRule.recorded(whole.origin()) == whole
+    assert ChunkRule.recorded({"whole_slack": 32, "overlap_at_breaks": False}) == ChunkRule(32, False)  # before whole_tokens
     assert LateChunking(256, 32).origin() == {"window_tokens": 256, "margin": 32}  # as indexes before late_for record
     assert LateChunking(256, 32, long_only=True).origin() == {"window_tokens": 256, "margin": 32, "for": "long"}
 
@@ -128,6 +152,30 @@ def test_an_index_built_under_the_old_rules_opens_and_updates_the_old_way(tmp_pa
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     new = _index(fresh, new_rules, monkeypatch, root)
-    assert new["origin"]["chunk_rule"] == {"whole_slack": 2, "overlap_at_breaks": False}  # the slack the model has room for
+    assert new["origin"]["chunk_rule"] == {"whole_slack": 2, "overlap_at_breaks": False,  # the slack the model has room for
+                                           "whole_tokens": 0}  # the fake model reads no more than a chunk
     assert new["origin"]["late_chunking"] == {"window_tokens": 256, "margin": 32, "for": "long"}
     assert new["tokens"] == [127, 127]
+
+
+def test_whole_tokens_stays_within_what_the_model_reads(real_encoder, tmp_path: Path) -> None:
+    """chunking.whole_tokens counts the model's special tokens and is capped by its window (256 for MiniLM); one no
+    longer than a chunk changes nothing (the legacy rule); a short real abstract is then one chunk, a long one cut."""
+    from lodex.api.factory import build_chunker, chunk_rule
+    from lodex.api.settings import Settings
+
+    settings = Settings(base_dir=tmp_path)
+    settings.chunking.whole_tokens = 10_000
+    assert chunk_rule(settings, real_encoder, tmp_path / "data").whole_tokens == real_encoder.max_length - real_encoder.special_tokens
+    settings.chunking.whole_tokens = 128
+    assert chunk_rule(settings, real_encoder, tmp_path / "data") == LEGACY_RULE
+    settings.chunking.whole_tokens = 256
+    chunker = build_chunker(settings, real_encoder, tmp_path / "data")
+    with (EVALDATA / "cranfield" / "corpus.jsonl").open() as fh:
+        texts = [json.loads(line)["text"].strip() for line in fh if line.strip()]
+    lengths = [len(s) for s in real_encoder.token_spans(texts[:200])]
+    short = next(t for t, n in zip(texts, lengths) if 160 <= n <= 250)  # two chunks under the legacy rule
+    long = next(t for t, n in zip(texts, lengths) if n > 300)
+    assert len(Chunker(real_encoder.token_spans, chunker.max_tokens, 32).chunk(short)) == 2
+    assert [c.text for c in chunker.chunk(short)] == [short]
+    assert len(chunker.chunk(long)) > 1

@@ -7,7 +7,7 @@ import pytest
 
 import lodex.indexer.preparation as preparation
 import lodex.indexer.streaming as streaming
-from lodex.indexer.chunking.chunker import Chunker
+from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
 from lodex.indexer.pipeline import content_hash
 from lodex.indexer.readers.readers import fallback_title
 from lodex.indexer.scanner import ScanRules
@@ -34,11 +34,13 @@ def small_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(streaming, "TAIL_CHARS", 3_000)
 
 
-def test_stream_chunks_equal_whole_text_chunks(tmp_path: Path, small_windows: None) -> None:
+@pytest.mark.parametrize("rule", [LEGACY_RULE, ChunkRule(whole_tokens=120)])
+def test_stream_chunks_equal_whole_text_chunks(tmp_path: Path, small_windows: None, rule: ChunkRule) -> None:
+    """...under every rule: the last window of a long text is never one chunk for being short (whole_tokens)."""
     text = _long_text(150_000)
     path = tmp_path / "big.txt"
     path.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))  # CRLF pairs straddle block edges too
-    chunker = Chunker(FakeEncoder().token_spans, 60, 8)
+    chunker = Chunker(FakeEncoder().token_spans, 60, 8, rule)
     whole = chunker.chunk(text)
     streamed = list(streaming.chunk_stream(chunker, streaming.text_blocks(path)))
     assert [(c.ordinal, c.char_start, c.char_end, c.token_count) for c in streamed] == \

@@ -99,19 +99,26 @@ class ChunkRule:
     """Where chunks end beyond their length: a text, or the rest of one, of up to max_tokens + `whole_slack` tokens is
     one chunk (a short document is not cut in two, a long one ends without a last chunk made mostly of overlap); with
     `overlap_at_breaks` false, a chunk cut at a sentence or paragraph end shares no tokens with the next (the overlap
-    only bridges text a cut splits). ChunkRule() is the rule of indexes built before these options (LEGACY_RULE)."""
+    only bridges text a cut splits); a whole text (a document, a page) of up to `whole_tokens` tokens is one chunk,
+    encoded whole (0: none beyond max_tokens + whole_slack). ChunkRule() is the rule of indexes built before these
+    options (LEGACY_RULE)."""
 
     whole_slack: int = 0
     overlap_at_breaks: bool = True
+    whole_tokens: int = 0
 
     def origin(self) -> dict[str, int | bool] | None:
         """What an index chunked this way records (None for the legacy rule, so older indexes compare equal)."""
-        return None if self == LEGACY_RULE else {"whole_slack": self.whole_slack, "overlap_at_breaks": self.overlap_at_breaks}
+        if self == LEGACY_RULE:
+            return None
+        return {"whole_slack": self.whole_slack, "overlap_at_breaks": self.overlap_at_breaks, "whole_tokens": self.whole_tokens}
 
     @classmethod
     def recorded(cls, origin: dict[str, int | bool] | None) -> "ChunkRule":
-        """The rule an index's origin records (none: the legacy rule)."""
-        return cls(int(origin["whole_slack"]), bool(origin["overlap_at_breaks"])) if origin else LEGACY_RULE
+        """The rule an index's origin records (none: the legacy rule; no whole_tokens: an index from before it, 0)."""
+        if not origin:
+            return LEGACY_RULE
+        return cls(int(origin["whole_slack"]), bool(origin["overlap_at_breaks"]), int(origin.get("whole_tokens", 0)))
 
 
 LEGACY_RULE = ChunkRule()
@@ -126,15 +133,16 @@ class Chunker:
             raise ValueError("max_tokens must be at least 8")
         if not 0 <= overlap < max_tokens // 2:
             raise ValueError("overlap must be between 0 and half of max_tokens")
-        if rule.whole_slack < 0:
-            raise ValueError("whole_slack must be at least 0")
+        if rule.whole_slack < 0 or rule.whole_tokens < 0:
+            raise ValueError("whole_slack and whole_tokens must be at least 0")
         self.tokenize = tokenize
         self.max_tokens = max_tokens
         self.overlap = overlap
         self.rule = rule
 
-    def chunk(self, text: str, spans: np.ndarray | None = None) -> list[Chunk]:
-        """All chunks of `text`, in order, with exact character offsets; `spans`: its token spans, when already known."""
+    def chunk(self, text: str, spans: np.ndarray | None = None, whole_text: bool = True) -> list[Chunk]:
+        """All chunks of `text`, in order, with exact character offsets; `spans`: its token spans, when already known;
+        `whole_text` false: `text` is part of a longer one, so it is never one chunk for being short (rule.whole_tokens)."""
         spans = token_spans_of(text, self.tokenize) if spans is None else spans
         n = len(spans)
         if n == 0:
@@ -149,6 +157,8 @@ class Chunker:
         chunks: list[Chunk] = []
         s = 0
         whole = self.max_tokens + self.rule.whole_slack  # the rest of a text up to this long is its last chunk
+        if whole_text and n <= self.rule.whole_tokens:  # a short text is one chunk
+            return [Chunk(0, int(starts[0]), int(ends[-1]), n, text[int(starts[0]):int(ends[-1])])]
         while True:
             e = n if n - s <= whole else s + self.max_tokens
             cut = e if e == n else self._cut(s, e, paragraph, sentence, word)

@@ -17,9 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each variant: the settings it overrides (LODEX_SECTION__KEY=value); "default" takes the defaults as they are.
-def _rule(late: str, late_for: str = "all", slack: int = 0, breaks: bool = True) -> dict[str, str]:
+def _rule(late: str, late_for: str = "all", slack: int = 0, breaks: bool = True, whole: int = 0) -> dict[str, str]:
     return {"LODEX_CHUNKING__LATE": late, "LODEX_CHUNKING__LATE_FOR": late_for, "LODEX_CHUNKING__WHOLE_SLACK": str(slack),
-            "LODEX_CHUNKING__OVERLAP_AT_BREAKS": str(breaks).lower()}
+            "LODEX_CHUNKING__OVERLAP_AT_BREAKS": str(breaks).lower(), "LODEX_CHUNKING__WHOLE_TOKENS": str(whole)}
 
 
 VARIANTS: dict[str, dict[str, str]] = {
@@ -30,6 +30,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "one-breaks": _rule("false", slack=32, breaks=False),  # ... and no overlap after a sentence or paragraph end
     "one-late-long": _rule("true", "long", slack=32),
     "one-breaks-late-long": _rule("true", "long", slack=32, breaks=False),
+    "whole": _rule("false", whole=256),  # a text of up to one window (256 tokens) is one chunk, encoded whole
+    "whole-late-long": _rule("true", "long", whole=256),  # ... and late chunking for longer ones
     "default": {},
 }
 

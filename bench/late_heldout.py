@@ -2,7 +2,7 @@
 the German Debian reference, each with labelled questions; dense and hybrid nDCG@10 (one target document each), top-1
 and MRR@10 per rule, every rule a fresh index of the same folder in the same run.
 
-usage: python bench/late_heldout.py [--folders html,pdf,de] [--rules plain,late-long] [--precision fast|exact]
+usage: python bench/late_heldout.py [--folders html,pdf,de] [--rules plain,late-long,whole,...] [--precision fast|exact]
            [--work DIR] [--json FILE]
 Quality, not timing: contention does not change the figures. Needs `pip install -e .[bench]`, `apt-get`, `dpkg-deb`
 (the folders are built as bench/pipelines.py and bench/languages.py build them).
@@ -27,6 +27,8 @@ RULES: dict[str, dict[str, Any]] = {
     "plain": {"chunking.late": False},
     "late-all": {"chunking.late": True, "chunking.late_for": "all"},
     "late-long": {"chunking.late": True, "chunking.late_for": "long"},
+    "whole": {"chunking.late": False, "chunking.whole_tokens": 256},
+    "whole-late-long": {"chunking.late": True, "chunking.late_for": "long", "chunking.whole_tokens": 256},
 }
 MODES = ("dense", "hybrid")
 

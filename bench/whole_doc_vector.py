@@ -1,0 +1,114 @@
+"""A paired trial: plain chunks, and a short document's stored vector taken from its text encoded whole. Each collection
+is indexed once (fast mode, plain chunking) and searched; then every document of two or more chunks and at most one
+window of tokens gets its text encoded whole as its document vector (the mean-vector half of the "blend" ranking), and
+the same questions are searched again. Dense and hybrid nDCG@10, before and after, one JSON line per collection.
+
+usage: python bench/whole_doc_vector.py NAME [NAME ...] [--evaldata DIR] [--work DIR]
+NAME: a BEIR-layout collection under --evaldata (cranfield, cisi, med, scifact), or a held-out folder of
+bench/late_heldout.py (html, de, pdf). Quality only: contention does not matter.
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from late_heldout import _relative, folder_of  # noqa: E402
+
+from lodex.search.metrics import evaluate  # noqa: E402
+
+WINDOW = 254  # content tokens of one 256-token window
+
+
+def corpus(name: str, evaldata: Path, work: Path, scratch: Path) -> tuple[Path, dict[str, str], dict[str, dict[str, int]]]:
+    """(folder to index, questions, judgments) of a held-out folder or a BEIR collection written out as files."""
+    if name in ("html", "de", "pdf"):
+        folder = folder_of(name, work)
+        return folder.path.resolve(), folder.queries, folder.qrels
+    from lodex.search.collections import load_collection, write_files
+
+    collection = load_collection(evaldata / name)
+    _, qrels = write_files(collection, scratch / "files", 1)
+    return (scratch / "files").resolve(), {q: collection.queries[q] for q in qrels}, qrels
+
+
+def measure(settings, root: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """nDCG@10 of each mode, from a read side opened afresh on the index as it is now."""
+    from lodex.api.read_side import ReadSide
+
+    side = ReadSide(settings)
+    out = {}
+    for mode in ("dense", "hybrid"):
+        runs = {q: [_relative(h.path, root) for h in side.search(text, 10, mode=mode).results] for q, text in queries.items()}
+        out[mode] = round(evaluate(runs, qrels)["ndcg@10"], 4)
+    return out
+
+
+def short_texts(chunks: list[dict], tokens) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The text (from its chunks' offsets) of each document of two or more chunks and at most WINDOW tokens."""
+    per: dict[str, list[dict]] = {}
+    for c in chunks:
+        per.setdefault(c["document_id"], []).append(c)
+    texts = {}
+    for doc, parts in per.items():
+        if len(parts) < 2:
+            continue
+        base, end = min(c["char_start"] for c in parts), max(c["char_end"] for c in parts)
+        buf = [" "] * (end - base)
+        for c in parts:
+            buf[c["char_start"] - base : c["char_end"] - base] = list(c["text"])
+        text = "".join(buf)
+        if len(tokens([text])[0]) <= WINDOW:
+            texts[doc] = text
+    return texts
+
+
+def trial(name: str, evaldata: Path, work: Path) -> dict:
+    import lancedb
+
+    from lodex.api.factory import WriteSide
+    from lodex.api.settings import load_settings
+
+    scratch = Path(tempfile.mkdtemp(prefix="lodex-docvector-"))
+    root, queries, qrels = corpus(name, evaldata, work, scratch)
+    data = scratch / "data"
+    settings = load_settings(None, {"index.data_dir": str(data), "encoder.precision": "fast", "search.passages": 0,
+                                    "chunking.late": False})
+    with WriteSide(settings, root, rebuild=True) as side:
+        side.indexer.run(root)
+        side.store.maybe_optimize(force=True)
+        before = measure(settings, root, queries, qrels)
+        db = lancedb.connect(str(data / "lance"))
+        chunks = db.open_table("chunks").to_arrow().select(["document_id", "char_start", "char_end", "text"]).to_pylist()
+        texts = short_texts(chunks, side.encoder.token_spans)
+        whole = side.encoder.embed(list(texts.values())) if texts else np.zeros((0, side.store.dim), np.float32)
+        table = db.open_table("documents")
+        docs = table.to_arrow()
+        at = {doc: i for i, doc in enumerate(docs.column("id").to_pylist())}
+        vectors = np.asarray(docs.column("vector").to_pylist(), np.float32)
+        for doc, vector in zip(texts, whole):
+            vectors[at[doc]] = vector
+        column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), vectors.shape[1])
+        table.merge_insert("id").when_matched_update_all().execute(docs.set_column(docs.schema.get_field_index("vector"), "vector", column))
+    after = measure(settings, root, queries, qrels)
+    return {"collection": name, "changed": len(texts), "documents": len(at), "before": before, "after": after,
+            "delta": {m: round(100 * (after[m] - before[m]), 2) for m in before}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="+")
+    parser.add_argument("--evaldata", type=Path, default=Path("/work/shared/evaldata"))
+    parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out")
+    args = parser.parse_args()
+    for name in args.names:
+        print(json.dumps(trial(name, args.evaldata, args.work)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

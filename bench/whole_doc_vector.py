@@ -12,7 +12,9 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from late_heldout import _relative, folder_of  # noqa: E402
 
 from lodex.search.metrics import evaluate  # noqa: E402
+
+if TYPE_CHECKING:
+    from lodex.api.settings import Settings
 
 WINDOW = 254  # content tokens of one 256-token window
 
@@ -37,7 +42,7 @@ def corpus(name: str, evaldata: Path, work: Path, scratch: Path) -> tuple[Path, 
     return (scratch / "files").resolve(), {q: collection.queries[q] for q in qrels}, qrels
 
 
-def measure(settings, root: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def measure(settings: "Settings", root: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
     """nDCG@10 of each mode, from a read side opened afresh on the index as it is now."""
     from lodex.api.read_side import ReadSide
 
@@ -49,7 +54,7 @@ def measure(settings, root: Path, queries: dict[str, str], qrels: dict[str, dict
     return out
 
 
-def short_texts(chunks: list[dict], tokens) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def short_texts(chunks: list[dict], tokens: Callable[[list[str]], list[np.ndarray]]) -> dict[str, str]:
     """The text (from its chunks' offsets) of each document of two or more chunks and at most WINDOW tokens."""
     per: dict[str, list[dict]] = {}
     for c in chunks:

@@ -179,3 +179,7 @@ def test_whole_tokens_stays_within_what_the_model_reads(real_encoder, tmp_path: 
     assert len(Chunker(real_encoder.token_spans, chunker.max_tokens, 32).chunk(short)) == 2
     assert [c.text for c in chunker.chunk(short)] == [short]
     assert len(chunker.chunk(long)) > 1
+    chinese = "向量检索把文档切成段落，再为每一段计算向量。" * 6  # ~140 tokens, spaceless: whole too
+    assert 126 < len(real_encoder.token_spans([chinese])[0]) <= 254
+    assert len(Chunker(real_encoder.token_spans, chunker.max_tokens, 32).chunk(chinese)) == 2
+    assert [c.text for c in chunker.chunk(chinese)] == [chinese]

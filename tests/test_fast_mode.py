@@ -55,7 +55,9 @@ def test_a_fast_vector_does_not_depend_on_the_texts_encoded_beside_it(fast_encod
     from lodex.indexer.encoders.recipe_encoder import load_fast_encoder
     from lodex.indexer.settings import EncoderSettings
 
-    texts = _real_chunks(fast_encoder, per_collection=25)[:64]
+    texts = _real_chunks(fast_encoder, per_collection=25)[:61] + [
+        "向量检索把文档切成段落，再为每一段计算向量。", "日本語の文書を検索するには、まず形態素に分けます。",
+        "Die Suche findet Absätze in langen Dokumenten über ihre Bedeutung."]
     together = fast_encoder.embed(texts, kind="document")
     alone = np.stack([fast_encoder.embed([t], kind="document")[0] for t in texts[:12]])
     shuffled = fast_encoder.embed(texts[::-1] + ["a short one", texts[0] * 2], kind="document")[:len(texts)][::-1]

@@ -148,6 +148,8 @@ class Chunker:
         if n == 0:
             return []
         starts, ends = spans[:, 0], spans[:, 1]
+        if whole_text and n <= self.rule.whole_tokens:  # a short text is one chunk (its breaks are not needed)
+            return [Chunk(0, int(starts[0]), int(ends[-1]), n, text[int(starts[0]):int(ends[-1])])]
         word = np.ones(n, dtype=bool)
         word[1:] = starts[1:] > ends[:-1]
         if SPACELESS.search(text) is not None:  # Chinese, Japanese: a token that starts one of their words starts a word
@@ -157,8 +159,6 @@ class Chunker:
         chunks: list[Chunk] = []
         s = 0
         whole = self.max_tokens + self.rule.whole_slack  # the rest of a text up to this long is its last chunk
-        if whole_text and n <= self.rule.whole_tokens:  # a short text is one chunk
-            return [Chunk(0, int(starts[0]), int(ends[-1]), n, text[int(starts[0]):int(ends[-1])])]
         while True:
             e = n if n - s <= whole else s + self.max_tokens
             cut = e if e == n else self._cut(s, e, paragraph, sentence, word)

@@ -22,6 +22,7 @@ from lodex.indexer.errors import ModelError
 # The export's own version, in its cache file names: a model exported by an earlier lodex is exported again (v2: eager
 # attention, see _export_attention).
 EXPORT = "v2"
+FP32 = "fp32"  # the name's last part for an exported float32 model (an int8 one ends in its quantization scheme)
 
 
 def default_cache_dir() -> Path:
@@ -47,14 +48,14 @@ class OnnxModel:
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.path = path
-        self.alone = not path.stem.endswith("-fp32")  # lodex's int8 models (dynamic activations): inputs run alone
+        self.alone = not path.stem.endswith(f"-{FP32}")  # int8 (dynamic activations), as load_onnx_model names: inputs alone
 
     def __call__(self, batch: dict[str, np.ndarray], run_options: Any = None) -> np.ndarray:
         """(batch, tokens, hidden) float32 for the tokenizer's numpy output. An int8 model runs each input alone,
         without its padding: its activations are quantized with one scale per tensor, measured on the run's whole
         input, so in a batch a text's vector would depend on the texts beside it (cosine 0.9988 on average, down to
         0.997, to the same text alone) and a search's results on the queries that came with it; alone, the same text
-        always gives the same vector, at the same speed here (bench/encode.py)."""
+        always gives the same vector, at 0.96-0.99x the batched speed here (docs/benchmarks.md, encoding speed)."""
         feeds = {name: batch[name].astype(np.int64, copy=False) for name in self.inputs}
         if not self.alone or len(feeds["attention_mask"]) < 2:
             return self.session.run(None, feeds, run_options)[0]
@@ -130,7 +131,7 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
         raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
                          "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from exc
     cache = cache_dir or default_cache_dir()
-    path = cache / f"{fingerprint[:20]}-{EXPORT}-{(SCHEME + ('-r7' if reduce_range else '')) if int8 else 'fp32'}.onnx"
+    path = cache / f"{fingerprint[:20]}-{EXPORT}-{(SCHEME + ('-r7' if reduce_range else '')) if int8 else FP32}.onnx"
     if not path.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)

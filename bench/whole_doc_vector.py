@@ -3,9 +3,10 @@ is indexed once (fast mode, plain chunking) and searched; then every document of
 window of tokens gets its text encoded whole as its document vector (the mean-vector half of the "blend" ranking), and
 the same questions are searched again. Dense and hybrid nDCG@10, before and after, one JSON line per collection.
 
-usage: python bench/whole_doc_vector.py NAME [NAME ...] [--evaldata DIR] [--work DIR]
-NAME: a BEIR-layout collection under --evaldata (cranfield, cisi, med, scifact), or a held-out folder of
-bench/late_heldout.py (html, de, pdf). Quality only: contention does not matter.
+usage: python bench/whole_doc_vector.py NAME [NAME ...] [--work DIR]
+NAME: a folder of bench/late_heldout.py (cranfield, cisi, med, scifact from ../shared/evaldata or $LODEX_EVALDATA, and
+bench/out/evaldata for SciFact; html, de, pdf with both their question sets). The change is given with its 95% paired
+bootstrap interval. Quality only: contention does not matter.
 """
 
 import argparse
@@ -20,9 +21,10 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from late_heldout import _relative, folder_of  # noqa: E402
+from late_heldout import MODES, _relative, folder_of  # noqa: E402
+from paired import paired_delta  # noqa: E402
 
-from lodex.search.metrics import evaluate  # noqa: E402
+from lodex.search.metrics import ndcg_at  # noqa: E402
 
 if TYPE_CHECKING:
     from lodex.api.settings import Settings
@@ -30,28 +32,13 @@ if TYPE_CHECKING:
 WINDOW = 254  # content tokens of one 256-token window
 
 
-def corpus(name: str, evaldata: Path, work: Path, scratch: Path) -> tuple[Path, dict[str, str], dict[str, dict[str, int]]]:
-    """(folder to index, questions, judgments) of a held-out folder or a BEIR collection written out as files."""
-    if name in ("html", "de", "pdf"):
-        folder = folder_of(name, work)
-        return folder.path.resolve(), folder.queries, folder.qrels
-    from lodex.search.collections import load_collection, write_files
-
-    collection = load_collection(evaldata / name)
-    _, qrels = write_files(collection, scratch / "files", 1)
-    return (scratch / "files").resolve(), {q: collection.queries[q] for q in qrels}, qrels
-
-
-def measure(settings: "Settings", root: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> dict[str, float]:
-    """nDCG@10 of each mode, from a read side opened afresh on the index as it is now."""
+def measure(settings: "Settings", root: Path, queries: dict[str, str], qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
+    """Each mode's nDCG@10 per question, from a read side opened afresh on the index as it is now."""
     from lodex.api.read_side import ReadSide
 
     side = ReadSide(settings)
-    out = {}
-    for mode in ("dense", "hybrid"):
-        runs = {q: [_relative(h.path, root) for h in side.search(text, 10, mode=mode).results] for q, text in queries.items()}
-        out[mode] = round(evaluate(runs, qrels)["ndcg@10"], 4)
-    return out
+    return {mode: {q: ndcg_at([_relative(h.path, root) for h in side.search(text, 10, mode=mode).results], qrels[q])
+                   for q, text in queries.items()} for mode in MODES}
 
 
 def short_texts(chunks: list[dict], tokens: Callable[[list[str]], list[np.ndarray]]) -> dict[str, str]:
@@ -73,14 +60,15 @@ def short_texts(chunks: list[dict], tokens: Callable[[list[str]], list[np.ndarra
     return texts
 
 
-def trial(name: str, evaldata: Path, work: Path) -> dict:
+def trial(name: str, work: Path) -> dict:
     import lancedb
 
     from lodex.api.factory import WriteSide
     from lodex.api.settings import load_settings
 
     scratch = Path(tempfile.mkdtemp(prefix="lodex-docvector-"))
-    root, queries, qrels = corpus(name, evaldata, work, scratch)
+    folder = folder_of(name, work, "all")
+    root, queries, qrels = folder.path.resolve(), folder.queries, folder.qrels
     data = scratch / "data"
     settings = load_settings(None, {"index.data_dir": str(data), "encoder.precision": "fast", "search.passages": 0,
                                     "chunking.late": False})
@@ -101,18 +89,20 @@ def trial(name: str, evaldata: Path, work: Path) -> dict:
         column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), vectors.shape[1])
         table.merge_insert("id").when_matched_update_all().execute(docs.set_column(docs.schema.get_field_index("vector"), "vector", column))
     after = measure(settings, root, queries, qrels)
-    return {"collection": name, "changed": len(texts), "documents": len(at), "before": before, "after": after,
-            "delta": {m: round(100 * (after[m] - before[m]), 2) for m in before}}
+    delta = {m: [round(100 * x, 2) for x in paired_delta(before[m], after[m])] for m in MODES}
+    return {"collection": name, "questions": len(queries), "changed": len(texts), "documents": len(at),
+            "before": {m: round(sum(v.values()) / len(v), 4) for m, v in before.items()},
+            "after": {m: round(sum(v.values()) / len(v), 4) for m, v in after.items()},
+            "delta [95% paired interval]": delta}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+")
-    parser.add_argument("--evaldata", type=Path, default=Path("/work/shared/evaldata"))
     parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args()
     for name in args.names:
-        print(json.dumps(trial(name, args.evaldata, args.work)), flush=True)
+        print(json.dumps(trial(name, args.work)), flush=True)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,16 @@ def _signature(path: Path) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
+# A path gone from the folder (deleted, or the first half of a rename) waits, up to this many quiet periods after its
+# event, for the paths whose events came after it: a rename's two halves then reach the writer in one batch, which
+# moves the document and its vectors instead of deleting it and encoding it again.
+GONE_WAIT_QUIETS = 3
+
+
 class ChangeCollector:
-    """Coalesces events per path; a path is ready once quiet for `quiet_s` and its size/mtime are stable."""
+    """Coalesces events per path; a path is ready once quiet for `quiet_s` and its size/mtime are stable (a path gone
+    from the folder: once the paths whose events came after its own are ready too, or GONE_WAIT_QUIETS quiet periods
+    after its event)."""
 
     def __init__(self, root: Path, quiet_s: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.root = root
@@ -42,6 +50,8 @@ class ChangeCollector:
         now = self.clock()
         out: list[str] = []
         with self._lock:
+            unquiet = [seen for seen, _ in self._pending.values() if now - seen < self.quiet_s]
+            newest_unquiet = max(unquiet, default=None)
             for rel, (seen, signature) in list(self._pending.items()):
                 if now - seen < self.quiet_s:
                     continue
@@ -49,6 +59,9 @@ class ChangeCollector:
                 if current != signature:  # still being written without events reaching us: wait again
                     self._pending[rel] = (now, current)
                     continue
+                if current is None and newest_unquiet is not None and newest_unquiet >= seen \
+                        and now - seen < GONE_WAIT_QUIETS * self.quiet_s:
+                    continue  # gone: maybe renamed, and the new name's event came later; wait for it
                 out.append(rel)
                 del self._pending[rel]
         return sorted(out)

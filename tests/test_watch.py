@@ -391,3 +391,32 @@ def test_a_path_that_vanishes_is_reported_once_its_absence_is_stable(tmp_path: P
     assert collector.ready() == ["never-existed.txt"]  # going.txt changed (it vanished) since its event: held
     clock.now += 1.0
     assert collector.ready() == ["going.txt"]
+
+
+def test_a_renamed_files_two_halves_are_ready_together(tmp_path: Path) -> None:
+    """The old name's event (the file gone) is quiet first; it waits for the new name's, so the writer sees a move
+    (vectors kept) and not a delete and then a new file (encoded again)."""
+    (tmp_path / "new.txt").write_text("moved here")
+    collector, clock = _collector(tmp_path)
+    collector.add("old.txt")  # gone: renamed to new.txt
+    clock.now += 0.25  # the new name's event comes a little later (a loaded machine)
+    collector.add("new.txt")
+    clock.now += 0.75
+    assert collector.ready() == [], "the old name is quiet, but waits for the new one"
+    clock.now += 0.25
+    assert collector.ready() == ["new.txt", "old.txt"]
+
+
+def test_a_deleted_file_waits_for_later_events_only_so_long(tmp_path: Path) -> None:
+    (tmp_path / "busy.txt").write_text("written on and on")
+    collector, clock = _collector(tmp_path)
+    collector.add("gone.txt")
+    for _ in range(5):  # another file's events every half second: never quiet
+        clock.now += 0.5
+        collector.add("busy.txt")
+        assert collector.ready() == []
+    clock.now += 0.5  # three quiet periods after its own event
+    assert collector.ready() == ["gone.txt"]
+    collector.add("alone.txt")  # a deletion with nothing after it is ready after one quiet period, as any path
+    clock.now += 1.0
+    assert "alone.txt" in collector.ready()

@@ -16,7 +16,6 @@ depend on the questions). Quality, not timing: contention does not change the fi
 import argparse
 import contextlib
 import json
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -28,9 +27,8 @@ from chunk_rules import VARIANTS  # noqa: E402
 from languages import cpu_flags  # noqa: E402
 from paired import changed, paired_delta  # noqa: E402
 from pdf_set import evaldata_dir  # noqa: E402
-from pipeline_folders import ROOT, Folder, build  # noqa: E402
+from pipeline_folders import ROOT, Folder, build, written  # noqa: E402
 
-from lodex.search.collections import load_collection, write_files  # noqa: E402
 from lodex.search.metrics import evaluate, ndcg_at  # noqa: E402
 from lodex.search.names import Mode  # noqa: E402
 
@@ -63,15 +61,9 @@ def collection(name: str, work: Path) -> Folder:
     source = next((d / base for d in (evaldata_dir(), ROOT / "bench" / "out" / "evaldata") if (d / base).is_dir()), None)
     if source is None:
         raise SystemExit(f"collection {base} not found in {evaldata_dir()} or bench/out/evaldata")
-    data = load_collection(source)
     folder = work / "collections" / name.replace("@", "-bundle-")
-    marker = folder.with_suffix(".qrels.json")
-    if not marker.exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        _, qrels = write_files(data, folder, int(bundle or 1))
-        marker.write_text(json.dumps(qrels), encoding="utf-8")
-    qrels = json.loads(marker.read_text(encoding="utf-8"))
-    return Folder(name, folder, {q: t for q, t in data.queries.items() if q in qrels}, qrels, f"{name}: {source}", graded=True)
+    queries, qrels = written(source, folder, int(bundle or 1))
+    return Folder(name, folder, queries, qrels, f"{name}: {source}", graded=True)
 
 
 def folder_of(name: str, work: Path, which: str = "original") -> Folder:
@@ -111,6 +103,9 @@ def run(folder: Folder, overrides: dict[str, Any], precision: str, keep: Path | 
     with contextlib.ExitStack() as stack:
         data = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lodex-late-")))
         done = data / ".bench-complete"
+        built = overrides | {"precision": precision}
+        if done.exists() and json.loads(done.read_text()) != built:  # kept with another rule: built again
+            done.unlink()
         settings = load_settings(None, {"index.data_dir": str(data), "encoder.precision": precision,
                                         "search.passages": 0} | overrides)
         out: Cell = {}
@@ -118,7 +113,7 @@ def run(folder: Folder, overrides: dict[str, Any], precision: str, keep: Path | 
             if not done.exists():
                 side.indexer.run(root)
                 side.store.maybe_optimize(force=True)
-                done.write_text(json.dumps(overrides | {"precision": precision}))
+                done.write_text(json.dumps(built))
             searcher = ReadSide(settings, side.encoder, side.store).searcher
             for mode in MODES:
                 runs = {qid: [_relative(hit.path, root) for hit in searcher.search(text, k=10, mode=mode).results]

@@ -42,19 +42,24 @@ def files_of(folder: Path) -> list[str]:
     return sorted((p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()), key=natural_key)
 
 
-def cranfield(work: Path) -> Folder:
-    """Cranfield's 1,400 abstracts as one .txt each; its 225 queries with their graded judgements."""
-    collection = load_collection(evaldata_dir() / "cranfield")
-    folder = work / "cranfield"
-    marker = work / "cranfield.qrels.json"
+def written(source: Path, folder: Path, bundle: int = 1) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """A BEIR-layout collection written as .txt files in `folder` once (one per document, or per `bundle` shuffled
+    documents; kept with its qrels beside it and reused): (its judged queries, their qrels by file)."""
+    collection = load_collection(source)
+    marker = folder.with_suffix(".qrels.json")
     if not marker.exists():
         shutil.rmtree(folder, ignore_errors=True)
-        _, qrels = write_files(collection, folder)
+        _, qrels = write_files(collection, folder, bundle)
         marker.write_text(json.dumps(qrels), encoding="utf-8")
     qrels = json.loads(marker.read_text(encoding="utf-8"))
-    queries = {q: t for q, t in collection.queries.items() if q in qrels}
-    return Folder("cranfield", folder, queries, qrels, "Cranfield: 1,400 abstracts, one .txt each; 225 queries, graded qrels",
-                  graded=True)
+    return {q: t for q, t in collection.queries.items() if q in qrels}, qrels
+
+
+def cranfield(work: Path) -> Folder:
+    """Cranfield's 1,400 abstracts as one .txt each; its 225 queries with their graded judgements."""
+    queries, qrels = written(evaldata_dir() / "cranfield", work / "cranfield")
+    return Folder("cranfield", work / "cranfield", queries, qrels,
+                  "Cranfield: 1,400 abstracts, one .txt each; 225 queries, graded qrels", graded=True)
 
 
 def git_doc(work: Path) -> Folder:

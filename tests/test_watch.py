@@ -124,14 +124,15 @@ def test_create_modify_delete(harness: Harness) -> None:
     harness.wait(lambda d: "a.md" not in d)
 
 
-def test_rename_reuses_vectors(harness: Harness) -> None:
+@pytest.mark.parametrize("old, new", [("old.txt", "new.txt"), ("旧稿.txt", "定稿.txt")])
+def test_rename_reuses_vectors(harness: Harness, old: str, new: str) -> None:
     harness.start()
-    (harness.root / "old.txt").write_text(_text("gamma"))
-    harness.wait(lambda d: "old.txt" in d)
+    (harness.root / old).write_text(_text("gamma"))
+    harness.wait(lambda d: old in d)
     harness.settle()
     encoded = harness.encoder.texts_encoded
-    (harness.root / "old.txt").rename(harness.root / "new.txt")
-    harness.wait(lambda d: set(d) == {"new.txt"})
+    (harness.root / old).rename(harness.root / new)
+    harness.wait(lambda d: set(d) == {new})
     assert harness.encoder.texts_encoded == encoded
 
 
@@ -393,18 +394,21 @@ def test_a_path_that_vanishes_is_reported_once_its_absence_is_stable(tmp_path: P
     assert collector.ready() == ["going.txt"]
 
 
-def test_a_renamed_files_two_halves_are_ready_together(tmp_path: Path) -> None:
+@pytest.mark.parametrize("old, new", [("old.txt", "new.txt"), ("笔记/旧稿.txt", "笔记/定稿.txt"),
+                                      ("Übersicht.md", "Änderungen/Übersicht.md")])
+def test_a_renamed_files_two_halves_are_ready_together(tmp_path: Path, old: str, new: str) -> None:
     """The old name's event (the file gone) is quiet first; it waits for the new name's, so the writer sees a move
     (vectors kept) and not a delete and then a new file (encoded again)."""
-    (tmp_path / "new.txt").write_text("moved here")
+    (tmp_path / new).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / new).write_text("moved here")
     collector, clock = _collector(tmp_path)
-    collector.add("old.txt")  # gone: renamed to new.txt
+    collector.add(old)  # gone: renamed to `new`
     clock.now += 0.25  # the new name's event comes a little later (a loaded machine)
-    collector.add("new.txt")
+    collector.add(new)
     clock.now += 0.75
     assert collector.ready() == [], "the old name is quiet, but waits for the new one"
     clock.now += 0.25
-    assert collector.ready() == ["new.txt", "old.txt"]
+    assert collector.ready() == sorted([new, old])
 
 
 def test_a_deleted_file_waits_for_later_events_only_so_long(tmp_path: Path) -> None:

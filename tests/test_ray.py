@@ -145,35 +145,49 @@ with WriteSide(settings, Path(sys.argv[3])) as side:
 
 
 def test_a_driver_killed_mid_run_resumes_like_a_local_run(cluster: Path, tmp_path: Path) -> None:
-    # The driver's actor needs a CPU the tests before may still hold (their actors are let go asynchronously). Once, with
-    # a benchmark running beside `make test`, the actor asked for no batch in 180 s; not reproduced since (the module
-    # passed with three busy loops beside it, with and without this wait), so this only makes the precondition explicit.
+    # The driver's actor needs a CPU the tests before may still hold (their actors are let go asynchronously).
     wait_until(lambda: ray.available_resources().get("CPU", 0) >= ray.cluster_resources().get("CPU", 0), Wake(), 120,
                "the cluster's CPUs released by the tests before", ray.available_resources)
     root = _folder(tmp_path / "docs")
-    on_ray = _settings(tmp_path, "ray", "ray")
-    on_ray.index.flush_tokens = 256  # as the driver below: a commit every file or so
-    address = ray.get_runtime_context().gcs_address
-    gate = EncodeGate(tmp_path / "gate")  # the actor's batches go on only as the test lets them
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, address, on_ray.index.data_dir, str(root), str(REPO), gate.env[GATE_ENV]],
-                              env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        while _committed(on_ray) < 3:  # a batch at a time until three commits; the batch asked for next is held
-            if not gate.next_ask(180):
-                raise AssertionError(f"the driver's actor asked for no batch: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}")
-            if _committed(on_ray) < 3:
-                gate.grant()
-        assert driver.poll() is None, f"the driver ended before it was killed: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}"
-        driver.send_signal(signal.SIGKILL)  # mid-run: its actor holds a batch
-    finally:
-        driver.wait(30)
-        gate.close()  # an actor left holding a batch lets it go
+    for attempt in range(2):
+        on_ray = _settings(tmp_path, f"ray{attempt}", "ray")
+        on_ray.index.flush_tokens = 256  # as the driver below: a commit every file or so
+        if _kill_the_driver_mid_run(on_ray, root, tmp_path / f"gate{attempt}", cluster.parent):
+            break
+    else:
+        raise AssertionError("twice the driver's actor ran without the test's gate: no run to kill mid-way")
     before = _committed(on_ray)
     assert 3 <= before < 11, "killed too late to test a resume"
     summary, ray_index = _index(on_ray, root)
     assert summary.unchanged == before and summary.added + summary.reused == 11 - before and summary.failed == 1
     _, local_index = _index(_settings(tmp_path, "local", "local"), root)
     _assert_same(ray_index, local_index)
+
+
+def _kill_the_driver_mid_run(on_ray: Settings, root: Path, gate_dir: Path, home: Path) -> bool:
+    """Run a driver indexing `root` on the cluster, its actor's batches let through one at a time, and SIGKILL it after
+    three commits, while its actor holds the next batch: True. False when the driver finished the whole run without its
+    actor ever asking the gate (seen about once in ten runs of this module: the actor did not get the gate's
+    environment variable; the run itself was complete and correct): there was nothing to kill mid-way."""
+    address = ray.get_runtime_context().gcs_address
+    gate = EncodeGate(gate_dir)  # the actor's batches go on only as the test lets them
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, address, on_ray.index.data_dir, str(root), str(REPO), gate.env[GATE_ENV]],
+                              env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        while _committed(on_ray) < 3:  # a batch at a time until three commits; the batch asked for next is held
+            if not any(gate.next_ask(5) for _ in range(36) if driver.poll() is None):  # 180 s, less once it has ended
+                if driver.poll() == 0 and _committed(on_ray) == 11:
+                    return False
+                raise AssertionError(f"the driver's actor asked for no batch: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}")
+            if _committed(on_ray) < 3:
+                gate.grant()
+        assert driver.poll() is None, f"the driver ended before it was killed: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}"
+        driver.send_signal(signal.SIGKILL)  # mid-run: its actor holds a batch
+        return True
+    finally:
+        driver.wait(30)
+        gate.close()  # an actor left holding a batch lets it go
 
 
 def _committed(settings: Settings) -> int:

@@ -133,17 +133,29 @@ def chunk_rule(settings: Settings, encoder: Encoder, data_dir: Path) -> ChunkRul
 def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunking | None:
     """Late chunking as configured (chunking.late, encoder.window_tokens, chunking.late_margin), checked against the
     model; None when off. "auto": as the index in `data_dir` was built (an index from before late chunking keeps
-    plain chunking, so an upgrade never forces a rebuild), on for a new one when the encoder and its pooling allow it."""
+    plain chunking, an index built with it keeps it, so an upgrade never forces a rebuild), off for a new one."""
     chunking = settings.chunking
     stored = read_origin(data_dir)  # read once: both the "auto" choice and the recorded rule come from it
     enabled = chunking.late
     if enabled == "auto":
-        capable = encoder.pools_windows() and encoder.pooling != "cls"
-        enabled = "late_chunking" in stored if stored is not None else capable
+        enabled = stored is not None and "late_chunking" in stored
     recorded = (stored or {}).get("late_chunking")
     long_only = recorded.get("for") == "long" if recorded else chunking.late_for == "long"  # an index keeps its rule
     return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
                          encoder.window_limit, encoder.pooling, long_only)
+
+
+def whole_vector_tokens(settings: Settings, encoder: Encoder, data_dir: Path) -> int:
+    """chunking.document_vector for the index in `data_dir`: the longest input (special tokens included) a document's
+    own vector is encoded whole from (a late-chunking window: encoder.window_tokens, else twice a chunk, within the
+    model), or 0 (its chunks' mean). An existing index keeps what it was built with (one from before the option: the
+    mean); `lodex index --rebuild` applies the setting."""
+    stored = read_origin(data_dir)
+    if stored is not None:
+        return int((stored.get("document_vector") or {}).get("whole_tokens", 0))
+    if settings.chunking.document_vector != "whole":
+        return 0
+    return min(settings.encoder.window_tokens or 2 * min(settings.chunking.max_tokens, encoder.max_length), encoder.max_length)
 
 
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool, long_lived: bool = False,
@@ -159,7 +171,7 @@ def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: boo
     late = late_plan(settings, encoder, data_dir)
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
                          reader_versions() if create else None, late.origin() if late else None,
-                         chunk_rule(settings, encoder, data_dir).origin())
+                         chunk_rule(settings, encoder, data_dir).origin(), whole_vector_tokens(settings, encoder, data_dir))
     persist_every_s = settings.watch.save_index_every_s if long_lived else PERSIST_EVERY_S
     return LanceStore.open(data_dir, origin, create=create, ann=ann_policy(settings), remote=remote, persist_every_s=persist_every_s,
                            optimize_nice=settings.watch.writer_nice if optimize_apart else None)
@@ -182,14 +194,15 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
     keep the full-text index caught up as they go (watch.optimize_every_s), and it indexes locally whatever
     index.engine (the store's own pace of saving the vector index is set when it is opened: open_store)."""
     chunker, late = build_chunker(settings, encoder, store.data_dir), late_plan(settings, encoder, store.data_dir)
+    whole = whole_vector_tokens(settings, encoder, store.data_dir)
     if settings.index.engine == "ray" and not long_lived:
-        return _ray_indexer(settings, encoder, store, chunker, late, jobs)
+        return _ray_indexer(settings, encoder, store, chunker, late, jobs, whole)
     return Indexer(store, encoder, chunker, scan_rules(settings), settings.index, jobs=jobs, title_prefix=settings.chunking.title_prefix,
-                   late=late, optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0)
+                   late=late, optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0, whole_vector=whole)
 
 
 def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Chunker, late: LateChunking | None,
-                 jobs: JobLog | None) -> Indexer:
+                 jobs: JobLog | None, whole_vector: int) -> Indexer:
     """`lodex index --ray`: the indexer whose files are read, chunked and encoded on Ray; each actor builds this encoder
     from these settings, its model on index.ray_cpus_per_actor threads (unless encoder.threads says)."""
     from lodex.indexer.ray_engine import RayIndexer
@@ -197,7 +210,7 @@ def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Ch
     threads = settings.encoder.threads or max(1, round(settings.index.ray_cpus_per_actor))
     on_actor = settings.model_copy(update={"encoder": settings.encoder.model_copy(update={"threads": threads})})
     return RayIndexer(store, encoder, chunker, scan_rules(settings), settings.index, partial(build_encoder, on_actor), jobs=jobs,
-                      title_prefix=settings.chunking.title_prefix, late=late)
+                      title_prefix=settings.chunking.title_prefix, late=late, whole_vector=whole_vector)
 
 
 def build_writer(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> IndexWriter:

@@ -1,5 +1,5 @@
 """What the encoder runs for a flush: each chunk that needs a vector alone, or (late chunking) each window holding
-such a chunk, whose chunks all take their vectors from it."""
+such a chunk, whose chunks all take their vectors from it; and a short document's whole text, for its own vector."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,9 +48,39 @@ class WindowPlanner:
         return plan_windows(text, chunks, encoder.token_spans, budget, late.margin if pack else 0, pack, spans)
 
 
+@dataclass(frozen=True)
+class WholeText:
+    """chunking.document_vector = "whole": the text a document cut in two or more chunks is encoded as, whole, for its
+    own vector (the mean-vector half of blend ranking) when it fits one input of `input_tokens` (special tokens and
+    lead included, within the model's); `encoder` may be the tokenizer-only stand-in a Ray task holds. A longer
+    document (or a streamed one) keeps its chunks' mean."""
+
+    encoder: Encoder
+    lead: Lead
+    input_tokens: int
+
+    def __call__(self, text: str, chunks: list[Chunk], title: str) -> tuple[str, int] | None:
+        """(the text from its first chunk's start to its last one's end, its tokens), or None: its chunks' mean."""
+        if len(chunks) < 2:
+            return None  # one chunk: its vector is the whole text's already
+        encoder = self.encoder
+        lead = encoder.document_prefix + self.lead(title)
+        budget = min(self.input_tokens, encoder.max_length) - encoder.special_tokens - (len(encoder.token_spans([lead])[0]) if lead else 0)
+        start, end = chunks[0].char_start, chunks[-1].char_end
+        if end - start > budget * MAX_CHARS_PER_TOKEN:
+            return None  # far too long to fit: not tokenized again
+        tokens = len(token_spans_of(text[start:end], encoder.token_spans))
+        return (text[start:end], tokens) if 0 < tokens <= budget else None
+
+
+# A text this many characters a token or more (a long URL, a hash) is rare: a longer span is not counted, it cannot fit.
+MAX_CHARS_PER_TOKEN = 32
+
+
 @dataclass
 class Job:
-    """One input of the encoder: a chunk alone, or a window (late chunking) and the chunks pooled from it."""
+    """One input of the encoder: a chunk alone, a window (late chunking) and the chunks pooled from it, or (chunks
+    empty, no window) a document's whole text for its own vector (Prepared.whole)."""
 
     prepared: Prepared
     chunks: list[int]
@@ -63,6 +93,10 @@ def encoder_jobs(fresh: list[Prepared], encoder: Encoder, lead: Lead) -> list[Jo
     a window is run again when any of its chunks is new, and all its chunks then get its vectors)."""
     jobs: list[Job] = []
     for p in fresh:
+        if p.whole is not None and p.doc_vector is None:
+            whole_lead = lead(p.title)
+            lead_tokens = len(encoder.token_spans([whole_lead])[0]) if whole_lead else 0
+            jobs.append(Job(p, [], None, min(p.whole_tokens + lead_tokens + encoder.special_tokens, encoder.max_length)))
         need = set(p.to_encode())
         prefix = lead(p.title) if need else ""
         extra = (len(encoder.token_spans([prefix])[0]) if prefix else 0) + encoder.special_tokens
@@ -77,8 +111,13 @@ def run_jobs(encoder: Encoder, lead: Lead, group: list[Job]) -> None:
     """Encode a group of jobs and put their vectors in their files' `vectors` (set beforehand)."""
     single = [job for job in group if job.window is None]
     if single:
-        texts = [lead(job.prepared.title) + job.prepared.texts[job.chunks[0]] for job in single]
+        texts = [lead(job.prepared.title) + (job.prepared.texts[job.chunks[0]] if job.chunks else job.prepared.whole or "")
+                 for job in single]
         for job, vector in zip(single, encoder.embed(texts, lengths=[job.length for job in single])):
+            if not job.chunks:  # a document's own vector: unit length, as its chunks' mean is made
+                norm = float(np.linalg.norm(vector))
+                job.prepared.doc_vector = vector / norm if norm > 0 else vector
+                continue
             assert job.prepared.vectors is not None  # set before its jobs are made
             job.prepared.vectors[job.chunks[0]] = vector
     windowed = [(job, job.window) for job in group if job.window is not None]

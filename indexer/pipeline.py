@@ -13,7 +13,7 @@ import pyarrow as pa
 from lodex.indexer.chunking.chunker import Chunk, Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking, Window
 from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoding_jobs import Job, TitleLead, WindowPlanner, encoder_jobs, run_jobs
+from lodex.indexer.encoding_jobs import Job, TitleLead, WholeText, WindowPlanner, encoder_jobs, run_jobs
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
@@ -52,15 +52,18 @@ class Indexer:
 
     def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings | None = None,
                  jobs: JobLog | None = None, title_prefix: bool = False, late: LateChunking | None = None,
-                 optimize_every_s: float = 0.0) -> None:
+                 optimize_every_s: float = 0.0, whole_vector: int = 0) -> None:
         """`cfg`: the [index] settings (flush_tokens, retries, retry_backoff_s; their defaults when None); `late`: encode
         documents read whole in windows and pool each chunk from its span (late chunking), or each chunk alone (None);
-        `optimize_every_s` > 0 (a serving writer's): optimize during runs too, at most this often."""
+        `optimize_every_s` > 0 (a serving writer's): optimize during runs too, at most this often; `whole_vector`
+        > 0 (chunking.document_vector "whole"): a document of two or more chunks that fits an input of this many tokens
+        gets its own vector from its text encoded whole, not its chunks' mean (0: every document its chunks' mean)."""
         cfg = cfg or IndexSettings()
         self.store = store
         self.title_prefix = title_prefix
         self._lead = TitleLead(title_prefix)
         self.late = late
+        self.whole_vector = whole_vector
         self.encoder, self.chunker = encoder, chunker
         self.rules = rules
         self.flush_tokens = max(cfg.flush_tokens, encoder.group_tokens)  # a layer-streamed encoder wants its whole group at once
@@ -78,7 +81,8 @@ class Indexer:
     def preparer(self) -> Preparer:
         """What prepares the files of a run, with this indexer's settings as they are now."""
         return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
-                        self.plan_windows if self.late else None, self.reading, self.language)
+                        self.plan_windows if self.late else None, self.reading, self.language,
+                        WholeText(self.encoder, self._lead, self.whole_vector) if self.whole_vector else None)
 
     def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window] | None:
         """Late chunking: the windows a document's chunks (offsets in its clean `text`, whose token spans are `spans`
@@ -165,6 +169,7 @@ class Indexer:
         prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
                             "updated" if record else "added", started, metadata=metadata,
                             windows=self.plan_windows(clean, chunks, title or name) if self.late else None)
+        self.preparer().plan_whole(prepared, clean, chunks)
         if record is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         records: list[FileRecord] = []
@@ -325,7 +330,8 @@ class Indexer:
             pending = self._encode(pending, fail, state)
         if not pending:
             return
-        encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) for p in pending if (key := id(p)) in fresh_ids}
+        encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) + (p.whole_tokens if p.whole is not None else 0)
+                          for p in pending if (key := id(p)) in fresh_ids}
         chunk_tables, documents, finished = [], [], []
         stamp = time.time()
         for p in pending:
@@ -346,13 +352,17 @@ class Indexer:
             state.tokens += encoded_tokens.get(id(p), 0)
             if not p.final:
                 continue  # a part of a large document: its row comes with the last part
-            mean = total.vector_sum / total.chunks if total.chunks else np.zeros(self.store.dim, np.float32)
-            norm = float(np.linalg.norm(mean))
+            if p.doc_vector is not None:  # its own (chunking.document_vector "whole", or copied with its content)
+                vector = p.doc_vector
+            else:
+                mean = total.vector_sum / total.chunks if total.chunks else np.zeros(self.store.dim, np.float32)
+                norm = float(np.linalg.norm(mean))
+                vector = mean / norm if norm > 0 else mean
             documents.append({
                 "id": p.doc_id, "path": p.entry.path, "content_hash": p.content_hash, "size": p.entry.size,
                 "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": total.chunks,
                 "token_count": total.tokens,
-                "vector": (mean / norm if norm > 0 else mean).astype(np.float32).tolist(), "indexed_at": stamp,
+                "vector": vector.astype(np.float32).tolist(), "indexed_at": stamp,
                 "metadata": p.metadata, "language": (p.rows.get("language") or [None])[0],
             })
             finished.append((p, total))

@@ -69,6 +69,9 @@ class Prepared:
     windows: list[Window] | None = None  # late chunking: the windows its chunks are pooled from (None: each chunk alone)
     encoded: list[int] | None = None  # encoded off the writer (a Ray actor): the chunks that needed the encoder, in `vectors`
     copy_of: DocRecord | None = None  # prepared off the writer: a placeholder for a copy of this stored document's chunks
+    whole: str | None = None  # chunking.document_vector "whole": the text encoded for its own vector (None: its chunks' mean)
+    whole_tokens: int = 0  # the tokens of `whole`
+    doc_vector: np.ndarray | None = None  # its own vector once encoded (or copied with stored content); None: its chunks' mean
 
     def to_encode(self) -> list[int]:
         """Indexes of the chunks that need the encoder (or needed it, when encoded off the writer)."""
@@ -100,6 +103,9 @@ Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one f
 # Late chunking's planner: (clean text, its chunks, title, its token spans or None) → the windows to encode them in
 # (None: each chunk alone).
 Planner = Callable[[str, list[Chunk], str, np.ndarray | None], list[Window] | None]
+# chunking.document_vector "whole": (clean text, its chunks, title) → the text a document is encoded whole as for its
+# own vector, and its tokens (None: its chunks' mean).
+WholePlanner = Callable[[str, list[Chunk], str], tuple[str, int] | None]
 
 
 def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None,
@@ -175,6 +181,12 @@ def unchanged_chunks(store: Store, record: DocRecord, texts: list[str]) -> dict[
     return {i: by_text[t] for i, t in enumerate(texts) if t in by_text}
 
 
+def stored_vector(store: Store, doc_id: str) -> np.ndarray | None:
+    """A stored document's own vector (a copy of its content keeps it, whichever rule made it)."""
+    table = store.document_rows([doc_id], ["vector"])
+    return np.asarray(table["vector"][0].as_py(), np.float32) if table.num_rows else None
+
+
 @dataclass
 class Preparer:
     """Prepares the files of one run with the indexer's settings of that moment; `cancel` is the indexer's stop signal."""
@@ -189,6 +201,7 @@ class Preparer:
     plan: Planner | None = None  # late chunking on: how a document read whole is cut into encoder windows
     pool: ReadPool | None = None  # the budgeted reading processes files read whole go to (None: read here, as tests may)
     language: str | None = None  # every document's language (index.language); None: each detected from its text
+    whole_text: WholePlanner | None = None  # chunking.document_vector "whole": which documents get a vector of their own
 
     def language_of(self, text: str) -> str | None:
         """A document's language: the one set for the index, else detected from its text."""
@@ -280,9 +293,16 @@ class Preparer:
         rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections, self.language_of(doc.text))
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
                             windows=self.plan(doc.text, clean, doc.title, spans) if self.plan else None)
+        self.plan_whole(prepared, doc.text, clean)
         if record is not None and self.store is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         return prepared
+
+    def plan_whole(self, prepared: Prepared, text: str, chunks: list[Chunk]) -> None:
+        """Mark a document read whole whose own vector is its text encoded whole (chunking.document_vector)."""
+        whole = self.whole_text(text, chunks, prepared.title) if self.whole_text else None
+        if whole is not None:
+            prepared.whole, prepared.whole_tokens = whole
 
     def extract(self, path: str, data: bytes) -> Extracted:
         """A file's bytes read: in a reading process of the pool, under the per-file budget, unless they are plain
@@ -308,7 +328,7 @@ class Preparer:
             table = pa.Table.from_batches([batch])
             rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
             yield Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors_of(table),
-                           outcome, started, stream=stream, final=last)
+                           outcome, started, stream=stream, final=last, doc_vector=stored_vector(self.store, source.id) if last else None)
 
     def _streamed(self, entry: FileEntry, digest: str, outcome: Outcome, started: float) -> Iterator[Prepared | Skipped]:
         """A large plain-text file read, chunked and handed on in parts of about flush_tokens tokens."""

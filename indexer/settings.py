@@ -66,6 +66,7 @@ class ChunkingSettings(Section):
     whole_slack: int = Field(0, ge=0)
     overlap_at_breaks: bool = True
     whole_tokens: int = Field(0, ge=0)
+    document_vector: Literal["mean", "whole"] = "whole"
 
 
 class EncoderSettings(Section):

@@ -33,14 +33,15 @@ def library_versions() -> dict[str, str]:
 
 def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int, title_prefix: bool = False,
                 readers: dict[str, str] | None = None, late: dict[str, Any] | None = None,
-                rule: dict[str, Any] | None = None) -> dict[str, Any]:
+                rule: dict[str, Any] | None = None, whole_vector: int = 0) -> dict[str, Any]:
     """The full origin record for an index built with this encoder and chunking (title_prefix, late chunking's
-    windows and a chunk rule other than the legacy one recorded only when on, so indexes from before those options
-    open unchanged) and these format readers ({format: version})."""
+    windows, a chunk rule other than the legacy one and whole-text document vectors recorded only when on, so indexes
+    from before those options open unchanged) and these format readers ({format: version})."""
     origin = {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions(),
               "keyword_terms": TERMS_VERSION}
     return (origin | ({"title_prefix": True} if title_prefix else {}) | ({"readers": dict(readers)} if readers else {})
-            | ({"late_chunking": dict(late)} if late else {}) | ({"chunk_rule": dict(rule)} if rule else {}))
+            | ({"late_chunking": dict(late)} if late else {}) | ({"chunk_rule": dict(rule)} if rule else {})
+            | ({"document_vector": {"whole_tokens": whole_vector}} if whole_vector else {}))
 
 
 def keyword_terms_version(origin: dict[str, Any]) -> int:

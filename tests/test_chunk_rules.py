@@ -140,11 +140,13 @@ def test_an_index_built_under_the_old_rules_opens_and_updates_the_old_way(tmp_pa
     root = tmp_path / "docs"
     root.mkdir()
     (root / "a.txt").write_text(_words(127))  # one chunk under the new rule, two under the old (the fake reads 126 + 2)
-    old = {"LODEX_CHUNKING__WHOLE_SLACK": "0", "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "true", "LODEX_CHUNKING__LATE_FOR": "all"}
+    old = {"LODEX_CHUNKING__WHOLE_SLACK": "0", "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "true", "LODEX_CHUNKING__LATE_FOR": "all",
+           "LODEX_CHUNKING__LATE": "true"}
     built = _index(tmp_path, old, monkeypatch, root)
     assert "chunk_rule" not in built["origin"] and built["origin"]["late_chunking"] == {"window_tokens": 256, "margin": 32}
     assert len(built["tokens"]) == 2
-    new_rules = {"LODEX_CHUNKING__WHOLE_SLACK": "32", "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "false", "LODEX_CHUNKING__LATE_FOR": "long"}
+    new_rules = {"LODEX_CHUNKING__WHOLE_SLACK": "32", "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "false", "LODEX_CHUNKING__LATE_FOR": "long",
+                 "LODEX_CHUNKING__LATE": "true"}
     (root / "b.txt").write_text(_words(127, 500))  # added under the new rules: cut and encoded as the index was
     grown = _index(tmp_path, new_rules, monkeypatch, root)
     assert grown["origin"] == built["origin"]

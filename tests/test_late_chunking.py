@@ -207,7 +207,7 @@ def test_late_windows_take_the_title_as_their_first_chunk_takes_a_prefix(tmp_pat
     root.mkdir()
     (root / "a.md").write_text("# Wings\n\n" + _paragraphs(40))
     settings = Settings(base_dir=tmp_path)
-    settings.encoder.backend, settings.chunking.title_prefix = "fake", True
+    settings.encoder.backend, settings.chunking.title_prefix, settings.chunking.late = "fake", True, True
     encoder = build_encoder(settings)
     leads: list[str] = []
     real = encoder.embed_windows
@@ -218,8 +218,9 @@ def test_late_windows_take_the_title_as_their_first_chunk_takes_a_prefix(tmp_pat
 
 
 def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
-    """An index built before late chunking (or with it off) opens and grows with plain chunking under "auto"; a new
-    index gets late chunking; an explicit setting that differs from the index is refused with the rebuild hint."""
+    """An index built before late chunking (or with it off) opens and grows with plain chunking under "auto", and an
+    index built with it keeps it; a new index gets plain chunking (issue 39: late chunking lost on short abstracts);
+    an explicit setting that differs from the index is refused with the rebuild hint."""
     from lodex.api.factory import build_encoder, late_plan, open_store
     from lodex.api.settings import Settings
     from lodex.store.errors import OriginMismatchError
@@ -232,9 +233,12 @@ def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
     settings.chunking.late = "auto"
     assert late_plan(settings, encoder, tmp_path / "plain") is None
     open_store(settings, encoder, tmp_path / "plain", create=True)  # opens, no rebuild asked
-    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32, long_only=True)
-    open_store(settings, encoder, tmp_path / "new", create=True)
-    assert late_plan(settings, encoder, tmp_path / "new") == LateChunking(256, 32, long_only=True)
+    assert late_plan(settings, encoder, tmp_path / "new") is None
+    settings.chunking.late = True
+    open_store(settings, encoder, tmp_path / "late", create=True)
+    settings.chunking.late = "auto"
+    assert late_plan(settings, encoder, tmp_path / "late") == LateChunking(256, 32, long_only=True)
+    open_store(settings, encoder, tmp_path / "late", create=True)  # opens, no rebuild asked
     settings.chunking.late = True
     with pytest.raises(OriginMismatchError, match="late_chunking"):
         open_store(settings, encoder, tmp_path / "plain", create=False)

@@ -186,9 +186,10 @@ def test_model_check_of_a_tiny_decoder(kind: str, models: dict[str, Path], tmp_p
     assert report["eos"] == {"value": None, "source": "the tokenizer ends inputs with token 102 itself"}
     assert report["fast_mode"]["available"] and report["fast_mode"]["min_cosine"] > 0.9 and report["tokens_per_s"]["fast"] > 0
     assert report["parameters"] > 0 and report["memory_mb"]["exact"] > report["memory_mb"]["weights"] > 0
-    assert report["late_chunking"] == {"setting": "auto", "enabled": True, "window_limit": 512, "window_tokens": 256}
+    assert report["late_chunking"] == {"setting": "auto", "enabled": False, "window_limit": 512, "window_tokens": None}  # a new index
+    monkeypatch.setenv("LODEX_CHUNKING__LATE", "true")  # a decoder pools each chunk's last token: it can late-chunk
     code, out, _ = _check(str(path))
-    assert "late chunking   on, windows of 256 tokens (chunking.late = auto; the model reads up to 512 tokens at once)" in out
+    assert "late chunking   on, windows of 256 tokens (chunking.late = true; the model reads up to 512 tokens at once)" in out
     assert code == 0 and "pooling         last  ← default for decoder architectures (last token)" in out
     assert "fast mode       yes (int8 vs exact cosine mean" in out and "tokens/s        exact" in out
 

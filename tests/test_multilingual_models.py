@@ -74,6 +74,7 @@ def test_xlmr_indexes_and_searches_a_chinese_german_english_folder(xlmr: Path, t
     passages (late-chunked over XLM-R's offset positions) keep exact offsets with their words highlighted."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LODEX_ENCODER__MODEL", str(model_card(_copy(xlmr, tmp_path), ["zh", "de", "en"])))
+    monkeypatch.setenv("LODEX_CHUNKING__LATE", "true")  # off by default for a new index: its offsets are what is tested here
     texts = _folder(tmp_path / "docs")
     result = runner.invoke(app, ["index", str(tmp_path / "docs")])
     assert result.exit_code == 0, result.output

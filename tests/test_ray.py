@@ -206,6 +206,14 @@ def test_real_model_on_ray_gives_the_local_index(cluster: Path, tmp_path: Path) 
     on_ray.index.ray_actors = 1  # one model load in an actor (the tests above run two actors)
     _, ray_index = _index(on_ray, root)
     _assert_same(ray_index, local_index)
+    whole = [doc_id for doc_id in ray_index["documents"] if _not_the_mean(ray_index, doc_id)]
+    assert whole, "no short document got its whole text's vector (chunking.document_vector)"  # the actors encoded them
+
+
+def _not_the_mean(index: dict[str, Any], doc_id: str) -> bool:
+    vectors = np.asarray([row["vector"] for (owner, _), row in index["chunks"].items() if owner == doc_id], np.float32)
+    mean = vectors.mean(axis=0)
+    return not np.allclose(index["documents"][doc_id]["vector"], mean / np.linalg.norm(mean), atol=1e-4)
 
 
 def test_without_ray_the_fix_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

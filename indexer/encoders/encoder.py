@@ -41,10 +41,6 @@ class Encoder(ABC):
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         """Embed one batch (already sorted and budgeted) into an (n, dim) float32 array, pooled."""
 
-    def pools_windows(self) -> bool:
-        """Whether this encoder can do late chunking (pool chunks from a window's token states)."""
-        return type(self).embed_windows is not Encoder.embed_windows or type(self)._window_batch is not Encoder._window_batch
-
     def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
         """Late chunking: per text (a window, its lead included), one pooled vector per char span, from the token states
         of the whole text; `starts`: where each text's content begins (after its lead)."""

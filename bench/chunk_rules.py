@@ -17,9 +17,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each variant: the settings it overrides (LODEX_SECTION__KEY=value); "default" takes the defaults as they are.
-def _rule(late: str, late_for: str = "all", slack: int = 0, breaks: bool = True, whole: int = 0) -> dict[str, str]:
+def _rule(late: str, late_for: str = "all", slack: int = 0, breaks: bool = True, whole: int = 0, vector: str = "mean") -> dict[str, str]:
     return {"LODEX_CHUNKING__LATE": late, "LODEX_CHUNKING__LATE_FOR": late_for, "LODEX_CHUNKING__WHOLE_SLACK": str(slack),
-            "LODEX_CHUNKING__OVERLAP_AT_BREAKS": str(breaks).lower(), "LODEX_CHUNKING__WHOLE_TOKENS": str(whole)}
+            "LODEX_CHUNKING__OVERLAP_AT_BREAKS": str(breaks).lower(), "LODEX_CHUNKING__WHOLE_TOKENS": str(whole),
+            "LODEX_CHUNKING__DOCUMENT_VECTOR": vector}
 
 
 VARIANTS: dict[str, dict[str, str]] = {
@@ -32,6 +33,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "one-breaks-late-long": _rule("true", "long", slack=32, breaks=False),
     "whole": _rule("false", whole=256),  # a text of up to one window (256 tokens) is one chunk, encoded whole
     "whole-late-long": _rule("true", "long", whole=256),  # ... and late chunking for longer ones
+    "whole-vector": _rule("false", vector="whole"),  # plain chunks; a short document's own vector from its whole text
     "default": {},
 }
 

@@ -3,7 +3,7 @@ the German Debian reference, each with labelled questions; dense and hybrid nDCG
 and MRR@10 per rule and precision, every cell its own index of the same folder, and each cell's change against the
 first one with its 95% paired bootstrap interval over the questions.
 
-usage: python bench/late_heldout.py [--folders html,pdf,de,cranfield,cisi@25,scifact,...] [--rules plain,late-long,whole,...]
+usage: python bench/late_heldout.py [--folders html,pdf,de,zh,ja,ja-faq,cranfield,cisi@25,scifact,...] [--rules plain,late-long,whole,...]
            [--precision fast|exact|fast,exact] [--questions all|original|extra] [--keep DIR] [--work DIR] [--json FILE]
 A collection (cranfield, cisi, med, scifact; `NAME@25` for bundles of 25) is written as one .txt per document and asked
 its queries with their graded judgements. The questions: the folder's original set (git-doc.json, de.json, the PDFs' questions) and, for git-doc and the German
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from langdata import build_folder, questions  # noqa: E402
+from langdata import MANUALS, build_folder, questions  # noqa: E402
 from chunk_rules import VARIANTS  # noqa: E402
 from languages import cpu_flags  # noqa: E402
 from paired import changed, paired_delta  # noqa: E402
@@ -46,12 +46,13 @@ EXTRA = {"html": Path(__file__).resolve().parent / "pipelinedata" / "git-doc-ext
          "de": Path(__file__).resolve().parent / "langdata" / "de-extra.json"}
 
 
-def german(work: Path) -> Folder:
-    """The German Debian reference split at its sections, with bench/langdata/de.json's questions."""
-    folder, version = build_folder("de", work)
-    qs = questions("de")
-    return Folder("de", folder, {f"q{i}": q["question"] for i, q in enumerate(qs)},
-                  {f"q{i}": {q["target"]: 1} for i, q in enumerate(qs)}, f"German: debian-reference {version}")
+def manual(lang: str, work: Path) -> Folder:
+    """A Debian manual of bench/langdata (de, zh, ja: the Debian reference split at its sections; ja-faq: the Japanese
+    Debian FAQ, an entry a file) with bench/langdata/LANG.json's questions."""
+    folder, version = build_folder(lang, work)
+    qs = questions(lang)
+    return Folder(lang, folder, {f"q{i}": q["question"] for i, q in enumerate(qs)},
+                  {f"q{i}": {q["target"]: 1} for i, q in enumerate(qs)}, f"{lang}: {MANUALS[lang].package} {version}")
 
 
 def collection(name: str, work: Path) -> Folder:
@@ -70,7 +71,7 @@ def folder_of(name: str, work: Path, which: str = "original") -> Folder:
     """The folder `name` with its original questions (`which` = original), its second set (extra) or both (all)."""
     if name.partition("@")[0] in COLLECTIONS:
         return collection(name, work)
-    folder = german(work / "languages") if name == "de" else build(name, work / "pipelines")
+    folder = manual(name, work / "languages") if name in MANUALS else build(name, work / "pipelines")
     if which == "original":
         return folder
     extra = json.loads(EXTRA[name].read_text(encoding="utf-8")) if name in EXTRA and EXTRA[name].exists() else []

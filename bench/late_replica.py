@@ -103,6 +103,9 @@ class Encoded:
         yield "half own + half late, long documents only", np.where(long, mixed, plain), None
         yield "one chunk up to a window, encoded whole", np.where(long, plain, self.whole[self.doc_of]), None
         yield "plain chunks, short documents' vector whole", plain, np.where(short_docs, self.whole, self.means(plain))
+        short = ~long
+        yield ("late chunks and vector whole for short documents (one pass), plain for long", np.where(short, late, plain),
+               np.where(short_docs, self.whole, self.means(plain)))
 
 
 def main() -> None:

@@ -6,10 +6,10 @@ first one with its 95% paired bootstrap interval over the questions.
 usage: python bench/late_heldout.py [--folders html,pdf,de,zh,ja,ja-faq,cranfield,cisi@25,scifact,...] [--rules plain,late-long,whole,...]
            [--precision fast|exact|fast,exact] [--questions all|original|extra] [--keep DIR] [--work DIR] [--json FILE]
 A collection (cranfield, cisi, med, scifact; `NAME@25` for bundles of 25) is written as one .txt per document and asked
-its queries with their graded judgements. The questions: the folder's original set (git-doc.json, de.json, the PDFs' questions) and, for git-doc and the German
-reference, a larger second set written later from the same files (git-doc-extra.json, de-extra.json); `all` (the
-default) asks both. `--keep DIR` keeps each cell's index under DIR and reuses it on the next run (the index does not
-depend on the questions). Quality, not timing: contention does not change the figures. Needs `pip install -e .[bench]`,
+its queries with their graded judgements. The questions: the folder's original set (git-doc.json, de.json, the PDFs'
+questions) and, for git-doc, the German reference and the PDFs, a larger second set written later from the same files
+(git-doc-extra.json, de-extra.json, pdfdata/questions-extra.json); `all` (the default) asks both. `--keep DIR` keeps
+each cell's index under DIR and reuses it on the next run (the index does not depend on the questions). Quality, not timing: contention does not change the figures. Needs `pip install -e .[bench]`,
 `apt-get`, `dpkg-deb` (the folders are built as bench/pipelines.py and bench/languages.py build them).
 """
 
@@ -43,7 +43,8 @@ def overrides(variant: str) -> dict[str, Any]:
 MODES: tuple[Mode, ...] = ("dense", "hybrid")
 COLLECTIONS = ("cranfield", "cisi", "med", "scifact")
 EXTRA = {"html": Path(__file__).resolve().parent / "pipelinedata" / "git-doc-extra.json",
-         "de": Path(__file__).resolve().parent / "langdata" / "de-extra.json"}
+         "de": Path(__file__).resolve().parent / "langdata" / "de-extra.json",
+         "pdf": Path(__file__).resolve().parent / "pdfdata" / "questions-extra.json"}  # judged by file here
 
 
 def manual(lang: str, work: Path) -> Folder:
@@ -78,9 +79,10 @@ def folder_of(name: str, work: Path, which: str = "original") -> Folder:
     queries = {} if which == "extra" else dict(folder.queries)
     qrels = {} if which == "extra" else dict(folder.qrels)
     for i, q in enumerate(extra):
-        if (folder.path / q["target"]).is_file():
+        target = q.get("target") or q["file"]  # the PDFs' questions name a page of a file: the file is the target here
+        if (folder.path / target).is_file():
             queries[f"x{i}"] = q["question"]
-            qrels[f"x{i}"] = {q["target"]: 1}
+            qrels[f"x{i}"] = {target: 1}
     return Folder(folder.name, folder.path, queries, qrels, folder.source)
 
 

@@ -17,8 +17,9 @@ fastest read counts. References, per page:
   columns   the generated manual's two-column pages: an interleaved page switches column more than once.
   hyphens   words pdfium shows broken at a line end, left in two by the extraction, per 1,000 such breaks.
 Then page@1: the set indexed (bundled model, default settings) by each version, and each question of
-bench/pdfdata/questions.json searched (hybrid, k=10): right when the top document is the question's file and its
-best passage's pages include the question's page; doc@1 counts the document alone.
+bench/pdfdata/questions.json and of the larger second set, questions-extra.json (each with the words of its page that
+answer it), searched (hybrid, k=10): right when the top document is the question's file and its best passage's pages
+include the question's page; doc@1 counts the document alone. Each set is reported, then both together.
 """
 
 import argparse
@@ -38,6 +39,15 @@ from pdf_set import GENERATED, ROOT, debian_set, evaldata_dir, generated  # noqa
 
 BEFORE = "d4500d0"  # main when issue 39's PDF work started
 QUESTIONS = ROOT / "bench" / "pdfdata" / "questions.json"
+# A second, larger set written later from the same pages (each with the page text that answers it), asked too.
+EXTRA_QUESTIONS = ROOT / "bench" / "pdfdata" / "questions-extra.json"
+
+
+def asked_questions() -> list[dict]:
+    """The original questions, then the second set's (each tagged with its set)."""
+    original = [q | {"set": "original"} for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))]
+    extra = json.loads(EXTRA_QUESTIONS.read_text(encoding="utf-8")) if EXTRA_QUESTIONS.exists() else []
+    return original + [q | {"set": "extra"} for q in extra]
 
 
 def child(files: list[Path], out: Path, questions: bool) -> None:
@@ -67,7 +77,7 @@ def _answers(files: list[Path]) -> list[dict]:
     from lodex.api.factory import build_encoder, build_indexer, open_store
     from lodex.api.settings import Settings
     from lodex.search.searcher import Searcher
-    asked = json.loads(QUESTIONS.read_text(encoding="utf-8"))
+    asked = asked_questions()
     with tempfile.TemporaryDirectory(prefix="lodex-pdfq-") as tmp:
         folder = Path(tmp) / "docs"
         folder.mkdir()
@@ -151,12 +161,12 @@ def score(texts: dict, refs: dict, manual: dict) -> dict:
     return {"files": rows, "total": total}
 
 
-def page_at_1(answers: list[dict]) -> tuple[float, float]:
-    asked = json.loads(QUESTIONS.read_text(encoding="utf-8"))
-    doc = sum(a["file"] == q["file"] for q, a in zip(asked, answers))
-    page = sum(a["file"] == q["file"] and a["page"] is not None and a["page"] <= q["page"] <= a["page_end"]
-               for q, a in zip(asked, answers))
-    return doc / len(asked), page / len(asked)
+def page_at_1(answers: list[dict], which: str = "all") -> tuple[float, float, int]:
+    """doc@1 and page@1 over the questions of one set (original, extra) or all, and how many they are."""
+    pairs = [(q, a) for q, a in zip(asked_questions(), answers) if which in ("all", q["set"])]
+    doc = sum(a["file"] == q["file"] for q, a in pairs)
+    page = sum(a["file"] == q["file"] and a["page"] is not None and a["page"] <= q["page"] <= a["page_end"] for q, a in pairs)
+    return doc / max(len(pairs), 1), page / max(len(pairs), 1), len(pairs)
 
 
 def report(before: dict, after: dict, answers: dict) -> None:
@@ -177,9 +187,11 @@ def report(before: dict, after: dict, answers: dict) -> None:
     print(f"two-column pages interleaved {b['interleaved']} → {a['interleaved']} of {b['twocol']}")
     print(f"extraction {b['pages'] / b['seconds']:.1f} → {a['pages'] / a['seconds']:.1f} pages/s "
           f"({b['seconds']:.2f} → {a['seconds']:.2f} s, {a['seconds'] / b['seconds'] - 1:+.1%})")
-    for label, got in answers.items():
-        doc, page = page_at_1(got)
-        print(f"{label}: doc@1 {doc:.3f}  page@1 {page:.3f}  ({len(got)} questions)")
+    for which in ("original", "extra", "all"):
+        for label, got in answers.items():
+            doc, page, n = page_at_1(got, which)
+            if n:
+                print(f"{label}: doc@1 {doc:.3f}  page@1 {page:.3f}  ({n} questions, {which})")
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ candidates are ranked as numpy arrays, which is what keeps latency low when many
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -22,11 +21,9 @@ from lodex.search.highlight import highlight_spans, query_stems
 from lodex.search.listing import is_listing
 from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
-from lodex.search.section_start import names_section, section_starts
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.base import Store
-from lodex.store.fts_terms import keyword_terms
 from lodex.store.languages import OTHER_SCRIPT_LANGUAGES
 from lodex.store.schema import LOCATION_COLUMNS
 
@@ -243,13 +240,11 @@ class Searcher:
     def _passages(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[int, float]]],
                   chunk_order: list[Hits]) -> dict[tuple[int, int], list[Passage]]:
         """The best passages of each result document — the chunks the mode ranked highest, then by cosine, of the
-        PASSAGE_POOL best the ones that read as a table of contents or an index last; where the query holds every word
-        of the first one's section title, that section's first chunk first (`section_start`) — with their cosine to
-        the query and the query words they contain."""
+        PASSAGE_POOL best the ones that read as a table of contents or an index last — with their cosine to the query
+        and the query words they contain."""
         if self.passages <= 0:
             return {}
         chosen: dict[tuple[int, int], list[tuple[float, int]]] = {}
-        members: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # each document's chunk ids and cosines
         for i, top in enumerate(tops):
             if not top:
                 continue
@@ -261,14 +256,12 @@ class Searcher:
                 part = slice(start, start + n)
                 keys = np.lexsort((np.arange(n), -sims[part], -ranked[part]))[: max(self.passages, PASSAGE_POOL)]
                 chosen[(i, row)] = [(float(sims[part][j]), int(ids[part][j])) for j in keys]
-                members[(i, row)] = (ids[part], sims[part])
         wanted = np.unique(np.array([chunk_id for picks in chosen.values() for _, chunk_id in picks], np.int64))
         rows = snap.owners.row_ids_of(wanted)  # every chosen chunk is of this version
         texts = {r["id"]: r for r in self.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()}
         listing = {c: is_listing(r["text"]) for c, r in texts.items()}
         for key, picks in chosen.items():  # contents and index pages after the passages that say things (stable)
             chosen[key] = sorted(picks, key=lambda pick: listing.get(pick[1], False))[: self.passages]
-        self._open_named_sections(snap, queries, chosen, members, texts)
         stems = [query_stems(q.text) for q in queries]
         return {
             (i, row): [Passage(texts[c]["text"], texts[c]["char_start"], texts[c]["char_end"], round(s, 6),
@@ -276,30 +269,3 @@ class Searcher:
                        for s, c in picks if c in texts]
             for (i, row), picks in chosen.items()
         }
-
-    def _open_named_sections(self, snap: Snapshot, queries: list[Query], chosen: dict[tuple[int, int], list[tuple[float, int]]],
-                             members: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]], texts: dict[int, dict[str, Any]]) -> None:
-        """Where a query holds every word of its document's first passage's section title, put that section's first
-        chunk first (read into `texts`): the page the section starts on (page@1 0.708 -> 0.750 on the real PDFs of
-        bench/pdf_quality.py, docs/benchmarks.md)."""
-        terms: dict[int, set[str]] = {}  # a query's terms, made only where a first passage has a section to name
-
-        def query_terms(i: int) -> set[str]:
-            if i not in terms:
-                terms[i] = set(keyword_terms(queries[i].text))
-            return terms[i]
-
-        named = {key: (picks[0][1], section) for key, picks in chosen.items()
-                 if picks and picks[0][1] in texts and (section := texts[picks[0][1]]["section"])
-                 and names_section(section, query_terms(key[0]))}
-        starts = section_starts({key: members[key][0] for key in named}, named,
-                                lambda ids: self.store.chunks_at_rows(snap.owners.row_ids_of(ids), ["id", "ordinal", "section"]))
-        starts = {key: start for key, start in starts.items() if start != chosen[key][0][1]}
-        missing = np.array(sorted({start for start in starts.values() if start not in texts}), np.int64)
-        if len(missing):
-            rows = snap.owners.row_ids_of(missing)
-            texts.update({r["id"]: r for r in self.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()})
-        for key, start in starts.items():
-            ids, sims = members[key]
-            cosine = float(sims[np.flatnonzero(ids == start)[0]])
-            chosen[key] = [(cosine, start), *[pick for pick in chosen[key] if pick[1] != start]][: self.passages]

@@ -114,10 +114,10 @@ def test_contents_and_index_pages_are_not_the_best_passage(tmp_path: Path) -> No
         assert len(passages) == 3 and all("Glaciers retreat" not in p.text for p in passages[1:])
 
 
-def test_a_question_naming_a_section_opens_it_at_its_start(tmp_path: Path) -> None:
-    """A question holding every word of a section's title ("Export to text files") gets that section's first chunk
-    (the first to start in it) as its first passage, though a later chunk of the section matches its words more; a
-    question that does not name the section keeps its best chunk first."""
+def test_a_question_naming_a_section_keeps_its_best_chunk_first(tmp_path: Path) -> None:
+    """A question holding every word of a section's title ("Export to text files") gets the chunk that matches it best
+    as its first passage, not the section's first chunk (that rule won page@1 on the 72 PDF questions it was chosen
+    on and lost 7.9 points on 102 written later: docs/benchmarks.md, PDF text on real documents)."""
     root = tmp_path / "docs"
     root.mkdir()
     later = " ".join(["Call write.table to export the data frame to a text file with its row labels."] * 3)
@@ -130,11 +130,8 @@ def test_a_question_naming_a_section_opens_it_at_its_start(tmp_path: Path) -> No
     indexer.run(root)
     for mode in ("bm25", "hybrid", "dense"):
         named = searcher.search("How do I export a data frame to a text file?", k=1, mode=mode).results[0].passages
-        assert named[0].text.startswith("Paragraph 0"), mode
+        assert "write.table" in named[0].text, mode
         assert named[0].section == "Data manual › 2.3 Export to text files"
-        assert any("write.table" in p.text for p in named[1:]), mode  # the best-matching chunk comes next
-        detail = searcher.search("write.table data frame row labels", k=1, mode=mode).results[0].passages
-        assert "write.table" in detail[0].text, mode  # "text files" not asked: the best chunk stays first
 
 
 def test_listing_detection() -> None:

@@ -151,12 +151,12 @@ class EncodeGate:
 
 
 class GatedEncoder(FakeEncoder):
-    """A FakeEncoder whose document batches each wait for the test's permit when $LODEX_TEST_EMBED_GATE names an
-    `EncodeGate`'s folder (a model busy for as long as the test decides, in a process the test does not run)."""
+    """A FakeEncoder whose document batches each wait for the test's permit when `folder` (else $LODEX_TEST_EMBED_GATE)
+    names an `EncodeGate`'s folder (a model busy for as long as the test decides, in a process the test does not run)."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: str | None = None) -> None:
         super().__init__()
-        folder = os.environ.get(GATE_ENV)
+        folder = folder or os.environ.get(GATE_ENV)
         self._gate: tuple[int, int] | None = None
         if folder:
             permits = os.open(os.path.join(folder, "permits"), os.O_RDONLY | os.O_NONBLOCK)  # never waits for a writer
@@ -175,9 +175,14 @@ class GatedEncoder(FakeEncoder):
         return super().embed(texts, kind, lengths)
 
 
+GATE_MODEL = "gate:"  # encoder.model = "gate:FOLDER": the gate's folder, carried by the settings themselves
+
+
 def fake_encoder(cfg: object) -> GatedEncoder:
-    """encoder.backend = "tests.fakes:fake_encoder" (for CLI runs in a subprocess)."""
-    return GatedEncoder()
+    """encoder.backend = "tests.fakes:fake_encoder" (for CLI runs in a subprocess); encoder.model = "gate:FOLDER" gates
+    it there (the settings reach each Ray actor with the encoder it builds, in whatever worker process it runs)."""
+    model = str(getattr(cfg, "model", "") or "")  # resolved as a path: "<config folder>/gate:FOLDER"
+    return GatedEncoder(model.split(GATE_MODEL, 1)[1] if GATE_MODEL in model else None)
 
 
 class DyingEncoder(FakeEncoder):

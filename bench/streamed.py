@@ -62,7 +62,7 @@ def worker(args: argparse.Namespace) -> None:
     import numpy as np
 
     import lodex.store.lance_store  # noqa: F401 - the baseline holds Lance too, as `lodex index` does
-    from lodex.indexer.pipeline import GROUP_BATCHES
+    from lodex.indexer.encoding_jobs import GROUP_BATCHES
     from lodex.indexer.settings import EncoderSettings
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 

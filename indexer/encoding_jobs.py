@@ -1,7 +1,7 @@
 """What the encoder runs for a flush: each chunk that needs a vector alone, or (late chunking) each window holding
 such a chunk, whose chunks all take their vectors from it; and a short document's whole text, for its own vector."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +105,27 @@ def encoder_jobs(fresh: list[Prepared], encoder: Encoder, lead: Lead) -> list[Jo
         else:
             jobs += [Job(p, [i], None, min(p.rows["token_count"][i] + extra, encoder.max_length)) for i in sorted(need)]
     return jobs
+
+
+# Chunks are encoded in groups of about this many encoder batches; between two groups the run checks that it was not
+# asked to stop and that the files being encoded did not change or vanish.
+GROUP_BATCHES = 2
+
+
+def job_groups(encoder: Encoder, jobs: list[Job]) -> Iterator[list[Job]]:
+    """A flush's jobs in groups of whole encoder batches, cut from the encoder's own batching of them all (longest
+    first; cut anywhere else, each group would end in a small, slow batch): GROUP_BATCHES batches a group, or as many
+    as the encoder's group_tokens takes (fast mode's small batches, a layer-streamed model)."""
+    group: list[Job] = []
+    batches = padded = 0
+    for batch in encoder.plan_batches([job.length for job in jobs]):
+        group += [jobs[i] for i in batch]
+        batches, padded = batches + 1, padded + len(batch) * jobs[batch[0]].length
+        if batches >= GROUP_BATCHES and padded >= encoder.group_tokens:
+            yield group
+            group, batches, padded = [], 0, 0
+    if group:
+        yield group
 
 
 def run_jobs(encoder: Encoder, lead: Lead, group: list[Job]) -> None:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from lodex.indexer.chunking.chunker import Chunk, Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking, Window
 from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoding_jobs import Job, TitleLead, WholeText, WindowPlanner, encoder_jobs, run_jobs
+from lodex.indexer.encoding_jobs import Job, TitleLead, WholeText, WindowPlanner, encoder_jobs, job_groups, run_jobs
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
@@ -27,9 +27,8 @@ from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, FileStatus, JobLog
 from lodex.store.schema import chunks_schema
 
-# Chunks are encoded in groups of about this many encoder batches; between two groups the run checks that it was not
-# asked to stop and that the files being encoded did not change or vanish (those are dropped, not finished).
-GROUP_BATCHES = 2
+# Between two groups of encoder batches (encoding_jobs.job_groups), at most this often, the run checks that the files
+# being encoded did not change or vanish (those are dropped, not finished); it checks that it was not asked to stop at each.
 CHECK_EVERY_S = 0.5
 # A run's first flush is this share of flush_tokens, so that the encoder starts once a few files are read instead of
 # after a whole flush's worth of reading (0.5-1.5 s here at the default 131,072 tokens, with both cores otherwise idle).
@@ -287,14 +286,14 @@ class Indexer:
             run_jobs(self.encoder, self._lead, [job for job in group if job.prepared.entry.path not in gone])
 
         if self.encoder.parallel_calls <= 1:
-            for group in self._groups(jobs):
+            for group in job_groups(self.encoder, jobs):
                 run(group)
                 yield
             return
         ahead: deque[Future] = deque()
         with ThreadPoolExecutor(self.encoder.parallel_calls, thread_name_prefix="lodex-group") as groups:
             try:
-                for group in self._groups(jobs):
+                for group in job_groups(self.encoder, jobs):
                     ahead.append(groups.submit(run, group))
                     if len(ahead) >= self.encoder.parallel_calls:
                         ahead.popleft().result()
@@ -305,21 +304,6 @@ class Indexer:
             finally:  # stopped or failed: the groups not yet started are not run
                 for future in ahead:
                     future.cancel()
-
-    def _groups(self, jobs: list[Job]) -> Iterator[list[Job]]:
-        """A flush's jobs in groups of whole encoder batches, cut from the encoder's own batching of them all (longest
-        first; cut anywhere else, each group would end in a small, slow batch): GROUP_BATCHES batches a group, or as many
-        as the encoder's group_tokens takes (fast mode's small batches, a layer-streamed model)."""
-        group: list[Job] = []
-        batches = padded = 0
-        for batch in self.encoder.plan_batches([job.length for job in jobs]):
-            group += [jobs[i] for i in batch]
-            batches, padded = batches + 1, padded + len(batch) * jobs[batch[0]].length
-            if batches >= GROUP_BATCHES and padded >= self.encoder.group_tokens:
-                yield group
-                group, batches, padded = [], 0, 0
-        if group:
-            yield group
 
     def _flush(self, pending: list[Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
                fail: Callable[[FileEntry, str], None] | None = None) -> None:

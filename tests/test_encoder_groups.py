@@ -8,10 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from lodex.indexer import pipeline
 from lodex.indexer.chunking.chunker import Chunk
 from lodex.indexer.chunking.late_chunking import late_chunking, plan_windows
-from lodex.indexer.pipeline import Indexer
+from lodex.indexer.encoding_jobs import GROUP_BATCHES, job_groups
 from lodex.indexer.preparation import Prepared
 from lodex.indexer.scanner import scan
 from tests.conftest import make_pipeline
@@ -25,13 +24,13 @@ def test_groups_are_whole_encoder_batches() -> None:
         encoder.group_tokens = group_tokens
         jobs = [SimpleNamespace(length=rng.randint(3, 130)) for _ in range(500)]
         batches = [[jobs[i] for i in batch] for batch in encoder.plan_batches([job.length for job in jobs])]
-        groups = list(Indexer._groups(SimpleNamespace(encoder=encoder), jobs))  # type: ignore[arg-type]
+        groups = list(job_groups(encoder, jobs))  # type: ignore[arg-type]
         assert [job for group in groups for job in group] == [job for batch in batches for job in batch]  # all, in order
         starts = {id(batch[0]) for batch in batches}
         assert all(id(group[0]) in starts for group in groups)  # each group begins a batch, so it ends one too
         assert len(groups) < len(batches)  # several batches a group
         for group in groups[:-1]:
-            assert sum(1 for job in group if id(job) in starts) >= pipeline.GROUP_BATCHES
+            assert sum(1 for job in group if id(job) in starts) >= GROUP_BATCHES
             assert sum(len(b) * b[0].length for b in batches if id(b[0]) in {id(j) for j in group}) >= group_tokens
 
 

@@ -93,13 +93,12 @@ def encoder_jobs(fresh: list[Prepared], encoder: Encoder, lead: Lead) -> list[Jo
     a window is run again when any of its chunks is new, and all its chunks then get its vectors)."""
     jobs: list[Job] = []
     for p in fresh:
-        if p.whole is not None and p.doc_vector is None:
-            whole_lead = lead(p.title)
-            lead_tokens = len(encoder.token_spans([whole_lead])[0]) if whole_lead else 0
-            jobs.append(Job(p, [], None, min(p.whole_tokens + lead_tokens + encoder.special_tokens, encoder.max_length)))
         need = set(p.to_encode())
-        prefix = lead(p.title) if need else ""
-        extra = (len(encoder.token_spans([prefix])[0]) if prefix else 0) + encoder.special_tokens
+        whole = p.whole is not None and p.doc_vector is None
+        prefix = lead(p.title) if need or whole else ""
+        extra = (len(encoder.token_spans([prefix])[0]) if prefix else 0) + encoder.special_tokens  # lead and special tokens
+        if whole:
+            jobs.append(Job(p, [], None, min(p.whole_tokens + extra, encoder.max_length)))
         if p.windows is not None:
             jobs += [Job(p, w.chunks, w, w.tokens + extra) for w in p.windows if need.intersection(w.chunks)]
         else:

@@ -63,6 +63,7 @@ class Indexer:
         self._lead = TitleLead(title_prefix)
         self.late = late
         self.whole_vector = whole_vector
+        self._whole = WholeText(encoder, self._lead, whole_vector) if whole_vector else None
         self.encoder, self.chunker = encoder, chunker
         self.rules = rules
         self.flush_tokens = max(cfg.flush_tokens, encoder.group_tokens)  # a layer-streamed encoder wants its whole group at once
@@ -81,7 +82,7 @@ class Indexer:
         """What prepares the files of a run, with this indexer's settings as they are now."""
         return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
                         self.plan_windows if self.late else None, self.reading, self.language,
-                        WholeText(self.encoder, self._lead, self.whole_vector) if self.whole_vector else None)
+                        self._whole)
 
     def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window] | None:
         """Late chunking: the windows a document's chunks (offsets in its clean `text`, whose token spans are `spans`

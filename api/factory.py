@@ -16,6 +16,7 @@ from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunking.chunker import Chunker, ChunkRule
 from lodex.indexer.chunking.late_chunking import LateChunking, late_chunking
 from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.encoders.model_languages import unread_languages
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.readers.readers import reader_versions
 from lodex.indexer.scanner import ScanRules
@@ -195,14 +196,15 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
     index.engine (the store's own pace of saving the vector index is set when it is opened: open_store)."""
     chunker, late = build_chunker(settings, encoder, store.data_dir), late_plan(settings, encoder, store.data_dir)
     whole = whole_vector_tokens(settings, encoder, store.data_dir)
+    unread = unread_languages(encoder_languages(settings)) if whole else frozenset()
     if settings.index.engine == "ray" and not long_lived:
-        return _ray_indexer(settings, encoder, store, chunker, late, jobs, whole)
+        return _ray_indexer(settings, encoder, store, chunker, late, jobs, whole, unread)
     return Indexer(store, encoder, chunker, scan_rules(settings), settings.index, jobs=jobs, title_prefix=settings.chunking.title_prefix,
-                   late=late, optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0, whole_vector=whole)
+                   late=late, optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0, whole_vector=whole, unread=unread)
 
 
 def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Chunker, late: LateChunking | None,
-                 jobs: JobLog | None, whole_vector: int) -> Indexer:
+                 jobs: JobLog | None, whole_vector: int, unread: frozenset[str]) -> Indexer:
     """`lodex index --ray`: the indexer whose files are read, chunked and encoded on Ray; each actor builds this encoder
     from these settings, its model on index.ray_cpus_per_actor threads (unless encoder.threads says)."""
     from lodex.indexer.ray_engine import RayIndexer
@@ -210,7 +212,7 @@ def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Ch
     threads = settings.encoder.threads or max(1, round(settings.index.ray_cpus_per_actor))
     on_actor = settings.model_copy(update={"encoder": settings.encoder.model_copy(update={"threads": threads})})
     return RayIndexer(store, encoder, chunker, scan_rules(settings), settings.index, partial(build_encoder, on_actor), jobs=jobs,
-                      title_prefix=settings.chunking.title_prefix, late=late, whole_vector=whole_vector)
+                      title_prefix=settings.chunking.title_prefix, late=late, whole_vector=whole_vector, unread=unread)
 
 
 def build_writer(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> IndexWriter:

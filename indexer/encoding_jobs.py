@@ -53,15 +53,17 @@ class WholeText:
     """chunking.document_vector = "whole": the text a document cut in two or more chunks is encoded as, whole, for its
     own vector (the mean-vector half of blend ranking) when it fits one input of `input_tokens` (special tokens and
     lead included, within the model's); `encoder` may be the tokenizer-only stand-in a Ray task holds. A longer
-    document (or a streamed one) keeps its chunks' mean."""
+    document (or a streamed one) keeps its chunks' mean, as does one in a language of `unread` (a script the model
+    cannot read: its vector would be near random either way, and hybrid search answers it by keywords alone)."""
 
     encoder: Encoder
     lead: Lead
     input_tokens: int
+    unread: frozenset[str] = frozenset()
 
-    def __call__(self, text: str, chunks: list[Chunk], title: str) -> tuple[str, int] | None:
+    def __call__(self, text: str, chunks: list[Chunk], title: str, language: str | None = None) -> tuple[str, int] | None:
         """(the text from its first chunk's start to its last one's end, its tokens), or None: its chunks' mean."""
-        if len(chunks) < 2:
+        if len(chunks) < 2 or language in self.unread:
             return None  # one chunk: its vector is the whole text's already
         encoder = self.encoder
         lead = encoder.document_prefix + self.lead(title)

@@ -51,19 +51,20 @@ class Indexer:
 
     def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings | None = None,
                  jobs: JobLog | None = None, title_prefix: bool = False, late: LateChunking | None = None,
-                 optimize_every_s: float = 0.0, whole_vector: int = 0) -> None:
+                 optimize_every_s: float = 0.0, whole_vector: int = 0, unread: frozenset[str] = frozenset()) -> None:
         """`cfg`: the [index] settings (flush_tokens, retries, retry_backoff_s; their defaults when None); `late`: encode
         documents read whole in windows and pool each chunk from its span (late chunking), or each chunk alone (None);
         `optimize_every_s` > 0 (a serving writer's): optimize during runs too, at most this often; `whole_vector`
         > 0 (chunking.document_vector "whole"): a document of two or more chunks that fits an input of this many tokens
-        gets its own vector from its text encoded whole, not its chunks' mean (0: every document its chunks' mean)."""
+        gets its own vector from its text encoded whole, not its chunks' mean (0: every document its chunks' mean),
+        unless it is in a language of `unread` (a script the model cannot read: `model_languages.unread_languages`)."""
         cfg = cfg or IndexSettings()
         self.store = store
         self.title_prefix = title_prefix
         self._lead = TitleLead(title_prefix)
         self.late = late
-        self.whole_vector = whole_vector
-        self._whole = WholeText(encoder, self._lead, whole_vector) if whole_vector else None
+        self.whole_vector, self.unread = whole_vector, unread
+        self._whole = WholeText(encoder, self._lead, whole_vector, unread) if whole_vector else None
         self.encoder, self.chunker = encoder, chunker
         self.rules = rules
         self.flush_tokens = max(cfg.flush_tokens, encoder.group_tokens)  # a layer-streamed encoder wants its whole group at once

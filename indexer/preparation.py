@@ -103,9 +103,9 @@ Item = Prepared | Skipped | Iterator[Prepared | Skipped]  # what preparing one f
 # Late chunking's planner: (clean text, its chunks, title, its token spans or None) → the windows to encode them in
 # (None: each chunk alone).
 Planner = Callable[[str, list[Chunk], str, np.ndarray | None], list[Window] | None]
-# chunking.document_vector "whole": (clean text, its chunks, title) → the text a document is encoded whole as for its
+# chunking.document_vector "whole": (clean text, its chunks, title, language) → the text a document is encoded whole as for its
 # own vector, and its tokens (None: its chunks' mean).
-WholePlanner = Callable[[str, list[Chunk], str], tuple[str, int] | None]
+WholePlanner = Callable[[str, list[Chunk], str, str | None], tuple[str, int] | None]
 
 
 def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None,
@@ -300,7 +300,8 @@ class Preparer:
 
     def plan_whole(self, prepared: Prepared, text: str, chunks: list[Chunk]) -> None:
         """Mark a document read whole whose own vector is its text encoded whole (chunking.document_vector)."""
-        whole = self.whole_text(text, chunks, prepared.title) if self.whole_text else None
+        language = (prepared.rows.get("language") or [None])[0]
+        whole = self.whole_text(text, chunks, prepared.title, language) if self.whole_text else None
         if whole is not None:
             prepared.whole, prepared.whole_tokens = whole
 

@@ -68,6 +68,7 @@ class ReadSide:
     language: str | None = None  # index.language: every document's language, when set
     rule: ChunkRule = LEGACY_RULE  # the index's chunk rule (chunking.whole_slack, overlap_at_breaks, whole_tokens)
     whole_vector: int = 0  # the index's chunking.document_vector "whole": the longest input encoded whole (0: off)
+    unread: frozenset[str] = frozenset()  # languages whose documents keep their chunks' mean (the model cannot read them)
 
     def preparer(self) -> Preparer:
         """A store-less preparer with the writer's settings, reading within the per-file budget."""
@@ -75,7 +76,7 @@ class ReadSide:
         lead = TitleLead(self.title_prefix)
         plan = WindowPlanner(self.tokens, self.late, self.chunk_tokens, lead) if self.late else None
         return Preparer(None, chunker, self.rules, threading.Event(), self.flush_tokens, self.retries, self.retry_backoff_s, plan,
-                        task_pool(self.budget), self.language, WholeText(self.tokens, lead, self.whole_vector) if self.whole_vector else None)
+                        task_pool(self.budget), self.language, WholeText(self.tokens, lead, self.whole_vector, self.unread) if self.whole_vector else None)
 
 
 @lru_cache(maxsize=4)
@@ -118,8 +119,9 @@ class RayIndexer(Indexer):
 
     def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings,
                  make_encoder: Callable[[], Encoder], jobs: JobLog | None = None, title_prefix: bool = False,
-                 late: LateChunking | None = None, whole_vector: int = 0) -> None:
-        super().__init__(store, encoder, chunker, rules, cfg, jobs=jobs, title_prefix=title_prefix, late=late, whole_vector=whole_vector)
+                 late: LateChunking | None = None, whole_vector: int = 0, unread: frozenset[str] = frozenset()) -> None:
+        super().__init__(store, encoder, chunker, rules, cfg, jobs=jobs, title_prefix=title_prefix, late=late, whole_vector=whole_vector,
+                         unread=unread)
         self.ray = import_ray()
         self.address, self.actors, self.cpus_per_actor = cfg.ray_address, cfg.ray_actors, cfg.ray_cpus_per_actor
         self.make_encoder = make_encoder
@@ -150,7 +152,7 @@ class RayIndexer(Indexer):
         ray = self.ray
         side = ReadSide(self.encoder.tokenizer_only(), self.chunker.max_tokens, self.chunker.overlap, self.rules, self.flush_tokens,
                         self.retries, self.retry_backoff_s, self.late, self.title_prefix, self.reading.budget, self.language,
-                        self.chunker.rule, self.whole_vector)
+                        self.chunker.rule, self.whole_vector, self.unread)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         actors = self.actors or max(1, int((cpus - READ_CPUS) // self.cpus_per_actor))
         rows = [{"seq": i, "file": pickle.dumps((entry, known.get(entry.path)))} for i, entry in enumerate(todo)]

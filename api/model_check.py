@@ -8,7 +8,8 @@ from typing import Any
 from rich.console import Console
 
 from lodex.api.factory import late_plan
-from lodex.api.model_cache import cached_model, is_model_id, model_path
+from lodex.api.model_cache import cached_model, is_model_id, model_path, named_model
+from lodex.api.model_import import NAMED
 from lodex.api.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.encoders.layer_stream import StreamedModel
@@ -27,6 +28,8 @@ def model_dir(settings: Settings, directory: Path | None) -> Path:
     bundled model."""
     if directory is not None:
         path = directory.expanduser().resolve()
+        if str(directory) == NAMED and not path.exists():
+            return named_model(settings.encoder)
         if not path.exists() and is_model_id(str(directory)) and cached_model(settings.encoder, str(directory)).is_dir():
             return cached_model(settings.encoder, str(directory))
         return path

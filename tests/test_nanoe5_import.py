@@ -125,9 +125,10 @@ def test_a_chinese_folder_is_found_by_meaning(e5_model: Path, tmp_path: Path, mo
 
 def test_fast_mode_passes_its_gate_and_model_check_reports_the_declarations(e5_model: Path) -> None:
     """The int8 export of a 250k-token XLM-R (its embedding table quantized too) stays within the fidelity gate."""
-    result = runner.invoke(app, ["model", "check", str(e5_model), "--json"])
+    result = runner.invoke(app, ["model", "check", "multilingual", "--json"])  # the name finds the import in the cache
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
+    assert report["model"] == str(e5_model) and report["model_id"] == "intfloat/multilingual-e5-small"
     assert report["query_prefix"]["value"] == "query: " and report["document_prefix"]["value"] == "passage: "
     assert report["pooling"]["value"] == "mean" and report["window"]["value"] == 512
     assert "zh" in report["languages"]["value"] and report["languages"]["source"] == "config.json lodex_languages"

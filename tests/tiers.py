@@ -15,8 +15,8 @@ import pytest
 # listening socket) or a browser.
 STARTS_SOMETHING = re.compile(r"\b(subprocess|Popen|sys\.executable|multiprocessing|ProcessPoolExecutor|optimize_apart|"
                               r"ray\.init|live_server|uvicorn|ThreadedMotoServer|create_server|playwright|chromium)\b")
-# Fixtures that load the real bundled model (or its int8 export).
-REAL_MODEL_FIXTURES = frozenset({"real_encoder", "fast_cache"})
+# Fixtures that load the real bundled model (or its int8 export), or import the real multilingual one.
+REAL_MODEL_FIXTURES = frozenset({"real_encoder", "fast_cache", "e5_model"})
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 _seen: dict[Callable[..., Any], bool] = {}
 

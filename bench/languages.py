@@ -47,6 +47,15 @@ def scores(ranked: list[list[str]], targets: list[str]) -> dict[str, float]:
     return {"top1": top1 / n, "top3": top3 / n, "mrr10": rr / n}
 
 
+def publish(lines: list[str], out: Path | None) -> None:
+    """Print a Markdown report, and append it to `out` when given."""
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if out:
+        with out.open("a", encoding="utf-8") as handle:
+            handle.write(report)
+
+
 def parse_value(text: str) -> Any:
     """A --variant value: JSON when it parses (numbers, booleans, lists), else the string itself."""
     try:

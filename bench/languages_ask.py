@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from languages import check_targets, cpu_flags, parse_value, scores  # noqa: E402
+from languages import check_targets, cpu_flags, parse_value, publish, scores  # noqa: E402
 from langdata import MANUALS, build_folder  # noqa: E402
 
 MODEL = {"e5": "multilingual"}  # a label's encoder.model
@@ -75,10 +75,7 @@ def main() -> None:
                     lines.append(f"| {label} | {setting} | {mode} | {m['top1']:.2f} | {m['top3']:.2f} | {m['mrr10']:.2f} |")
                 print(lines[-1], file=sys.stderr)
         lines.append("")
-    print("\n".join(lines))
-    if args.out:
-        with args.out.open("a", encoding="utf-8") as out:
-            out.write("\n".join(lines) + "\n")
+    publish(lines, args.out)
 
 
 if __name__ == "__main__":

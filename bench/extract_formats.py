@@ -27,7 +27,7 @@ def abstracts(evaldata: Path) -> list[str]:
 # lodex's reader of each format: (module of lodex.indexer, function); each takes (data, ReadLimits) and gives a Document
 LODEX_READERS = {
     "docx": ("ooxml_readers", "read_docx"), "pptx": ("ooxml_readers", "read_pptx"),
-    "xlsx": ("ooxml_readers", "read_xlsx"), "odt": ("odf_readers", "read_odt"),
+    "xlsx": ("xlsx_reader", "read_xlsx"), "odt": ("odf_readers", "read_odt"),
     "odp": ("odf_readers", "read_odp"), "ods": ("odf_readers", "read_ods"),
     "rtf": ("rtf_reader", "read_rtf"), "epub": ("epub_reader", "read_epub"), "eml": ("mail_reader", "read_eml"),
 }

@@ -12,7 +12,7 @@ from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.mail_reader import read_eml
 from lodex.indexer.readers.odf_readers import read_ods
-from lodex.indexer.readers.ooxml_readers import read_xlsx
+from lodex.indexer.readers.xlsx_reader import read_xlsx
 from lodex.indexer.pdf.pdf_reader import read_pdf
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.readers.readers import extract

@@ -16,7 +16,8 @@ from lodex.indexer.readers.mail_reader import MAIL_READER_VERSION, read_eml
 from lodex.indexer.readers.epub_reader import read_epub
 from lodex.indexer.readers.odf_readers import read_odp, read_ods, read_odt
 from lodex.indexer.readers.office_common import OFFICE_READER_VERSION
-from lodex.indexer.readers.ooxml_readers import read_docx, read_pptx, read_xlsx
+from lodex.indexer.readers.ooxml_readers import read_docx, read_pptx
+from lodex.indexer.readers.xlsx_reader import read_xlsx
 from lodex.indexer.readers.rtf_reader import RTF_READER_VERSION, read_rtf
 from lodex.indexer.readers.sniffing import SNIFF_HEAD_BYTES, SNIFFING_READER_VERSION, needs_whole_file, sniff_format
 

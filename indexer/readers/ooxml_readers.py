@@ -1,23 +1,21 @@
-"""Readers of Office Open XML files (docx, pptx, xlsx) into Documents."""
+"""Readers of Office Open XML files (docx and pptx) into Documents, and the package parts xlsx_reader.py shares."""
 
 import re
 from collections.abc import Iterable
 from xml.etree import ElementTree as ET
 
-from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.containers import SafeZip, local, parse_xml, resolve
-from lodex.indexer.readers.doc_builder import LINE, DocBuilder, refuse_long
+from lodex.indexer.readers.doc_builder import LINE, DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
 from lodex.indexer.readers.office_common import (CELL_SEPARATOR, MC_FALLBACK, OFFICE_READER_VERSION, Tables, core_title, drop_done,
                                          namespace, xml_events)
 
 OOXML_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
-XLSX_MAX_COLUMNS = 16_384  # cells of one row Excel allows (columns A to XFD)
 
 
 # ----------------------------------------------------------------------------------------------------- OOXML parts
 
-def _relationships(z: SafeZip, part: str) -> list[tuple[str, str, str]]:
+def relationships(z: SafeZip, part: str) -> list[tuple[str, str, str]]:
     """(id, type, archive path of the target) of each relationship of `part` ("" for the package's own)."""
     folder, _, name = part.rpartition("/")
     rels = f"{folder}/_rels/{name}.rels" if folder else f"_rels/{name}.rels"
@@ -30,15 +28,15 @@ def _relationships(z: SafeZip, part: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def _related(z: SafeZip, part: str, kind: str, default: str = "") -> str:
+def related(z: SafeZip, part: str, kind: str, default: str = "") -> str:
     """The first target of `part`'s relationships of type …/`kind` (e.g. "officeDocument"), else `default`."""
-    for _, rel_type, target in _relationships(z, part):
+    for _, rel_type, target in relationships(z, part):
         if rel_type.rsplit("/", 1)[-1] == kind and z.has(target):
             return target
     return default
 
 
-def _rel_id(element: ET.Element) -> str:
+def rel_id(element: ET.Element) -> str:
     """An element's r:id attribute, in the transitional or the strict namespace."""
     return next((value for key, value in element.attrib.items() if key.endswith("}id")), "")
 
@@ -54,7 +52,7 @@ def read_docx(data: bytes, limits: ReadLimits) -> Document:
     """Word: paragraphs and table rows in order, headings (by style or outline level) as sections; title from the
     document's properties, else its first heading. Footnotes, comments, headers and footers are not read."""
     z = SafeZip(data, limits, "docx")
-    main = _related(z, "", "officeDocument", "word/document.xml")
+    main = related(z, "", "officeDocument", "word/document.xml")
     levels = _docx_style_levels(z, main)
     doc = DocBuilder(limits, "docx")
     _docx_body(z.stream(main), levels, doc, main)
@@ -64,7 +62,7 @@ def read_docx(data: bytes, limits: ReadLimits) -> Document:
 def _docx_style_levels(z: SafeZip, main: str) -> dict[str, int]:
     """Paragraph style id → heading level (1–9) for heading styles (by outline level, name or the style they are
     based on), _SKIP_PARAGRAPH for table-of-contents styles."""
-    part = _related(z, main, "styles", "word/styles.xml")
+    part = related(z, main, "styles", "word/styles.xml")
     if not z.has(part):
         return {}
     root = parse_xml(z.read(part), z.fmt, part)
@@ -198,7 +196,7 @@ def read_pptx(data: bytes, limits: ReadLimits) -> Document:
     """PowerPoint: each slide's text in slide order (its title first, a section), then its speaker notes; page n is
     slide n."""
     z = SafeZip(data, limits, "pptx")
-    main = _related(z, "", "officeDocument", "ppt/presentation.xml")
+    main = related(z, "", "officeDocument", "ppt/presentation.xml")
     doc = DocBuilder(limits, "pptx")
     for slide in _pptx_slides(z, main):
         doc.page()
@@ -208,10 +206,10 @@ def read_pptx(data: bytes, limits: ReadLimits) -> Document:
 
 def _pptx_slides(z: SafeZip, main: str) -> list[str]:
     """The slides' parts in the presentation's order."""
-    targets = {rel_id: target for rel_id, rel_type, target in _relationships(z, main) if rel_type.endswith("/slide")}
+    targets = {rel_id: target for rel_id, rel_type, target in relationships(z, main) if rel_type.endswith("/slide")}
     root = parse_xml(z.read(main), z.fmt, main)
     p = namespace(root.tag)
-    ids = [_rel_id(slide) for slide in root.iter(f"{p}sldId")]
+    ids = [rel_id(slide) for slide in root.iter(f"{p}sldId")]
     return [targets[rel_id] for rel_id in ids if rel_id in targets and z.has(targets[rel_id])]
 
 
@@ -226,7 +224,7 @@ def _pptx_slide(z: SafeZip, part: str, doc: DocBuilder) -> None:
         if kind not in _SLIDE_TITLE and kind not in _BOILERPLATE:
             for line in lines:
                 doc.block(line, LINE)
-    notes = _related(z, part, "notesSlide")
+    notes = related(z, part, "notesSlide")
     if notes:
         for kind, lines in _pptx_shapes(parse_xml(z.read(notes), z.fmt, notes)):
             if kind not in _BOILERPLATE:
@@ -271,96 +269,3 @@ def _drawing_text(p: ET.Element, a: str) -> str:
         elif child.tag in (f"{a}r", f"{a}fld"):
             parts.extend(t.text or "" for t in child.iter(f"{a}t"))
     return "".join(parts)
-
-
-# ------------------------------------------------------------------------------------------------------------ xlsx
-
-def read_xlsx(data: bytes, limits: ReadLimits) -> Document:
-    """Excel: each sheet begins with its name (a section), then one line per row, cells joined by " | " (shared and
-    inline strings, numbers as stored, booleans; empty cells left out). Formulas give their cached values."""
-    z = SafeZip(data, limits, "xlsx")
-    main = _related(z, "", "officeDocument", "xl/workbook.xml")
-    strings = _xlsx_shared_strings(z, main)
-    doc = DocBuilder(limits, "xlsx")
-    for name, part in _xlsx_sheets(z, main):
-        doc.heading(1, name)
-        _xlsx_sheet(z.stream(part), strings, doc, part)
-    return doc.build(title=core_title(z))
-
-
-def _xlsx_sheets(z: SafeZip, main: str) -> list[tuple[str, str]]:
-    """(name, part) of each worksheet, in the workbook's order."""
-    targets = {rel_id: target for rel_id, _, target in _relationships(z, main)}
-    root = parse_xml(z.read(main), z.fmt, main)
-    s = namespace(root.tag)
-    sheets = [(sheet.get("name", ""), targets.get(_rel_id(sheet), "")) for sheet in root.iter(f"{s}sheet")]
-    return [(name, part) for name, part in sheets if part and z.has(part)]
-
-
-def _xlsx_shared_strings(z: SafeZip, main: str) -> list[str]:
-    """The shared strings table (rich text flattened, phonetic guides left out)."""
-    part = _related(z, main, "sharedStrings", "xl/sharedStrings.xml")
-    if not z.has(part):
-        return []
-    strings = []
-    for event, el, stack in xml_events(z.stream(part), "xlsx", part):
-        if event == "end" and local(el.tag) == "si":
-            strings.append(_xlsx_rich_text(el))
-            drop_done(stack)
-    return strings
-
-
-def _xlsx_rich_text(item: ET.Element) -> str:
-    """The text of a shared (si) or inline (is) string: its t, or its runs' t; phonetic runs (rPh) left out."""
-    s = namespace(item.tag)
-    parts = []
-    for child in item:
-        if child.tag == f"{s}t":
-            parts.append(child.text or "")
-        elif child.tag == f"{s}r":
-            parts.extend(t.text or "" for t in child.iter(f"{s}t"))
-    return "".join(parts)
-
-
-def _xlsx_sheet(chunks: Iterable[bytes], strings: list[str], doc: DocBuilder, what: str) -> None:
-    """Stream one worksheet into `doc`, a line per row: each cell's element freed once read, the row's text counted
-    against the limit as it grows (one long shared string used by thousands of cells is refused before it is joined),
-    and a row of more cells than Excel allows refused."""
-    row: list[str] = []
-    s = ""
-    cells = chars = 0
-    for event, el, stack in xml_events(chunks, "xlsx", what):
-        if event == "start":
-            s = s or namespace(el.tag)
-            continue
-        if el.tag == f"{s}c":
-            cells += 1
-            if cells > XLSX_MAX_COLUMNS:
-                raise ReadError(f"xlsx row of more than {XLSX_MAX_COLUMNS:,} cells (more than Excel allows); refused",
-                                "the file is corrupt or hostile: exclude it")
-            value = _xlsx_cell(el, s, strings)
-            drop_done(stack)  # the row's cells read so far: 12M empty ones would otherwise be held until the row ends
-            if value:
-                chars += len(value) + len(CELL_SEPARATOR)
-                refuse_long(doc.length + chars, doc.limits, doc.fmt)
-                row.append(value)
-        elif el.tag == f"{s}row":
-            doc.block(CELL_SEPARATOR.join(row), LINE)
-            row, cells, chars = [], 0, 0
-            drop_done(stack)
-
-
-def _xlsx_cell(c: ET.Element, s: str, strings: list[str]) -> str:
-    """A cell's value as text, by its type: shared string, inline string, boolean, error, formula string, number."""
-    kind = c.get("t", "n")
-    if kind == "inlineStr":
-        inline = c.find(f"{s}is")
-        return _xlsx_rich_text(inline).strip() if inline is not None else ""
-    v = c.find(f"{s}v")
-    value = (v.text or "").strip() if v is not None else ""
-    if kind == "s":
-        index = int(value) if value.isdigit() and len(value) <= 10 else -1  # Python refuses int() past 4,300 digits
-        return strings[index].strip() if 0 <= index < len(strings) else ""
-    if kind == "b":
-        return {"1": "TRUE", "0": "FALSE"}.get(value, value)
-    return value

@@ -220,7 +220,7 @@ BINARY_READERS: dict[str, tuple[str, str, str]] = {
     ".pdf": ("pdf", _PDF, "read_pdf"),
     ".docx": ("docx", _OOXML, "read_docx"),
     ".pptx": ("pptx", _OOXML, "read_pptx"),
-    ".xlsx": ("xlsx", _OOXML, "read_xlsx"),
+    ".xlsx": ("xlsx", "lodex.indexer.readers.xlsx_reader", "read_xlsx"),
     ".odt": ("odt", _ODF, "read_odt"),
     ".odp": ("odp", _ODF, "read_odp"),
     ".ods": ("ods", _ODF, "read_ods"),

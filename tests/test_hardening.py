@@ -354,7 +354,7 @@ def test_flat_pages_pass_the_html_depth_guard() -> None:
 
 
 def test_long_markdown_is_read_in_segments_with_the_same_text() -> None:
-    from lodex.indexer.readers import readers
+    from lodex.indexer.readers import text_readers as readers
 
     whole = "# Title\n\n" + "".join(f"Paragraph {i} about gliders.\n\n```\ncode {i}\n\nstill code {i}\n```\n\n- item {i}\n- more {i}\n\n"
                                     for i in range(3_000))

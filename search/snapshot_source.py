@@ -10,13 +10,13 @@ from contextlib import contextmanager
 import numpy as np
 import pyarrow.compute as pc
 
+from lodex.search.shared_index import SharedIndex
 from lodex.search.snapshot import DOCUMENT_FIELDS, DocumentView, MeanVectors, Snapshot, VersionMap
 from lodex.store.base import Store
 from lodex.store.chunk_owners import ChunkOwners
 from lodex.store.keyword_delta import MAX_ROWS as MAX_DELTA_ROWS
 from lodex.store.keyword_delta import SAMPLE_ROWS, IndexTerms, KeywordDelta
 from lodex.store.schema import vectors_of
-from lodex.store.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -28,56 +28,6 @@ WRITER_GRACE_S = 2.0
 # After a save of the index that failed, the background thread tries again at most this often (the writer's next
 # request, and closing, try at once).
 SAVE_RETRY_S = 30.0
-
-
-class SharedIndex:
-    """One vector index read by every search of a source's snapshots and changed only by its refresh: searches
-    share it, a change (a commit's vectors added, replaced ones removed) has it alone for as long as FAISS takes."""
-
-    def __init__(self, index: VectorIndex) -> None:
-        self.index = index
-        self._readers = 0
-        self._changing = threading.Condition()
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    @contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold the index unchanged for the block (searches, a save)."""
-        with self._changing:
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._changing:
-                self._readers -= 1
-                if not self._readers:
-                    self._changing.notify_all()
-
-    @contextmanager
-    def _alone(self) -> Iterator[None]:
-        with self._changing:
-            self._changing.wait_for(lambda: not self._readers)
-            yield
-
-    def search_batch(self, queries: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        with self.reading():
-            return self.index.search_batch(queries, n)
-
-    def vectors(self, ids: "list[int] | np.ndarray") -> np.ndarray:
-        with self.reading():
-            return self.index.vectors(ids)
-
-    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        if len(ids):
-            with self._alone():
-                self.index.add(ids, vectors)
-
-    def remove(self, ids: np.ndarray) -> None:
-        if len(ids):
-            with self._alone():
-                self.index.remove(ids)
 
 
 class SnapshotSource:

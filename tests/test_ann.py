@@ -294,7 +294,7 @@ def test_searches_of_a_compressed_index_go_on_while_it_is_saved_and_changed(tmp_
     lock, as searches hold) and commits add and remove (alone): no search fails or reads a wrong vector."""
     import threading
 
-    from lodex.search.snapshot_source import SharedIndex
+    from lodex.search.shared_index import SharedIndex
 
     ids, vectors = _twins(10_000)
     shared = SharedIndex(_compressed(tmp_path, ids, vectors))

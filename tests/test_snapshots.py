@@ -11,7 +11,8 @@ from lodex.indexer.pipeline import Indexer
 from lodex.search.results import SearchFilters
 from lodex.search.searcher import Searcher
 from lodex.search.snapshot import Snapshot
-from lodex.search.snapshot_source import SharedIndex, SnapshotSource
+from lodex.search.shared_index import SharedIndex
+from lodex.search.snapshot_source import SnapshotSource
 from lodex.store import faiss_lifecycle, lance_bridge, lance_store
 from lodex.store.lance_store import AnnPolicy, LanceStore
 from tests.conftest import make_pipeline, notes_and_settings

@@ -2,18 +2,17 @@
 immutable segment files in the data dir that every process reads, plus a private file of the vectors added since."""
 
 import os
-import re
 import tempfile
 import threading
 import weakref
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
+from lodex.store.exact_segments import (SegmentFile, close_file, close_files, file_key, latest_entries, merged_entries,
+                                         saved_segments, segment_name)
 from lodex.store.system_memory import available_bytes
 
-_SEGMENT = re.compile(r"^chunks\.exact\.(\d+)\.f32$")
 _MAGIC = b"LODEXF32"
 _HEADER = 32  # magic, dim (int64), rows (int64), reserved
 _FILE_SHIFT = 40  # a vector's locator: its file's number << 40 | its row there
@@ -23,30 +22,6 @@ _COPY_ROWS = 16_384  # rows copied at a time when segments are merged
 _EMPTY = np.zeros(0, np.int64)
 _PREFETCH_BYTES = 4 << 20  # read into the page cache this much at a time
 _READ_AHEAD: set[tuple[int, ...]] = set()  # the segment files this process has read ahead (they never change)
-
-
-def _segment_name(seq: int) -> str:
-    return f"chunks.exact.{seq:06d}.f32"
-
-
-def _saved_segments(directory: Path) -> list[tuple[int, Path]]:
-    """(sequence number, path) of every published segment in `directory`, oldest first."""
-    found = ((int(m.group(1)), p) for p in directory.glob("chunks.exact.*.f32") if (m := _SEGMENT.match(p.name)))
-    return sorted(found)
-
-
-def discard_segments(directory: Path) -> None:
-    """Delete every segment file in `directory` (an index that is not compressed needs none; processes still reading
-    one keep their open copy)."""
-    for _, path in _saved_segments(directory):
-        path.unlink(missing_ok=True)
-
-
-class _File:
-    """One file of float32 rows: a published segment (path set, rows fixed) or the private tail (rows appended)."""
-
-    def __init__(self, fd: int, rows: int, offset: int, path: Path | None, handle: IO[bytes] | None = None) -> None:
-        self.fd, self.rows, self.offset, self.path, self.handle = fd, rows, offset, path, handle
 
 
 class ExactVectors:
@@ -59,14 +34,14 @@ class ExactVectors:
     def __init__(self, directory: Path, dim: int) -> None:
         self.directory, self.dim = directory, dim
         self._row_bytes = 4 * dim
-        self._files: list[_File] = []  # numbered by position, never removed: a locator names one
+        self._files: list[SegmentFile] = []  # numbered by position, never removed: a locator names one
         self._tail: int | None = None  # which of _files is the private tail, once something was added
         self._tail_ids: list[np.ndarray] = []
-        self._retired: list[_File] = []  # files replaced by a save, closed at the next change (no search reads them then)
+        self._retired: list[SegmentFile] = []  # files replaced by a save, closed at the next change (no search reads them then)
         # (ids, locators) sorted by id, one entry each; then those added since, sorted and stable. Replaced whole, so
         # that a search reading while the index is saved sees one map or the other.
         self._map: tuple[np.ndarray, ...] = (_EMPTY, _EMPTY, _EMPTY, _EMPTY)
-        self._closer = weakref.finalize(self, _close_all, self._files)
+        self._closer = weakref.finalize(self, close_files, self._files)
 
     # ---- opening ----------------------------------------------------------------------------
     @classmethod
@@ -76,7 +51,7 @@ class ExactVectors:
         out = cls(directory, dim)
         wanted = np.sort(np.asarray(wanted, np.int64))
         ids, locs = [], []
-        for _, path in _saved_segments(directory):
+        for _, path in saved_segments(directory):
             try:
                 fd = os.open(path, os.O_RDONLY)
             except FileNotFoundError:
@@ -89,7 +64,7 @@ class ExactVectors:
             ids.append(segment_ids[keep])
             locs.append(keep + ((len(out._files) - 1) << _FILE_SHIFT))
         if ids:
-            out._map = (*_latest(np.concatenate(ids), np.concatenate(locs)), _EMPTY, _EMPTY)
+            out._map = (*latest_entries(np.concatenate(ids), np.concatenate(locs)), _EMPTY, _EMPTY)
         out._prefetch()
         return out
 
@@ -101,10 +76,10 @@ class ExactVectors:
         process's memory, and the kernel may drop the pages again. (POSIX_FADV_WILLNEED reads only the first ~128 KiB
         of a range on Linux.)"""
         ranges = [(f.fd, f.offset, f.rows * self._row_bytes) for f in self._files if f.path is not None and f.rows
-                  and _file_key(f.fd) not in _READ_AHEAD]  # a later load of the same files reads nothing again
+                  and file_key(f.fd) not in _READ_AHEAD]  # a later load of the same files reads nothing again
         if not ranges or sum(n for _, _, n in ranges) > available_bytes(0) // 2:
             return
-        _READ_AHEAD.update(_file_key(fd) for fd, _, _ in ranges)
+        _READ_AHEAD.update(file_key(fd) for fd, _, _ in ranges)
         fds = [(os.dup(fd), offset, n) for fd, offset, n in ranges]  # its own descriptors: the index may close its files
 
         def read_ahead() -> None:
@@ -130,7 +105,7 @@ class ExactVectors:
         if int(dim) != self.dim or os.fstat(fd).st_size != _HEADER + int(rows) * (self._row_bytes + 8):
             return None
         ids = np.frombuffer(os.pread(fd, int(rows) * 8, _HEADER + int(rows) * self._row_bytes), np.int64)
-        self._files.append(_File(fd, int(rows), _HEADER, path))
+        self._files.append(SegmentFile(fd, int(rows), _HEADER, path))
         return ids
 
     # ---- the vectors of chunk ids -------------------------------------------------------------
@@ -196,7 +171,7 @@ class ExactVectors:
         the index, it must not run while a search reads it."""
         ids = np.asarray(ids, np.int64)
         for file in self._retired:
-            _close(file)
+            close_file(file)
         self._retired = []
         if not len(ids):
             return
@@ -207,9 +182,9 @@ class ExactVectors:
         tail.rows += len(ids)
         self._tail_ids.append(ids)
         base_ids, base_locs, new_ids, new_locs = self._map
-        new_ids, new_locs = _merged(new_ids, new_locs, ids, locs)
+        new_ids, new_locs = merged_entries(new_ids, new_locs, ids, locs)
         if len(new_ids) > max(4096, len(base_ids) // 8):
-            self._map = (*_latest(np.concatenate([base_ids, new_ids]), np.concatenate([base_locs, new_locs])), _EMPTY, _EMPTY)
+            self._map = (*latest_entries(np.concatenate([base_ids, new_ids]), np.concatenate([base_locs, new_locs])), _EMPTY, _EMPTY)
         else:
             self._map = (base_ids, base_locs, new_ids, new_locs)
 
@@ -219,7 +194,7 @@ class ExactVectors:
                 handle = tempfile.TemporaryFile(dir=self.directory, prefix=".chunks.exact.")
             except OSError:  # a read-only data dir: the system's temporary dir
                 handle = tempfile.TemporaryFile(prefix="lodex.exact.")
-            self._files.append(_File(handle.fileno(), 0, 0, None, handle))
+            self._files.append(SegmentFile(handle.fileno(), 0, 0, None, handle))
             self._tail = len(self._files) - 1
         return self._tail
 
@@ -231,7 +206,7 @@ class ExactVectors:
         garbage (vectors of chunks no longer in `live`), rewrite the live vectors into one segment."""
         for stale in self.directory.glob(".chunks.exact.*.part"):
             stale.unlink(missing_ok=True)  # left by a writer that died while saving
-        saved = _saved_segments(self.directory)
+        saved = saved_segments(self.directory)
         sizes = [self._rows_of(path) for _, path in saved]
         tail_rows = self._files[self._tail].rows if self._tail is not None else 0
         live = np.asarray(live, np.int64)
@@ -262,7 +237,7 @@ class ExactVectors:
         """Write the vectors of `ids` (their order kept) to a new segment and read them from it from now on; the
         files `replaced` are let go at the next change (searches running meanwhile may still read them)."""
         seq = saved[-1][0] + 1 if saved else 1
-        path = self.directory / _segment_name(seq)
+        path = self.directory / segment_name(seq)
         part = self.directory / f".chunks.exact.{seq:06d}.part"
         with open(part, "wb") as out:
             out.write(_MAGIC + np.array([self.dim, len(ids), 0], np.int64).tobytes())
@@ -272,46 +247,12 @@ class ExactVectors:
             out.flush()
             os.fsync(out.fileno())
         os.replace(part, path)
-        self._files.append(_File(os.open(path, os.O_RDONLY), len(ids), _HEADER, path))
+        self._files.append(SegmentFile(os.open(path, os.O_RDONLY), len(ids), _HEADER, path))
         locs = ((len(self._files) - 1) << _FILE_SHIFT) + np.arange(len(ids), dtype=np.int64)
         base_ids, base_locs, new_ids, new_locs = self._map
-        old_ids, old_locs = _latest(np.concatenate([base_ids, new_ids]), np.concatenate([base_locs, new_locs]))
+        old_ids, old_locs = latest_entries(np.concatenate([base_ids, new_ids]), np.concatenate([base_locs, new_locs]))
         kept = ~np.isin(old_locs >> _FILE_SHIFT, replaced)
-        self._map = (*_latest(np.concatenate([old_ids[kept], ids]), np.concatenate([old_locs[kept], locs])), _EMPTY, _EMPTY)
+        self._map = (*latest_entries(np.concatenate([old_ids[kept], ids]), np.concatenate([old_locs[kept], locs])), _EMPTY, _EMPTY)
         self._retired += [self._files[number] for number in replaced]
         if self._tail in replaced:
             self._tail, self._tail_ids = None, []
-
-
-def _latest(ids: np.ndarray, locs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, locs) sorted by id, each id once: its last entry."""
-    order = np.argsort(ids, kind="stable")
-    ids, locs = ids[order], locs[order]
-    last = np.append(ids[1:] != ids[:-1], True) if len(ids) else np.zeros(0, bool)
-    return ids[last], locs[last]
-
-
-def _merged(ids: np.ndarray, locs: np.ndarray, new_ids: np.ndarray, new_locs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two id-sorted lists made one, sorted and stable (an id's later entries after its earlier ones)."""
-    order = np.argsort(new_ids, kind="stable")
-    at = np.searchsorted(ids, new_ids[order], side="right")
-    return np.insert(ids, at, new_ids[order]), np.insert(locs, at, new_locs[order])
-
-
-def _file_key(fd: int) -> tuple[int, ...]:
-    """An open file's identity: device and inode, with size and modification time (an inode is reused once freed)."""
-    stat = os.fstat(fd)
-    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
-
-
-def _close(file: _File) -> None:
-    if file.handle is not None:
-        file.handle.close()
-    elif file.fd >= 0:
-        os.close(file.fd)
-    file.fd, file.handle = -1, None
-
-
-def _close_all(files: list[_File]) -> None:
-    for file in files:
-        _close(file)

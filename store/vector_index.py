@@ -11,7 +11,8 @@ from typing import Any, cast
 import numpy as np
 
 from lodex.store.ann_policy import NPROBE, REFINE
-from lodex.store.exact_vectors import ExactVectors, discard_segments
+from lodex.store.exact_segments import discard_segments
+from lodex.store.exact_vectors import ExactVectors
 
 _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
 PQ_DIMS = 4  # dimensions per byte of a compressed index's product-quantized codes (96 bytes for 384-d: bench/ann.py)

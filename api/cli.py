@@ -36,7 +36,7 @@ def _root(settings, directory: Path | None) -> Path:
 
 def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool = False) -> Any:
     """The index's write side for `root` (a WriteSide: lock, job log, encoder, store, indexer), for a `with` block."""
-    from lodex.api.factory import WriteSide
+    from lodex.api.write_side import WriteSide
 
     from lodex.api.render import runtime_line
 

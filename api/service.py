@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from lodex.api.factory import WriteSide, build_encoder, open_reader, open_store, read_job_log
+from lodex.api.factory import build_encoder, open_reader, open_store, read_job_log
+from lodex.api.write_side import WriteSide
 from lodex.api.push_spool import PushSpool
 from lodex.api.read_side import ReadSide
 from lodex.api.settings import Settings

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.object_store import cpu_flags, moto_s3  # noqa: E402
 from lodex.api.factory import WriteSide  # noqa: E402
+from lodex.api.write_side import WriteSide
 from lodex.api.settings import load_settings  # noqa: E402
 
 

@@ -78,7 +78,7 @@ def _windows_worker(precision: str, scratch: Path, folder: Path | None) -> None:
 
 def _write_side(precision: str, late: bool, scratch: Path, folder: Path):  # noqa: ANN202 - a WriteSide
     """The write side `lodex index` opens, for this mode, on a scratch data dir."""
-    from lodex.api.factory import WriteSide
+    from lodex.api.write_side import WriteSide
     from lodex.api.settings import load_settings
 
     settings = load_settings(overrides={"encoder.precision": precision, "encoder.cache_dir": str(scratch.parent / "model-cache"),
@@ -103,7 +103,7 @@ def pair_worker(mode: str, scratch: Path, folder: Path, repeats: int = 3) -> Non
     minute to the next; a pair measured back to back shares the drift): the run `lodex index --rebuild` makes (scan,
     read, chunk, encode, commit, optimize, save) with the model already loaded, against the encoder alone on the same
     work. Prints the ratios."""
-    from lodex.api.factory import WriteSide
+    from lodex.api.write_side import WriteSide
 
     precision, late = mode.split("-")[0], not mode.endswith("plain")
     with _write_side(precision, late, scratch, folder) as side:

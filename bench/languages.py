@@ -77,7 +77,8 @@ def parse_variant(spec: str) -> tuple[str, dict[str, Any]]:
 def run_lodex(folder: Path, data: Path, config: Path | None, overrides: dict[str, Any],
               qs: list[dict[str, str]]) -> dict[str, Any]:
     """Index `folder` into `data` as `lodex index` does, optimize, then every question in every mode."""
-    from lodex.api.factory import WriteSide, build_searcher
+    from lodex.api.factory import build_searcher
+    from lodex.api.write_side import WriteSide
     from lodex.api.settings import load_settings
 
     settings = load_settings(config, {"index.data_dir": str(data)} | overrides)

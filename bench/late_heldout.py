@@ -98,7 +98,7 @@ Cell = dict[str, dict[str, Any]]  # mode → {"ndcg@10", "mrr@10", "top1": float
 def run(folder: Folder, overrides: dict[str, Any], precision: str, keep: Path | None = None) -> Cell:
     """Index `folder` with `overrides` (afresh, or reuse the index kept under `keep`), then ask its questions in each
     mode: documents ranked by path."""
-    from lodex.api.factory import WriteSide
+    from lodex.api.write_side import WriteSide
     from lodex.api.read_side import ReadSide
     from lodex.api.settings import load_settings
 

@@ -22,7 +22,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lodex.api.factory import WriteSide, build_searcher, open_store  # noqa: E402
+from lodex.api.factory import build_searcher, open_store  # noqa: E402
+from lodex.api.write_side import WriteSide
 from lodex.api.settings import load_settings  # noqa: E402
 from lodex.indexer.encoders.encoder import Encoder  # noqa: E402
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lodex.api.factory import WriteSide
+from lodex.api.write_side import WriteSide
 from lodex.api.settings import Settings
 from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.encoders.model_languages import unread_languages

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from lodex.api.factory import WriteSide, open_reader
+from lodex.api.factory import open_reader
+from lodex.api.write_side import WriteSide
 from lodex.api.settings import Settings
 from lodex.indexer.pipeline import RunSummary
 from lodex.store.errors import ConfigError, LodexError
@@ -133,7 +134,8 @@ def test_cli_index_ray_on_a_running_cluster(cluster: Path, tmp_path: Path, cli_h
 _DRIVER = """
 import sys, ray
 from pathlib import Path
-from lodex.api.factory import WriteSide, open_reader
+from lodex.api.factory import open_reader
+from lodex.api.write_side import WriteSide
 from lodex.api.settings import load_settings
 ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": sys.argv[4]}})
 settings = load_settings(None, {"index.data_dir": sys.argv[2], "index.engine": "ray", "index.ray_actors": 1,

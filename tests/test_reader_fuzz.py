@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lodex.api.factory import WriteSide, build_searcher
+from lodex.api.factory import build_searcher
+from lodex.api.write_side import WriteSide
 from lodex.api.settings import Settings
 from lodex.indexer.run_state import RunSummary
 from lodex.store.job_log import FileRecord

@@ -1,0 +1,95 @@
+"""`lodex eval` and `lodex status`: the commands that report on a collection or an index (cli.py registers them)."""
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from lodex.api.cli_common import ConfigOpt, DataDirOpt, JsonOpt, command_settings
+from lodex.api.cli_errors import err, friendly as _friendly
+from lodex.store.errors import ConfigError
+
+
+@_friendly
+def eval_(
+    ctx: typer.Context,
+    dataset: Annotated[Path, typer.Argument(help="A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels.tsv.", show_default=False)],
+    bundle: Annotated[int, typer.Option("--bundle", min=1, help="Concatenate every N documents into one long file (1 = one file each).")] = 1,
+    mode: Annotated[str, typer.Option("--mode", help="dense, bm25, hybrid or all.")] = "all",
+    ranking: Annotated[str, typer.Option("--ranking", help="Also compare document rankings in dense and hybrid mode: max, topm, mean, blend or all.")] = "",
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Measure retrieval quality on a labelled collection: nDCG@10, Recall@100 and MRR@10 per mode."""
+    from lodex.api.evaluation import evaluate_dataset
+    from lodex.api.progress import progress_bar
+    from lodex.api.render import print_evaluation
+    from lodex.search.searcher import MODES, RANKINGS
+
+    settings = command_settings(ctx, config, None)
+    dataset = dataset.expanduser().resolve()
+    missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels.tsv") if not (dataset / name).is_file()]
+    if missing:
+        raise ConfigError(f"{dataset} is not a BEIR-layout collection (missing {', '.join(missing)})",
+                          "pass a folder holding corpus.jsonl, queries.jsonl and qrels.tsv")
+    asked = MODES if mode == "all" else tuple(m.strip() for m in mode.split(","))
+    asked_rankings = () if not ranking else RANKINGS if ranking == "all" else tuple(r.strip() for r in ranking.split(","))
+    if bad := [m for m in asked if m not in MODES] + [r for r in asked_rankings if r not in RANKINGS]:
+        raise ConfigError(f"unknown mode or ranking: {', '.join(bad)}", f"modes: {', '.join(MODES)}, all; rankings: {', '.join(RANKINGS)}, all")
+    modes = tuple(m for m in MODES if m in asked)
+    rankings = tuple(r for r in RANKINGS if r in asked_rankings)
+    err.print(f"evaluating {dataset.name} (bundle {bundle}) with {settings.encoder.model or 'the bundled all-MiniLM-L6-v2'}…", highlight=False)
+    with progress_bar(err) as update:
+        result = evaluate_dataset(dataset, settings, bundle, modes, rankings, progress=update)
+    if as_json:
+        print(json.dumps(result))
+        return
+    print_evaluation(Console(), result, bundle)
+
+
+@_friendly
+def status(
+    ctx: typer.Context,
+    failed: Annotated[bool, typer.Option("--failed", help="List the files that failed, with their reasons.")] = False,
+    as_json: JsonOpt = False,
+    config: ConfigOpt = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
+    from lodex.api.index_files import read_job_log
+    from lodex.api.forward import ask_server
+    from lodex.api.render import print_failures, print_status
+    from lodex.indexer.encoders.cpu import cpu_info
+    from lodex.store.keyword_scheme import REINDEX_HINT
+    from lodex.store.origin import read_origin
+
+    settings = command_settings(ctx, config, data_dir)
+    jobs = read_job_log(settings)  # the origin record copied into the cache first, for one on object storage
+    origin = read_origin(settings.data_dir) or {}
+    served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
+    if served is not None:  # (and the search stack is not loaded here: a forwarded status stays fast)
+        counts = {"documents": served["documents"], "chunks": served["chunks"], "languages": served.get("languages", {})}
+        segmented = bool(served.get("keywords_segmented", True))
+    else:
+        from lodex.api.factory import open_reader
+
+        reader = open_reader(settings, int(origin["dim"]))
+        counts = {**reader.counts(), "languages": reader.language_mix()}
+        segmented = reader.keyword_scheme.segmented
+    counts["keyword_note"] = None if segmented else REINDEX_HINT
+    failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
+    jobs.close()
+    info = {
+        **counts, "failed": len(failures), "data_dir": str(settings.location), "root": root,
+        "model": origin.get("model_id"), "dim": origin.get("dim"), "last_run": last_run,
+        "failures": failures, "origin": origin, "cpu": cpu_info().to_dict(),
+    }
+    if as_json:
+        print(json.dumps(info))
+        return
+    if failed:
+        print_failures(Console(), failures)
+    else:
+        print_status(Console(), info)

@@ -89,7 +89,7 @@ def _write_side(precision: str, late: bool, scratch: Path, folder: Path):  # noq
 def _windows(side, folder: Path) -> tuple[list, list[str], int]:  # noqa: ANN001 - a WriteSide
     """The late-chunking windows (and leads) `lodex index` plans for the files of `folder`, and their chunk tokens."""
     from lodex.indexer.encoding_jobs import encoder_jobs
-    from lodex.indexer.preparation import Prepared
+    from lodex.indexer.prepared import Prepared
     from lodex.indexer.scanner import scan
 
     indexer = side.indexer

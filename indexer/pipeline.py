@@ -16,7 +16,8 @@ from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import Job, TitleLead, WholeText, WindowPlanner, encoder_jobs, job_groups, run_jobs
 from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.prepared import Prepared, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.preparation import Preparer
 from lodex.indexer.readers.decoding import OffsetMap, clean_mapped
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.run_state import Progress, RunSummary, moved_on, unchanged_file

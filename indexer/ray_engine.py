@@ -19,7 +19,8 @@ from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import TitleLead, WholeText, WindowPlanner, encoder_jobs, run_jobs
 from lodex.indexer.pipeline import Indexer
-from lodex.indexer.preparation import Prepared, Preparer, Skipped, Stream, parts_of, unchanged_chunks
+from lodex.indexer.prepared import Prepared, Skipped, Stream, parts_of, unchanged_chunks
+from lodex.indexer.preparation import Preparer
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.settings import IndexSettings

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.preparation import CHANGED, VANISHED, Outcome
+from lodex.indexer.prepared import CHANGED, VANISHED, Outcome
 from lodex.indexer.scanner import FileEntry
 from lodex.store.base import DocRecord
 

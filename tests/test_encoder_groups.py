@@ -11,7 +11,7 @@ import numpy as np
 from lodex.indexer.chunking.chunker import Chunk
 from lodex.indexer.chunking.late_chunking import late_chunking, plan_windows
 from lodex.indexer.encoding_jobs import GROUP_BATCHES, job_groups
-from lodex.indexer.preparation import Prepared
+from lodex.indexer.prepared import Prepared
 from lodex.indexer.scanner import scan
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder

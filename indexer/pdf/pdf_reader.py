@@ -14,8 +14,8 @@ from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf.pdf_guard import check_pdf
 from lodex.indexer.readers.decoding import clean
 from lodex.indexer.readers.document import Document, HeadingPath, ReadLimits
-from lodex.indexer.pdf.pdf_layout import (Word, filled, reading_order, row_text, rows, running_candidates, steady, turn,
-                                          word_direction)
+from lodex.indexer.pdf.pdf_layout import reading_order, row_text, rows, running_candidates, steady
+from lodex.indexer.pdf.pdf_words import Word, filled, turn, word_direction
 from lodex.indexer.pdf.pdf_running import Running
 from lodex.indexer.pdf.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
 

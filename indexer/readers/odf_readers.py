@@ -3,10 +3,11 @@
 from xml.etree import ElementTree as ET
 
 from lodex.indexer.errors import ReadError
-from lodex.indexer.readers.containers import SafeZip, unreadable
+from lodex.indexer.readers.containers import HOSTILE_FIX, SafeZip, unreadable
 from lodex.indexer.readers.doc_builder import LINE, PARAGRAPH, DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.readers.office_common import OFFICE_READER_VERSION, Tables, core_title, drop_done, repeat_count, xml_events
+from lodex.indexer.readers.office_common import (OFFICE_READER_VERSION, ParagraphBound, Tables, core_title, drop_done, repeat_count,
+                                                 xml_events)
 
 ODF_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
 
@@ -18,7 +19,7 @@ _ODF_TEXT = "{urn:oasis:names:tc:opendocument:xmlns:text:1.0}"
 _ODF_TABLE = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
 _ODF_DRAW = "{urn:oasis:names:tc:opendocument:xmlns:drawing:1.0}"
 _ODF_PRESENTATION = "{urn:oasis:names:tc:opendocument:xmlns:presentation:1.0}"
-_T_P, _T_H = f"{_ODF_TEXT}p", f"{_ODF_TEXT}h"
+_T_P, _T_H, _T_S = f"{_ODF_TEXT}p", f"{_ODF_TEXT}h", f"{_ODF_TEXT}s"
 _ROW, _CELL, _COVERED = f"{_ODF_TABLE}table-row", f"{_ODF_TABLE}table-cell", f"{_ODF_TABLE}covered-table-cell"
 # Subtrees whose paragraphs are not indexed: comments, tracked deletions, generated indexes (they repeat headings).
 _ODF_SKIPPED = frozenset(
@@ -28,6 +29,7 @@ _ODF_SKIPPED = frozenset(
 # Inside a paragraph: what is left out of its text (notes' and frames' paragraphs are blocks of their own).
 _ODF_INLINE_SKIPPED = _ODF_SKIPPED | {f"{_ODF_TEXT}note", f"{_ODF_DRAW}frame", f"{_ODF_DRAW}custom-shape",
                                       f"{_ODF_DRAW}a", f"{_ODF_TEXT}note-citation"}
+MAX_SLIDES = 10_000  # a presentation of more slides is refused as the parser opens them (3M empty ones took minutes)
 _ODF_MIMETYPES = {"odt": "application/vnd.oasis.opendocument.text",
                   "odp": "application/vnd.oasis.opendocument.presentation",
                   "ods": "application/vnd.oasis.opendocument.spreadsheet"}
@@ -74,8 +76,10 @@ class _OdfState:
 
     def __init__(self, doc: DocBuilder) -> None:
         self.tables = Tables(doc, LINE if doc.fmt == "ods" else PARAGRAPH)
+        self.bound = ParagraphBound(doc)
         self.skip = 0
         self.title_frame = 0  # inside a slide's title frame
+        self.slides = 0
         self.title: list[str] = []
 
 
@@ -91,7 +95,10 @@ def _odf_content(z: SafeZip, doc: DocBuilder) -> None:
 
 def _odf_start(el: ET.Element, state: _OdfState, doc: DocBuilder) -> None:
     tag = el.tag
-    if tag in _ODF_SKIPPED:
+    state.bound.start(tag in (_T_P, _T_H))
+    if tag == _T_S:
+        state.bound.repeat_spaces(_spaces(el))
+    elif tag in _ODF_SKIPPED:
         state.skip += 1
     elif tag == f"{_ODF_TABLE}table":
         state.tables.begin()
@@ -103,6 +110,10 @@ def _odf_start(el: ET.Element, state: _OdfState, doc: DocBuilder) -> None:
     elif tag in (_CELL, _COVERED):
         state.tables.start_cell()
     elif tag == f"{_ODF_DRAW}page":
+        state.slides += 1
+        if state.slides > MAX_SLIDES:
+            raise ReadError(f"{doc.fmt} presentation of more than {MAX_SLIDES:,} slides (no real one has so many); "
+                            f"refused", HOSTILE_FIX)
         doc.page()
     elif tag == f"{_ODF_DRAW}frame" and el.get(f"{_ODF_PRESENTATION}class") == "title":
         state.title_frame += 1
@@ -113,6 +124,7 @@ def _odf_end(el: ET.Element, state: _OdfState, doc: DocBuilder, stack: list[ET.E
     if tag in _ODF_SKIPPED:
         state.skip -= 1
     elif tag in (_T_P, _T_H):
+        state.bound.end(True)
         if not state.skip:
             _odf_paragraph(el, state, doc)
         drop_done(stack)
@@ -153,8 +165,8 @@ def _odf_text(paragraph: ET.Element) -> str:
         tag = item.tag
         if item is not paragraph and tag in _ODF_INLINE_SKIPPED:
             continue
-        if tag == f"{_ODF_TEXT}s":
-            parts.append(" " * repeat_count(item.get(f"{_ODF_TEXT}c")))
+        if tag == _T_S:
+            parts.append(" " * _spaces(item))
         elif tag == f"{_ODF_TEXT}tab":
             parts.append("\t")
         elif tag == f"{_ODF_TEXT}line-break":
@@ -166,3 +178,8 @@ def _odf_text(paragraph: ET.Element) -> str:
                 todo.append(child.tail)
             todo.append(child)
     return "".join(parts)
+
+
+def _spaces(el: ET.Element) -> int:
+    """How many spaces a text:s stands for."""
+    return repeat_count(el.get(f"{_ODF_TEXT}c"))

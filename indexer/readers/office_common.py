@@ -3,7 +3,8 @@
 from collections.abc import Iterable, Iterator
 from xml.etree import ElementTree as ET
 
-from lodex.indexer.readers.containers import CONTAINERS_READER_VERSION, SafeZip, iter_xml, parse_xml
+from lodex.indexer.errors import ReadError
+from lodex.indexer.readers.containers import CONTAINERS_READER_VERSION, HOSTILE_FIX, SafeZip, iter_xml, parse_xml
 from lodex.indexer.readers.doc_builder import DOC_BUILDER_VERSION, LINE, PARAGRAPH, DocBuilder, refuse_long
 
 # Bump the first number whenever a change here would change the text, title, pages or sections a reader gives; the
@@ -12,6 +13,12 @@ OFFICE_READER_VERSION = f"1+{CONTAINERS_READER_VERSION}+{DOC_BUILDER_VERSION}"
 
 MAX_REPEAT = 1_000  # an ODF spreadsheet row or cell repeated (table:number-*-repeated) is written out at most this often
 CELL_SEPARATOR = " | "
+# XML nested deeper than this is refused as the parser opens it (tables in tables in tables, a million deep, took minutes
+# and GBs); a real document nests a few dozen elements (a table in a cell is three).
+MAX_XML_DEPTH = 1_000
+# A paragraph holding more elements than this (runs, spans, spaces, notes, paragraphs nested in it) is refused as the
+# parser opens them: its elements are held until it ends, and a real paragraph has hundreds.
+MAX_PARAGRAPH_ELEMENTS = 100_000
 
 DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"  # a duplicate of mc:Choice
@@ -84,11 +91,49 @@ def drop_done(stack: list[ET.Element]) -> None:
         del stack[-1][:]
 
 
+class ParagraphBound:
+    """What the open paragraph holds, counted as the parser opens it: refused past MAX_PARAGRAPH_ELEMENTS elements, or
+    when the spaces it repeats (ODF's text:s) take the document's text past its limit, before the paragraph is built."""
+
+    def __init__(self, doc: DocBuilder) -> None:
+        self.doc = doc
+        self.open = 0  # paragraphs open (a note's, a text box's paragraphs open inside another)
+        self.elements = 0  # elements opened inside the outermost open paragraph
+        self.spaces = 0  # spaces its text:s elements repeat
+
+    def start(self, paragraph: bool) -> None:
+        """An element opens (`paragraph`: it is one)."""
+        if self.open:
+            self.elements += 1
+            if self.elements > MAX_PARAGRAPH_ELEMENTS:
+                raise ReadError(f"{self.doc.fmt} paragraph of more than {MAX_PARAGRAPH_ELEMENTS:,} elements (no real "
+                                f"document has one); refused", HOSTILE_FIX)
+        self.open += paragraph
+
+    def repeat_spaces(self, count: int) -> None:
+        """The open paragraph repeats `count` spaces."""
+        self.spaces += count
+        if self.doc.length + self.spaces > self.doc.limits.max_text_chars:
+            raise ReadError(f"{self.doc.fmt} paragraph whose repeated spaces (text:s) add up to more than "
+                            f"{self.doc.limits.max_text_chars:,} characters; refused", HOSTILE_FIX)
+
+    def end(self, paragraph: bool) -> None:
+        """An element ends (`paragraph`: it is one)."""
+        if paragraph and self.open:
+            self.open -= 1
+            if not self.open:
+                self.elements = self.spaces = 0
+
+
 def xml_events(chunks: Iterable[bytes], fmt: str, what: str) -> Iterator[tuple[str, ET.Element, list[ET.Element]]]:
-    """XML events with the stack of open elements (the element itself excluded, on "end" too)."""
+    """XML events with the stack of open elements (the element itself excluded, on "end" too); XML nested deeper than
+    MAX_XML_DEPTH is refused."""
     stack: list[ET.Element] = []
     for event, element in iter_xml(chunks, fmt, what):
         if event == "start":
+            if len(stack) >= MAX_XML_DEPTH:
+                raise ReadError(f"{fmt} {what} nests elements deeper than {MAX_XML_DEPTH:,} levels (tables in tables, "
+                                f"lists in lists; no real document does); refused", HOSTILE_FIX)
             yield event, element, stack
             stack.append(element)
         else:

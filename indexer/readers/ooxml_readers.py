@@ -7,8 +7,8 @@ from xml.etree import ElementTree as ET
 from lodex.indexer.readers.containers import SafeZip, local, parse_xml, resolve
 from lodex.indexer.readers.doc_builder import LINE, DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.readers.office_common import (CELL_SEPARATOR, MC_FALLBACK, OFFICE_READER_VERSION, Tables, core_title, drop_done,
-                                         namespace, xml_events)
+from lodex.indexer.readers.office_common import (CELL_SEPARATOR, MC_FALLBACK, OFFICE_READER_VERSION, ParagraphBound, Tables,
+                                                 core_title, drop_done, namespace, xml_events)
 
 OOXML_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
 
@@ -108,13 +108,14 @@ def _inherited(style_id: str, own: dict[str, int], based: dict[str, str]) -> int
 
 def _docx_body(chunks: Iterable[bytes], levels: dict[str, int], doc: DocBuilder, what: str) -> None:
     """Stream word/document.xml into `doc`: paragraphs (headings as sections) and table rows, in order."""
-    tables = Tables(doc)
+    tables, bound = Tables(doc), ParagraphBound(doc)
     skip = 0  # inside mc:Fallback (the same content again, for older readers)
     w = ""
     for event, el, stack in xml_events(chunks, "docx", what):
         tag = el.tag
         if event == "start":
             w = w or namespace(tag)
+            bound.start(tag == f"{w}p")
             skip += tag == MC_FALLBACK
             if tag == f"{w}tbl":
                 tables.begin()
@@ -124,6 +125,7 @@ def _docx_body(chunks: Iterable[bytes], levels: dict[str, int], doc: DocBuilder,
                 tables.start_cell()
             continue
         if tag == f"{w}p":
+            bound.end(True)
             if not skip:
                 _docx_paragraph(el, w, levels, tables, doc)
             drop_done(stack)

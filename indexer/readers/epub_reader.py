@@ -3,9 +3,10 @@
 from xml.etree import ElementTree as ET
 
 from lodex.indexer.errors import ReadError
-from lodex.indexer.readers.containers import MalformedXml, SafeZip, local, parse_xml, resolve, unreadable
+from lodex.indexer.readers.containers import HOSTILE_FIX, MalformedXml, SafeZip, local, parse_xml, resolve, unreadable
 from lodex.indexer.readers.doc_builder import DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
+from lodex.indexer.readers.html_reader import MAX_HTML_DEPTH, html_depth
 from lodex.indexer.readers.office_common import DC_TITLE, OFFICE_READER_VERSION
 
 EPUB_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
@@ -57,9 +58,11 @@ def _epub_manifest(package: ET.Element, opf: str) -> dict[str, tuple[str, str, s
 
 
 def _epub_spine(package: ET.Element, manifest: dict[str, tuple[str, str, str]]) -> list[tuple[str, str]]:
-    """(archive path, media type) of the spine's items, in reading order."""
+    """(archive path, media type) of the spine's items, in reading order; a chapter the spine lists again (the EPUB
+    spec allows one reference to an item; a hostile book lists one chapter 100,000 times) is read once, where first
+    listed."""
     items = [manifest.get(ref.get("idref", "")) for ref in package.iter(f"{_OPF}itemref")]
-    return [(item[0], item[1]) for item in items if item]
+    return list(dict.fromkeys((item[0], item[1]) for item in items if item))
 
 
 def _epub_refuse_encrypted(z: SafeZip, chapters: list[str]) -> None:
@@ -95,10 +98,15 @@ def _epub_toc(z: SafeZip, package: ET.Element, manifest: dict[str, tuple[str, st
 
 
 def _nav_entries(data: bytes, nav: str) -> list[tuple[int, str, str]]:
-    """(level, title, target) of the EPUB 3 nav document's toc links; level = how deep its list nests."""
+    """(level, title, target) of the EPUB 3 nav document's toc links; level = how deep its list nests. A nav nested
+    deeper than MAX_HTML_DEPTH is refused before it is parsed (each link's level is counted up its ancestors)."""
     from selectolax.lexbor import LexborHTMLParser
 
-    tree = LexborHTMLParser(data.decode("utf-8", "replace"))
+    markup = data.decode("utf-8", "replace")
+    if html_depth(markup) > MAX_HTML_DEPTH:
+        raise ReadError(f"epub table of contents ({nav}) nested deeper than {MAX_HTML_DEPTH:,} elements (no real book's "
+                        f"is); refused", HOSTILE_FIX)
+    tree = LexborHTMLParser(markup)
     navs = tree.css("nav")
     toc = next((n for n in navs if "toc" in (n.attributes.get("epub:type") or "").split()), navs[0] if navs else None)
     if toc is None:
@@ -135,14 +143,15 @@ def _fragment(href: str) -> str:
 
 
 def _epub_chapter(data: bytes, toc: list[tuple[int, str]] | None, doc: DocBuilder) -> None:
-    """One spine chapter: its sections (from the table of contents, else its first heading), then its text."""
+    """One spine chapter: its sections (from the table of contents, else its first heading), then its text (read first:
+    read_html refuses a chapter nested too deep before anything parses it)."""
     from lodex.indexer.readers.decoding import decode
     from lodex.indexer.readers.readers import read_html
 
     markup, _ = decode(data)
+    text = read_html(markup).text
     for level, title in toc or _first_heading(markup):
         doc.section(level, title)
-    text = read_html(markup).text
     doc.block(text)
 
 

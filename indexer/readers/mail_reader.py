@@ -1,5 +1,6 @@
 """Reader of e-mail messages (.eml, RFC 822/MIME): a header block, then the body text; attachments listed, not read."""
 
+import re
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
@@ -13,16 +14,37 @@ from lodex.indexer.readers.document import Document, ReadLimits
 MAIL_READER_VERSION = f"1+{DOC_BUILDER_VERSION}"
 
 HEADERS = ("Subject", "From", "Date")  # the header block's lines, in this order (those the message has)
+# A message of more MIME parts than this is refused before it is parsed: the email package takes about a millisecond a
+# part (200,000 parts took minutes), and a real message has a few dozen.
+MAX_MIME_PARTS = 1_000
+_BOUNDARY = re.compile(rb'(?i)\bboundary\s*=\s*(?:"([^"\r\n]{1,200})"|([^\s;"]{1,200}))')
+_HOSTILE_FIX = "the message is corrupt or hostile: exclude it"
+_DELIMITER = re.compile(rb"^--([^\r\n]{1,200})", re.MULTILINE)
 
 
 def read_eml(data: bytes, limits: ReadLimits) -> Document:
     """A message: "Subject: …\\nFrom: …\\nDate: …", then its body (text/plain preferred, else text/html as text);
     title = Subject. Attachments are not indexed: their names go to extras["skipped_attachments"] (comma-separated)."""
+    if mime_parts(data, MAX_MIME_PARTS) > MAX_MIME_PARTS:
+        raise ReadError(f"mail of more than {MAX_MIME_PARTS:,} MIME parts (no real message has so many); refused",
+                        _HOSTILE_FIX)
     try:
         return _read_message(data, limits)
     except RecursionError as exc:  # the email package walks nested parts recursively
         raise ReadError("MIME parts nested too deeply to read (thousands of levels; no real mail nests so)",
-                        "the message is corrupt or hostile: exclude it") from exc
+                        _HOSTILE_FIX) from exc
+
+
+def mime_parts(data: bytes, most: int) -> int:
+    """How many parts the message's multiparts open (counted up to `most` + 1), without parsing it: the lines that
+    begin with "--" and one of the boundaries the message declares (closing delimiters, "--boundary--", not counted)."""
+    boundaries = {quoted or bare for quoted, bare in _BOUNDARY.findall(data)}
+    count = 0
+    for match in _DELIMITER.finditer(data) if boundaries else ():
+        count += match.group(1).rstrip() in boundaries
+        if count > most:
+            break
+    return count
 
 
 def _read_message(data: bytes, limits: ReadLimits) -> Document:

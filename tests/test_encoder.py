@@ -157,6 +157,7 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
 def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, monkeypatch, caplog) -> None:
     """The query model is checked against PyTorch when loaded (a traced length baked into a graph would give
     wrong vectors silently): one that disagrees is dropped, with a warning, and PyTorch answers."""
+    import lodex.indexer.encoders.fast_mode as fast_mode
     import lodex.indexer.encoders.transformers_encoder as module
     from lodex.indexer.settings import EncoderSettings
 
@@ -168,13 +169,13 @@ def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, mo
             hidden = self.model(batch)
             return hidden + np.random.default_rng(0).standard_normal(hidden.shape).astype(np.float32)
 
-    real_load = module.load_onnx_model
+    real_load = fast_mode.load_onnx_model
 
     def garbled_load(*args, **kwargs):
         model = real_load(*args, **kwargs)
         return Garbled(model) if not kwargs.get("int8") else model
 
-    monkeypatch.setattr(module, "load_onnx_model", garbled_load)
+    monkeypatch.setattr(fast_mode, "load_onnx_model", garbled_load)
     encoder = module.TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False, precision="exact"))
     queries = ["heat transfer in hypersonic flow", "drag of swept wings"]
     with caplog.at_level("WARNING"):

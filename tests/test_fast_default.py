@@ -78,10 +78,11 @@ def test_an_exact_index_stays_exact_under_auto(tmp_path: Path, monkeypatch: pyte
 
 def test_a_refused_fast_path_falls_back_to_exact_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A model whose int8 export does not pass the fidelity gate: "auto" encodes exactly and says why; "fast" refuses."""
+    import lodex.indexer.encoders.fast_mode as fast_mode
     import lodex.indexer.encoders.transformers_encoder as module
 
     model = tiny_model("bert", tmp_path / "model")
-    monkeypatch.setattr(module, "FAST_GATE", 1.01)  # no int8 export can pass: as on a CPU whose int8 kernels saturate
+    monkeypatch.setattr(fast_mode, "FAST_GATE", 1.01)  # no int8 export can pass: as on a CPU whose int8 kernels saturate
     cfg = EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"))
     encoder = module.TransformersEncoder(cfg)
     assert encoder.precision == "exact" and encoder.origin()["precision"] == "exact" and "quantization" not in encoder.origin()

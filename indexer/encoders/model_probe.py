@@ -8,7 +8,8 @@ import numpy as np
 
 from lodex.indexer.encoders.onnx_model import OnnxModel, load_onnx_model
 from lodex.indexer.encoders.smoothing import calibration_texts
-from lodex.indexer.encoders.transformers_encoder import FAST_GATE, TransformersEncoder
+from lodex.indexer.encoders.fast_mode import FAST_GATE
+from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 from lodex.indexer.errors import ModelError
 
 

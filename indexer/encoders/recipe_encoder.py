@@ -19,7 +19,7 @@ from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_ca
 from lodex.indexer.encoders.padding import padded_inputs
 from lodex.indexer.encoders.query_encoder import OnnxQueryEncoder, recipe_path, settings_model_dir, tokenizer_of
 from lodex.indexer.encoders.model_files import model_fingerprint
-from lodex.indexer.encoders.transformers_encoder import FAST_BATCH_TOKENS
+from lodex.indexer.encoders.fast_mode import FAST_BATCH_TOKENS
 from lodex.indexer.settings import EncoderSettings
 
 _WARM = ["warm up", "a second, somewhat longer text to warm up"]

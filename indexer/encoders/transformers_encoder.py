@@ -1,25 +1,24 @@
 """The real encoder: a local Hugging Face model run with transformers on CPU (default: bundled MiniLM)."""
 
 import logging
-import pickle
 import threading
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
 from lodex.indexer.chunking.late_chunking import pool_spans
-from lodex.indexer.encoders.cpu import cpu_info, physical_cores
+from lodex.indexer.encoders.cpu import physical_cores
 from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoders.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
-from lodex.indexer.encoders.layer_stream import StreamedModel, open_streamed
-from lodex.indexer.encoders.model_files import bundled_model_dir, model_fingerprint
+from lodex.indexer.encoders.fast_mode import FastMode
+from lodex.indexer.encoders.fast_paths import FastPath, Trial
+from lodex.indexer.encoders.layer_stream import StreamedModel
+from lodex.indexer.encoders.model_files import bundled_model_dir
+from lodex.indexer.encoders.model_loading import load_model
 from lodex.indexer.encoders.model_info import read_model_dir, window
-from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model, model_inputs
+from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, model_inputs
 from lodex.indexer.encoders.padding import padded_inputs
-from lodex.indexer.encoders.pooling import pool_states, row_cosines, token_offsets
-from lodex.indexer.encoders.smoothing import calibration_texts
+from lodex.indexer.encoders.pooling import pool_states, token_offsets
 from lodex.indexer.encoders.tokenizer_copies import TokenizerCopies
 from lodex.indexer.errors import ModelError
 from lodex.indexer.settings import EncoderSettings
@@ -28,16 +27,7 @@ from lodex.store.heap import release_freed
 from lodex.store.origin import read_origin
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
-# Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
-# (an exporter can bake a traced length into a graph: its vectors would be wrong, silently).
-_CHECK_TEXTS = ["a", "How are lift and drag of a swept wing measured in a transonic wind tunnel?", "Boundary layers. " * 60]
-FAST_GATE = 0.95  # the lowest cosine of int8 vectors to PyTorch's on _CHECK_TEXTS for fast mode to be used
-
-
-FAST_BATCH_TOKENS = 1_024  # fast mode's padded tokens per document batch (encoder.batch_tokens caps it)
-
-
-class TransformersEncoder(Encoder):
+class TransformersEncoder(FastMode, Encoder):
     """AutoModel + AutoTokenizer from a local directory; mean, cls or last-token pooling."""
 
     def __init__(self, cfg: EncoderSettings | None = None, spill_dir: Path | None = None) -> None:
@@ -45,36 +35,19 @@ class TransformersEncoder(Encoder):
         `spill_dir`: where a layer-streamed model's activations spill beyond its memory budget (the data dir)."""
         cfg = cfg or EncoderSettings()
         model_dir, pooling, normalize, max_length, threads = cfg.model or None, cfg.pooling, cfg.normalize, cfg.max_length, cfg.threads
-        query_prefix, document_prefix, precision, fast_queries = cfg.query_prefix, cfg.document_prefix, cfg.precision, cfg.fast_queries
+        precision, fast_queries = cfg.precision, cfg.fast_queries
         cache_dir = cfg.cache_dir or None
         super().__init__(batch_tokens=cfg.batch_tokens)
         stored = read_origin(spill_dir) if spill_dir else None
         if precision == "auto":  # an index keeps the precision it was built with; a new one is fast where fast is faithful
             precision = stored["precision"] if stored and stored.get("precision") in ("exact", "fast") else "auto"
         import torch
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
         bundled = not model_dir
         path = bundled_model_dir() if not model_dir else Path(model_dir).expanduser()
         info = read_model_dir(path)  # a ModelError with the reason for a broken directory, before any weights are read
         torch.set_num_threads(threads or physical_cores())
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-            self.fingerprint = model_fingerprint(path)
-            self.model = open_streamed(path, cfg, self.fingerprint, spill_dir) or AutoModel.from_pretrained(str(path), local_files_only=True).eval()
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
-        except pickle.UnpicklingError as exc:  # torch's weights-only loader refused a pickled object that could run code
-            raise ModelError(f"the weights file {', '.join(p.name for p in info.weights)} in {path} holds pickled Python objects, not "
-                             "plain tensors: lodex does not load them (loading could run any code)",
-                             "convert the weights to safetensors: load the model where you trust it and save it with "
-                             "model.save_pretrained(DIR, safe_serialization=True), or use the model's model.safetensors") from exc
-        except RuntimeError as exc:  # transformers refuses weights of other shapes than config.json gives
-            raise ModelError(f"the weights in {path} do not fit its config.json (tensors of other shapes)",
-                             "restore config.json and the weights of the same model") from exc
+        self.tokenizer, self.fingerprint, self.model = load_model(path, info, cfg, spill_dir)
         streamed = isinstance(self.model, StreamedModel)
         if not streamed:
             info.check_weights(self.model)  # a streamed model's layers are checked against the files as they are read
@@ -121,32 +94,6 @@ class TransformersEncoder(Encoder):
                 if not chosen:
                     raise
                 self._fall_back_to_exact(exc.one_line())
-
-    def _start_fast(self, cfg: EncoderSettings, path: Path, stored: dict | None) -> None:
-        """Fast mode's int8 model on its path, its sessions loaded, its query recipe left; a ModelError with the reason
-        when this model or CPU has no faithful int8 path."""
-        # int8 ONNX Runtime runs faster on small batches (its attention and elementwise steps stay in cache): 1,024 tokens
-        # gave 13,600 tokens/s a session against 11,300 at 4,096 (Sapphire Rapids, MiniLM, 128-token chunks)
-        self.batch_tokens = min(cfg.batch_tokens, FAST_BATCH_TOKENS)
-        self.group_tokens = 2 * cfg.batch_tokens  # as exact mode: fewer waits for a group's slowest batch ("sessions")
-        try:
-            self._fast = self._fast_model(cfg.fast_path, stored)
-            if self.fast_path is not None and self.fast_path.layout == "sessions":
-                self.parallel_calls = self._threads  # the indexer keeps each session busy with a group of its own
-                self._sessions()  # loaded with the model, not in the first run's time
-            self._save_recipe(self._fast)
-        except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
-            if isinstance(exc, ModelError):
-                raise
-            raise ModelError(f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
-                             f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})", 'set encoder.precision = "exact"') from exc
-
-    def _fall_back_to_exact(self, reason: str) -> None:
-        """encoder.precision = "auto" on a model or CPU whose int8 path is refused: documents are encoded exactly."""
-        self.precision, self.fast_refused, self._settings = "exact", reason, self._settings.model_copy(update={"precision": "exact"})
-        self._fast, self._pool, self.fast_path, self.fast_source = None, None, None, ""
-        self.batch_tokens, self.group_tokens, self.parallel_calls = self._settings.batch_tokens, 0, 1
-        logging.getLogger(__name__).info("documents are encoded exactly: %s", reason)
 
     def origin(self) -> dict:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the
@@ -200,71 +147,6 @@ class TransformersEncoder(Encoder):
         from lodex.indexer.encoders.query_encoder import save_recipe
 
         save_recipe(self, self._settings, model.path)
-
-    def _fast_model(self, configured: str, stored: dict | None) -> "OnnxModel":
-        """Fast mode's int8 model (for queries, and for documents in the "threads" layout), on the configured path, else on
-        the one remembered or chosen by measurement for this model and CPU among the paths of the index's scheme."""
-        if configured != "auto":
-            self.fast_path, self.fast_source = parse_path(configured), "configured"
-            return self._checked_onnx_model(int8=True, spin=True, reduce_range=self.fast_path.reduce_range)
-        cpu, cache = cpu_info(), self._cache_dir or default_cache_dir()
-        scheme = stored.get("quantization") if stored and stored.get("precision") == "fast" else None
-        paths = candidates(cpu, scheme) or candidates(cpu)  # an index of a scheme this lodex does not make: the origin check says so
-        chosen, self.fast_source = remembered(cache, self.fingerprint, cpu, paths), "measured before on this CPU"
-        if chosen is None:
-            self.fast_source = "measured now"
-            chosen, self.fast_trials = choose(paths, self._measure_path)
-            remember(cache, self.fingerprint, cpu, paths, chosen, self.fast_trials)
-        self.fast_path = chosen
-        return self._checked_onnx_model(int8=True, spin=True, reduce_range=chosen.reduce_range)
-
-    def _measure_path(self, path: FastPath) -> tuple[float, float, float]:
-        """A fast path's fidelity (mean and lowest cosine to PyTorch on the calibration texts) and its time to encode them
-        (best of two, after a warm-up)."""
-        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
-                                max_length=self.max_length, spin=True, reduce_range=path.reduce_range)
-        texts = _CHECK_TEXTS + calibration_texts()
-        exact = self._torch_batch(texts)
-        ours = self._onnx_batch(model, texts)
-        cosines = row_cosines(ours, exact)
-        batches = [[texts[i] for i in batch] for batch in self.plan_batches(self.token_lengths(texts))]
-        pool = SessionPool(model.path, self._threads) if path.layout == "sessions" else None
-        best = float("inf")
-        for _ in range(3):
-            started = time.perf_counter()
-            if pool is not None:
-                list(pool.map(self._onnx_batch, batches))
-            else:
-                for batch in batches:
-                    self._onnx_batch(model, batch)
-            best = min(best, time.perf_counter() - started)
-        return float(cosines.mean()), float(cosines.min()), best
-
-    def _sessions(self) -> SessionPool | None:
-        """The "sessions" layout's pool (made at the first document batch), or None in the "threads" layout."""
-        if self._pool is None and self._fast is not None and self.fast_path is not None and self.fast_path.layout == "sessions":
-            with self._copy_lock:
-                made = self._pool is None
-                self._pool = self._pool or SessionPool(self._fast.path, self._threads)
-            if made:  # warmed (outside the lock)
-                list(self._pool.map(self._onnx_batch, [_CHECK_TEXTS[:2]] * self._threads))
-        return self._pool
-
-    def _checked_onnx_model(self, int8: bool, spin: bool, reduce_range: bool = False) -> "OnnxModel":
-        """The cached (or newly exported) ONNX model, checked against PyTorch: a ModelError unless its vectors keep a
-        cosine of 0.95 (int8) or 0.9999 (float32) to PyTorch's."""
-        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=int8,
-                                max_length=self.max_length, spin=spin, reduce_range=reduce_range)
-        if (agreement := self._agreement(model)) < (FAST_GATE if int8 else 0.9999):
-            raise ModelError(f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
-                             "set encoder.precision = \"exact\"" if self.precision == "fast" else "")
-        return model
-
-    def _agreement(self, model: "OnnxModel") -> float:
-        """The lowest cosine between an ONNX model's vectors and PyTorch's, on inputs of several lengths."""
-        ours, reference = self._onnx_batch(model, _CHECK_TEXTS), self._torch_batch(_CHECK_TEXTS)
-        cosines = row_cosines(ours, reference)
-        return float(cosines.min())
 
     def _tokenize(self, texts: list[str], tensors: str):  # noqa: ANN202 - a transformers BatchEncoding
         """A padded batch (on the tokenizer's padding side) of the model's inputs, the EOS id appended when the encoder appends one."""

@@ -1,0 +1,145 @@
+"""Fast mode of the transformers encoder: its int8 ONNX model on a path configured, remembered or chosen by measurement,
+checked against PyTorch (the fidelity gate), its session pool, and the fall-back to exact encoding when refused."""
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lodex.indexer.encoders.cpu import cpu_info
+from lodex.indexer.encoders.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
+from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model
+from lodex.indexer.encoders.pooling import row_cosines
+from lodex.indexer.encoders.smoothing import calibration_texts
+from lodex.indexer.errors import ModelError
+from lodex.indexer.settings import EncoderSettings
+
+# Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
+# (an exporter can bake a traced length into a graph: its vectors would be wrong, silently).
+_CHECK_TEXTS = ["a", "How are lift and drag of a swept wing measured in a transonic wind tunnel?", "Boundary layers. " * 60]
+FAST_GATE = 0.95  # the lowest cosine of int8 vectors to PyTorch's on _CHECK_TEXTS for fast mode to be used
+FAST_BATCH_TOKENS = 1_024  # fast mode's padded tokens per document batch (encoder.batch_tokens caps it)
+
+
+class FastMode:
+    """The fast-mode half of `TransformersEncoder` (a mixin: the encoder owns the model, tokenizer and batching that
+    these methods use, and sets the attributes declared here)."""
+
+    model: Any
+    tokenizer: Any
+    fingerprint: str
+    max_length: int
+    precision: str
+    fast_refused: str
+    batch_tokens: int
+    group_tokens: int
+    parallel_calls: int
+    _settings: EncoderSettings
+    _cache_dir: Path | None
+    _threads: int
+    _fast: OnnxModel | None
+    _pool: SessionPool | None
+    _copy_lock: Any
+    fast_path: FastPath | None
+    fast_source: str
+    fast_trials: list[Trial]
+
+    if TYPE_CHECKING:  # the encoder's own methods (stubs here would shadow the base class's)
+        def _save_recipe(self, model: OnnxModel) -> None: ...
+        def _torch_batch(self, texts: list[str]) -> np.ndarray: ...
+        def _onnx_batch(self, model: OnnxModel, texts: list[str]) -> np.ndarray: ...
+        def plan_batches(self, lengths: list[int]) -> list[list[int]]: ...
+        def token_lengths(self, texts: list[str]) -> list[int]: ...
+
+    def _start_fast(self, cfg: EncoderSettings, path: Path, stored: dict | None) -> None:
+        """Fast mode's int8 model on its path, its sessions loaded, its query recipe left; a ModelError with the reason
+        when this model or CPU has no faithful int8 path."""
+        # int8 ONNX Runtime runs faster on small batches (its attention and elementwise steps stay in cache): 1,024 tokens
+        # gave 13,600 tokens/s a session against 11,300 at 4,096 (Sapphire Rapids, MiniLM, 128-token chunks)
+        self.batch_tokens = min(cfg.batch_tokens, FAST_BATCH_TOKENS)
+        self.group_tokens = 2 * cfg.batch_tokens  # as exact mode: fewer waits for a group's slowest batch ("sessions")
+        try:
+            self._fast = self._fast_model(cfg.fast_path, stored)
+            if self.fast_path is not None and self.fast_path.layout == "sessions":
+                self.parallel_calls = self._threads  # the indexer keeps each session busy with a group of its own
+                self._sessions()  # loaded with the model, not in the first run's time
+            self._save_recipe(self._fast)
+        except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
+            if isinstance(exc, ModelError):
+                raise
+            raise ModelError(f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
+                             f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})", 'set encoder.precision = "exact"') from exc
+
+    def _fall_back_to_exact(self, reason: str) -> None:
+        """encoder.precision = "auto" on a model or CPU whose int8 path is refused: documents are encoded exactly."""
+        self.precision, self.fast_refused, self._settings = "exact", reason, self._settings.model_copy(update={"precision": "exact"})
+        self._fast, self._pool, self.fast_path, self.fast_source = None, None, None, ""
+        self.batch_tokens, self.group_tokens, self.parallel_calls = self._settings.batch_tokens, 0, 1
+        logging.getLogger(__name__).info("documents are encoded exactly: %s", reason)
+
+    def _fast_model(self, configured: str, stored: dict | None) -> "OnnxModel":
+        """Fast mode's int8 model (for queries, and for documents in the "threads" layout), on the configured path, else on
+        the one remembered or chosen by measurement for this model and CPU among the paths of the index's scheme."""
+        if configured != "auto":
+            self.fast_path, self.fast_source = parse_path(configured), "configured"
+            return self._checked_onnx_model(int8=True, spin=True, reduce_range=self.fast_path.reduce_range)
+        cpu, cache = cpu_info(), self._cache_dir or default_cache_dir()
+        scheme = stored.get("quantization") if stored and stored.get("precision") == "fast" else None
+        paths = candidates(cpu, scheme) or candidates(cpu)  # an index of a scheme this lodex does not make: the origin check says so
+        chosen, self.fast_source = remembered(cache, self.fingerprint, cpu, paths), "measured before on this CPU"
+        if chosen is None:
+            self.fast_source = "measured now"
+            chosen, self.fast_trials = choose(paths, self._measure_path)
+            remember(cache, self.fingerprint, cpu, paths, chosen, self.fast_trials)
+        self.fast_path = chosen
+        return self._checked_onnx_model(int8=True, spin=True, reduce_range=chosen.reduce_range)
+
+    def _measure_path(self, path: FastPath) -> tuple[float, float, float]:
+        """A fast path's fidelity (mean and lowest cosine to PyTorch on the calibration texts) and its time to encode them
+        (best of two, after a warm-up)."""
+        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
+                                max_length=self.max_length, spin=True, reduce_range=path.reduce_range)
+        texts = _CHECK_TEXTS + calibration_texts()
+        exact = self._torch_batch(texts)
+        ours = self._onnx_batch(model, texts)
+        cosines = row_cosines(ours, exact)
+        batches = [[texts[i] for i in batch] for batch in self.plan_batches(self.token_lengths(texts))]
+        pool = SessionPool(model.path, self._threads) if path.layout == "sessions" else None
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            if pool is not None:
+                list(pool.map(self._onnx_batch, batches))
+            else:
+                for batch in batches:
+                    self._onnx_batch(model, batch)
+            best = min(best, time.perf_counter() - started)
+        return float(cosines.mean()), float(cosines.min()), best
+
+    def _sessions(self) -> SessionPool | None:
+        """The "sessions" layout's pool (made at the first document batch), or None in the "threads" layout."""
+        if self._pool is None and self._fast is not None and self.fast_path is not None and self.fast_path.layout == "sessions":
+            with self._copy_lock:
+                made = self._pool is None
+                self._pool = self._pool or SessionPool(self._fast.path, self._threads)
+            if made:  # warmed (outside the lock)
+                list(self._pool.map(self._onnx_batch, [_CHECK_TEXTS[:2]] * self._threads))
+        return self._pool
+
+    def _checked_onnx_model(self, int8: bool, spin: bool, reduce_range: bool = False) -> "OnnxModel":
+        """The cached (or newly exported) ONNX model, checked against PyTorch: a ModelError unless its vectors keep a
+        cosine of 0.95 (int8) or 0.9999 (float32) to PyTorch's."""
+        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=int8,
+                                max_length=self.max_length, spin=spin, reduce_range=reduce_range)
+        if (agreement := self._agreement(model)) < (FAST_GATE if int8 else 0.9999):
+            raise ModelError(f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
+                             "set encoder.precision = \"exact\"" if self.precision == "fast" else "")
+        return model
+
+    def _agreement(self, model: "OnnxModel") -> float:
+        """The lowest cosine between an ONNX model's vectors and PyTorch's, on inputs of several lengths."""
+        ours, reference = self._onnx_batch(model, _CHECK_TEXTS), self._torch_batch(_CHECK_TEXTS)
+        cosines = row_cosines(ours, reference)
+        return float(cosines.min())

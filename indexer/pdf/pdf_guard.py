@@ -1,62 +1,69 @@
 """The PDF reader's first line of defence, before pdfium sees a file: decompression bombs (whatever the filter chain or
 the syntax around the `stream` keyword) and page contents that would be parsed over and over (one stream shared by
-thousands of pages) are refused with the reason. The per-file read budget (read_budget.py) stands behind it."""
+thousands of pages, forms drawing forms) are refused with the reason. The per-file read budget (read_budget.py) stands
+behind it."""
 
 import base64
 import re
 import zlib
-from collections import Counter
 from collections.abc import Iterator
 
 from lodex.indexer.errors import ReadError
+from lodex.indexer.pdf.pdf_draws import Drawing, count_draws
+from lodex.indexer.pdf.pdf_filters import SNIFFED, decode_named, named_filters
 
 # A stream: its keyword (not `endstream`), whatever precedes it (`>>`, a comment, spaces). Images and attached files
-# are not decoded to read text; every other stream is decoded (Flate, ASCIIHex, ASCII85, chained in any order) and its
-# output counted against limits.max_inflated_bytes, a piece at a time.
+# are not decoded to read text; every other stream is decoded (Flate, ASCIIHex, ASCII85, chained in any order, and the
+# LZW and RunLength its dictionary names) and its output counted against limits.max_inflated_bytes, a piece at a time.
 _STREAM = re.compile(rb"(?<![A-Za-z])stream[ \t\f\0]*(?:\r\n|\n|\r)?")
 _OBJ = re.compile(rb"(\d+)\s+\d+\s+obj\b")
 _NOT_INFLATED = re.compile(rb"/Subtype\s*/Image\b|/Type\s*/EmbeddedFile\b")
 _COMMENT_OR_STRING = re.compile(rb"%[^\r\n]*|\((?:[^()\\]|\\.)*\)")
 _OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm\b")
+_LENGTH = re.compile(rb"/Length\s+(\d+)(?!\s+\d+\s+R)")
 _HEX = re.compile(rb"[0-9A-Fa-f\s]{2,}>")
 _A85 = re.compile(rb"(?:<~)?[!-uz\s]{5,}~>")
-_REF = rb"(\d+)\s+\d+\s+R\b"
-# Where a page names the streams it draws: its /Contents (one, or an array) and its form XObjects; each is parsed
-# again for every page that names it.
-_CONTENTS = re.compile(rb"/Contents\s*(?:" + _REF + rb"|\[([^\]]*)\])")
-_XOBJECTS = re.compile(rb"/XObject\s*<<([^<>]*)>>")
-_REFS = re.compile(_REF)
 _PIECE = 1 << 20
 _HEAD = 2048  # bytes before a stream keyword looked at for its dictionary (and its object number)
 _MAX_LAYERS = 4  # filters chained on one stream that are followed (Flate over Flate over ASCIIHex …)
-# Page contents parsed, all pages together, may be this many times limits.max_inflated_bytes: 2 GB at the default
-# 50 MB, about 45 s of pdfium's parsing, within the default per-file budget (a large background drawing repeated on
-# a thousand pages stays readable); past it, a file is refused before any page is parsed.
-CONTENT_FACTOR = 40
 
 
 def check_pdf(data: bytes, limit: int) -> None:
     """ReadError when a stream that reading text decodes (page contents, forms, fonts, object streams; not images nor
-    attachments) would decode past `limit` bytes, or when the page contents to parse add up past CONTENT_FACTOR times
-    `limit` (counting a stream again for every page that draws it)."""
-    sizes: dict[int, int] = {}
-    refs: Counter[int] = Counter(_drawn(data))
+    attachments) would decode past `limit` bytes, or when the pages would parse too much (pdf_draws.py: a stream again
+    for every page or form that draws it)."""
+    drawing = Drawing()
+    bodies: dict[int, tuple[memoryview, int, tuple[str, ...]]] = {}
     for number, dictionary, body, length in _streams(data):
-        if _NOT_INFLATED.search(dictionary):
+        if _not_inflated(dictionary, number is not None):
             continue
-        size = _decoded_size(body, limit, 0)
+        named = named_filters(dictionary)
+        if not SNIFFED.issuperset(named):  # LZW and RunLength run to the end of the stream's data, not of the file
+            declared = _LENGTH.search(dictionary)
+            body = body[:max(length, int(declared.group(1)) if declared else 0)]
+        size = _decoded_size(body, limit, 0, named)
         if size > limit:
             raise ReadError(f"a compressed stream inflates past the limit of {limit / 1e6:,.1f} MB "
                             "(max_inflated_bytes)", "a decompression bomb, or raise the limit")
         if number is not None:
-            sizes[number] = size or length
+            drawing.sizes[number] = size or length
+            bodies[number] = body, length, named
         if _OBJECT_STREAM.search(dictionary):  # objects packed in a stream: the page dictionaries may be there
-            refs.update(_drawn(_decoded(body, limit)))
-    total = sum(sizes.get(number, 0) * count for number, count in refs.items())
-    if total > CONTENT_FACTOR * limit:
-        raise ReadError(f"page contents add up to {total / 1e6:,.0f} MB to parse, more than {CONTENT_FACTOR} times the "
-                        f"limit of {limit / 1e6:,.1f} MB (max_inflated_bytes): one stream drawn by many pages?",
-                        "the file is hostile or broken: exclude it")
+            drawing.add_object_stream(dictionary, _content(body, length, limit, named))
+    drawing.add_objects(data)
+    for number in drawing.drawn() & bodies.keys():
+        drawing.draws[number] = count_draws(_content(*bodies[number][:2], limit, bodies[number][2]))
+    drawing.check(limit)
+
+
+def _not_inflated(dictionary: bytes, whole: bool) -> bool:
+    """Whether a stream is an image or an attached file, by a key of its own dictionary, not of one nested in it (when
+    the dictionary is `whole`: its object's header was found, so the nesting can be counted)."""
+    for match in _NOT_INFLATED.finditer(dictionary):
+        before = dictionary[:match.start()]
+        if not whole or before.count(b"<<") - before.count(b">>") == 1:
+            return True
+    return False
 
 
 def _streams(data: bytes) -> Iterator[tuple[int | None, bytes, memoryview, int]]:
@@ -73,28 +80,36 @@ def _streams(data: bytes) -> Iterator[tuple[int | None, bytes, memoryview, int]]
         yield (int(objects[-1].group(1)) if objects else None), dictionary, view[match.end():], length
 
 
-def _drawn(data: bytes | memoryview) -> Iterator[int]:
-    """Object numbers of the streams pages draw (their /Contents, their form XObjects), once per naming."""
-    text = bytes(data)
-    for match in _CONTENTS.finditer(text):
-        if match.group(1):
-            yield int(match.group(1))
-        else:
-            yield from (int(ref.group(1)) for ref in _REFS.finditer(match.group(2)))
-    for match in _XOBJECTS.finditer(text):
-        yield from (int(ref.group(1)) for ref in _REFS.finditer(match.group(1)))
-
-
-def _decoded_size(stream: memoryview | bytes, limit: int, layer: int) -> int:
-    """How many bytes `stream` decodes to, counted up to just past `limit`: inflated when it is zlib data, else
-    decoded when it is ASCIIHex or ASCII85 text; an output that is itself encoded is decoded again."""
+def _decoded_size(stream: memoryview | bytes, limit: int, layer: int, named: tuple[str, ...]) -> int:
+    """How many bytes `stream` decodes to, counted up to just past `limit`: by the LZW or RunLength filter when the
+    dictionary names one next (`named`, pdf_filters.py), else inflated when it is zlib data, else decoded when it is
+    ASCIIHex or ASCII85 text; an output that is itself encoded, or named to be, is decoded again."""
+    rest = named[1:]
+    if named and named[0] not in SNIFFED:
+        out = decode_named(named[0], stream, limit)
+        if len(out) > limit or layer >= _MAX_LAYERS:
+            return len(out)
+        return max(len(out), _decoded_size(out, limit, layer + 1, rest))
     size, head = _inflated_size(stream, limit)
     if size > limit or layer >= _MAX_LAYERS:
         return size
     if size:
-        return max(size, _decoded_size(_decoded(stream, limit), limit, layer + 1)) if _encoded(head) else size
+        again = _encoded(head) or rest
+        return max(size, _decoded_size(_decoded(stream, limit), limit, layer + 1, rest)) if again else size
     text = _ascii_decoded(stream)
-    return _decoded_size(text, limit, layer + 1) if text else 0
+    return _decoded_size(text, limit, layer + 1, rest) if text else 0
+
+
+def _content(stream: memoryview, length: int, limit: int, named: tuple[str, ...]) -> bytes:
+    """What `stream` decodes to through all its layers (at most `limit` bytes of each, already counted to fit); its
+    raw data when it is not encoded."""
+    data: memoryview | bytes = stream
+    for _ in range(_MAX_LAYERS + 1):
+        out = decode_named(named[0], data, limit) if named and named[0] not in SNIFFED else _decoded(data, limit)
+        if not out:
+            break
+        data, named = out, named[1:]
+    return bytes(stream[:length]) if data is stream else bytes(data)
 
 
 def _encoded(head: bytes) -> bool:

@@ -4,6 +4,7 @@ dictionary, form XObjects drawing forms; and the same filters and forms in ordin
 
 import random
 import zlib
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,7 +16,7 @@ from lodex.indexer.pdf.pdf_reader import read_pdf
 from lodex.indexer.readers.document import ReadLimits
 from tests.fuzz_files import Case
 from tests.fuzz_files.pdf import lzw as lzw_zeros
-from tests.fuzz_files.pdf import one_page_with, stream
+from tests.fuzz_files.pdf import one_page_with, packed, stream
 
 MB = 1 << 20
 LIMITS = ReadLimits(max_inflated_bytes=4 * MB)
@@ -27,35 +28,28 @@ INFLATES = "a compressed stream inflates past the limit"
 def lzw_encoded(data: bytes, early: bool = True) -> bytes:
     """`data` LZW-encoded as PDF writes it (a clear code first, the table cleared when nearly full, codes widening one
     code early when `early`), by the textbook encoder: pdfium reading the result back is what checks it."""
-    table, out, acc, bits, width = {bytes((i,)): i for i in range(256)}, bytearray(), 0, 0, 9
 
-    def put(code: int) -> None:
-        nonlocal acc, bits
-        acc, bits = (acc << width) | code, bits + width
-        while bits >= 8:
-            bits -= 8
-            out.append((acc >> bits) & 0xFF)
-        acc &= (1 << bits) - 1
+    def codes() -> Iterator[tuple[int, int]]:
+        table, width, word = {bytes((i,)): i for i in range(256)}, 9, b""
+        yield 256, width
+        for byte in data:
+            longer = word + bytes((byte,))
+            if longer in table:
+                word = longer
+                continue
+            yield table[word], width
+            if len(table) < 4000:
+                table[longer] = len(table) + 2
+            else:
+                yield 256, width
+                table = {bytes((i,)): i for i in range(256)}
+            size = len(table) + 1 + early
+            width = 9 if size < 512 else 10 if size < 1024 else 11 if size < 2048 else 12
+            word = bytes((byte,))
+        yield table[word], width
+        yield 257, width
 
-    put(256)
-    word = b""
-    for byte in data:
-        longer = word + bytes((byte,))
-        if longer in table:
-            word = longer
-            continue
-        put(table[word])
-        if len(table) < 4000:
-            table[longer] = len(table) + 2
-        else:
-            put(256)
-            table = {bytes((i,)): i for i in range(256)}
-        size = len(table) + 1 + early
-        width = 9 if size < 512 else 10 if size < 1024 else 11 if size < 2048 else 12
-        word = bytes((byte,))
-    put(table[word])
-    put(257)
-    return bytes(out + (bytes(((acc << (8 - bits)) & 0xFF,)) if bits else b""))
+    return packed(codes())
 
 
 def run_length_encoded(data: bytes) -> bytes:

@@ -3,6 +3,7 @@ one content stream, form XObjects that draw each other (a billion laughs of PDF)
 
 import random
 import zlib
+from collections.abc import Iterable, Iterator
 
 from tests.fuzz_files.common import corruptions, words, zlib_stream
 
@@ -102,32 +103,37 @@ def double_flate_bomb(rng: random.Random) -> bytes:
     return one_page_with(stream(zlib.compress(inner, 9), b"/Filter [/FlateDecode /FlateDecode] "))
 
 
-def lzw(data_codes: int) -> bytes:
-    """An LZW stream (PDF /LZWDecode, early change 1) that decodes to about data_codes²/2 zero bytes: codes 0, 258,
-    259, … each one longer than the last (the table is reset every 3,800 codes)."""
-    out, acc, nbits, width, code, made = bytearray(), 0, 0, 9, 258, 0
-
-    def put(value: int) -> None:
-        nonlocal acc, nbits
-        acc, nbits = (acc << width) | value, nbits + width
+def packed(codes: Iterable[tuple[int, int]]) -> bytes:
+    """(code, bit width) pairs packed most significant bit first, the last byte padded with zeros (as LZW writes)."""
+    out, acc, nbits = bytearray(), 0, 0
+    for code, width in codes:
+        acc, nbits = (acc << width) | code, nbits + width
         while nbits >= 8:
             nbits -= 8
             out.append((acc >> nbits) & 0xFF)
         acc &= (1 << nbits) - 1
-
-    put(256)
-    for _ in range(data_codes):
-        if code >= 4094:
-            put(256)
-            width, code = 9, 258
-        put(0 if code == 258 else code - 1)
-        code += 1
-        width = 9 if code < 512 else 10 if code < 1024 else 11 if code < 2048 else 12
-        made += 1
-    put(257)
     if nbits:
         out.append((acc << (8 - nbits)) & 0xFF)
     return bytes(out)
+
+
+def lzw(data_codes: int) -> bytes:
+    """An LZW stream (PDF /LZWDecode, early change 1) that decodes to about data_codes²/2 zero bytes: codes 0, 258,
+    259, … each one longer than the last (the table is reset every 3,800 codes)."""
+
+    def codes() -> Iterator[tuple[int, int]]:
+        width, code = 9, 258
+        yield 256, width
+        for _ in range(data_codes):
+            if code >= 4094:
+                yield 256, width
+                width, code = 9, 258
+            yield (0 if code == 258 else code - 1), width
+            code += 1
+            width = 9 if code < 512 else 10 if code < 1024 else 11 if code < 2048 else 12
+        yield 257, width
+
+    return packed(codes())
 
 
 def lzw_bomb(rng: random.Random) -> bytes:

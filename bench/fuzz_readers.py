@@ -28,15 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from lodex.indexer.readers.readers import BY_FORMAT, extract  # noqa: E402
-from tests.fuzz_files import FORMATS, Case, cases  # noqa: E402
-
-RAW = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|MemoryError|RecursionError")
+from tests.fuzz_files import FORMATS, RAW_REASON, Case, cases  # noqa: E402
 
 
 @dataclass
 class Outcome:
     case: Case
-    kind: str  # read, failed, raw (a Python exception as the reason), timeout, memory, crash
+    kind: str  # read, failed, raw (a Python exception or a library's words as the reason), timeout, memory, crash
     detail: str
     seconds: float
     rss_mb: float
@@ -73,7 +71,7 @@ def _child(case: Case, data: bytes, memory_mb: int, out: int) -> None:
                 reason = exc.one_line()
             else:
                 reason = f"{type(exc).__name__}: {exc}"
-            line = f"{'raw' if RAW.search(reason) or not reason.strip() else 'failed'}\t{reason}"
+            line = f"{'raw' if RAW_REASON.search(reason) or not reason.strip() else 'failed'}\t{reason}"
         os.write(out, " ".join(line.split("\n"))[:2000].encode("utf-8", "replace") + b"\n")
     finally:
         os._exit(0)

@@ -3,7 +3,6 @@ few hundred hostile files (tests/fuzz_files: amplification, nesting, filters, re
 beside normal files. The run ends, nothing escapes, every hostile file is indexed or failed with a reason a person
 can read, the normal files are searchable, and the process stays within its memory bound."""
 
-import re
 import threading
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from lodex.api.settings import Settings
 from lodex.indexer.run_state import RunSummary
 from lodex.store.job_log import FileRecord
 from tests.fakes import FakeEncoder
-from tests.fuzz_files import FORMATS, GENERATORS, Case, cases, write_cases
+from tests.fuzz_files import FORMATS, GENERATORS, RAW_REASON, Case, cases, write_cases
 
 CORRUPTIONS = ("flip", "truncate", "splice", "fixture_flip", "fixture_truncate", "fixture_splice")
 # Generators each seed of which takes well under a second to build and read on today's readers (the quick suite runs
@@ -55,8 +54,6 @@ ONCE_RAW = (("xlsx", "bad_values"),)
 
 CONTROLS = {"control-plain.txt": "albatross", "control-notes.md": "bittern", "control-page.html": "cassowary",
             "deep/control-table.csv": "dunlin"}
-# A reason a person can read: not a Python exception's class name and message, nor a traceback.
-RAW_REASON = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|\bMemoryError\b|\bRecursionError\b")
 RUN_SECONDS = 240  # the quick run takes ~15 s of CPU (20-80 s wall on a busy 2-core machine); past this it is a hang
 RUN_GROWTH_MB = 1024  # the most a run over the hostile folder may add to this process's resident memory
 BUDGET_SECONDS, BUDGET_MB = 1.0, 512  # the per-file budget of the runs of NEEDS_BUDGET (index.max_*_per_file)

@@ -14,6 +14,7 @@ from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf.pdf_guard import check_pdf
 from lodex.indexer.readers.decoding import clean
 from lodex.indexer.readers.document import Document, HeadingPath, ReadLimits
+from lodex.indexer.readers.vendor_errors import pdfium_open_reason, pdfium_page_reason
 from lodex.indexer.pdf.pdf_layout import reading_order, row_text, rows, running_candidates, steady
 from lodex.indexer.pdf.pdf_words import Word, filled, turn, word_direction
 from lodex.indexer.pdf.pdf_running import Running
@@ -59,6 +60,7 @@ def read_pdf(data: bytes, limits: ReadLimits) -> Document:
 
 def _open(data: bytes) -> pdfium.PdfDocument:
     """The parsed document; ReadError when it is encrypted or cannot be parsed."""
+    pdfium_c.FPDF_LoadMemDocument64(None, 0, None)  # fails, setting pdfium's last error: none is left from another file
     try:
         return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
@@ -66,7 +68,7 @@ def _open(data: bytes) -> pdfium.PdfDocument:
             raise ReadError("encrypted (password-protected PDF)", "index an unprotected copy") from exc
         if exc.err_code == pdfium_c.FPDF_ERR_SECURITY:
             raise ReadError("encrypted (unsupported security handler)", "index an unprotected copy") from exc
-        raise ReadError(f"unreadable PDF: {str(exc).rstrip('.')}", "the file is corrupt or truncated") from exc
+        raise ReadError(f"unreadable PDF: {pdfium_open_reason(exc.err_code)}", "the file is corrupt or truncated") from exc
 
 
 def _metadata_title(pdf: pdfium.PdfDocument) -> str:
@@ -137,7 +139,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> Page:
     try:
         page = pdf[index]
     except pdfium.PdfiumError as exc:
-        raise ReadError(f"unreadable PDF: page {index + 1}: {str(exc).rstrip('.')}") from exc
+        raise ReadError(f"unreadable PDF: {pdfium_page_reason(index + 1, str(exc))}") from exc
     try:
         textpage = page.get_textpage()
         try:
@@ -145,7 +147,7 @@ def _read_page(pdf: pdfium.PdfDocument, index: int) -> Page:
         finally:
             textpage.close()
     except pdfium.PdfiumError as exc:
-        raise ReadError(f"unreadable PDF: page {index + 1}: {str(exc).rstrip('.')}") from exc
+        raise ReadError(f"unreadable PDF: {pdfium_page_reason(index + 1, str(exc))}") from exc
     finally:
         page.close()
 

@@ -12,6 +12,7 @@ from xml.etree import ElementTree as ET
 
 from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.document import ReadLimits
+from lodex.indexer.readers.vendor_errors import xml_reason, zip_reason
 
 # Bump whenever a change here would change the text a reader extracts through it.
 CONTAINERS_READER_VERSION = "1"
@@ -34,9 +35,11 @@ class MalformedXml(ReadError):
     """A part of a container is not well-formed XML (a reader may do without an optional part)."""
 
 
-def unreadable(fmt: str, reason: object) -> ReadError:
-    """The error for a file of format `fmt` that cannot be parsed (a corrupt zip, a missing part)."""
-    return ReadError(f"unreadable {fmt}: {reason}", _DAMAGED_FIX)
+def unreadable(fmt: str, reason: str | BaseException) -> ReadError:
+    """The error for a file of format `fmt` that cannot be parsed (a corrupt zip, a missing part): a zip library's
+    error told in words (vendor_errors.py)."""
+    return ReadError(f"unreadable {fmt}: {zip_reason(reason) if isinstance(reason, BaseException) else reason}",
+                     _DAMAGED_FIX)
 
 
 class SafeZip:
@@ -193,7 +196,7 @@ def iter_xml(chunks: Iterable[bytes], fmt: str, what: str) -> Iterator[tuple[str
         parser.close()
         yield from cast(Iterator[tuple[str, ET.Element]], parser.read_events())
     except ET.ParseError as exc:
-        raise MalformedXml(f"unreadable {fmt}: {what}: {exc}", _DAMAGED_FIX) from exc
+        raise MalformedXml(f"unreadable {fmt}: {xml_reason(what, exc)}", _DAMAGED_FIX) from exc
 
 
 def parse_xml(data: bytes, fmt: str, what: str) -> ET.Element:
@@ -202,7 +205,7 @@ def parse_xml(data: bytes, fmt: str, what: str) -> ET.Element:
     try:
         return ET.fromstring(data)
     except ET.ParseError as exc:
-        raise MalformedXml(f"unreadable {fmt}: {what}: {exc}", _DAMAGED_FIX) from exc
+        raise MalformedXml(f"unreadable {fmt}: {xml_reason(what, exc)}", _DAMAGED_FIX) from exc
 
 
 def local(tag: str) -> str:

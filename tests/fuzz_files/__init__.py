@@ -2,6 +2,7 @@
 bench/fuzz_readers.py: a case is (format, generator, seed) and always builds the same bytes."""
 
 import random
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,12 @@ GENERATORS: dict[str, dict[str, Generator]] = {
 for _fmt, _table in GENERATORS.items():
     _table.update(_fixture(_fmt))
 FORMATS = tuple(GENERATORS)
+# A reason a person cannot read: a Python exception's class name and message, a traceback, or a library's own words
+# (zipfile's, zlib's, a codec's, expat's, pdfium's) where the reader should have said what is wrong in its own.
+RAW_REASON = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|\bMemoryError\b|\bRecursionError\b"
+                        r"|PDFium|Failed to (?:load|get)|Bad magic number|Bad CRC-32|File is not a zip file|Truncated (?:file "
+                        r"header|central directory)|Corrupt extra field|while decompressing data|codec can't decode"
+                        r"|not well-formed \(|mismatched tag|compression method is not supported|zip file version")
 
 
 @dataclass(frozen=True, order=True)

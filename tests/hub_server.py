@@ -1,11 +1,12 @@
 """A local stand-in for the Hugging Face hub on 127.0.0.1, in the hub's layout: /api/models/{id}/revision/{rev} (the
 listing, siblings without hashes), /{id}/resolve/{rev}/{file} (HEAD: ETag = git blob id, or for LFS files a 302 with
 X-Linked-Etag = sha256; GET: the bytes, with Range requests), and faults to inject: a connection dropped mid-file, a
-corrupted file."""
+corrupted file, a file longer than announced, a redirect to another server."""
 
 import hashlib
 import json
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +26,10 @@ class Hub:
     drop: dict[str, int] = field(default_factory=dict)  # file -> bytes sent before the connection is dropped
     drop_times: int = 1  # how many GETs of each dropped file are cut off
     corrupt: set[str] = field(default_factory=set)
+    oversize: dict[str, int] = field(default_factory=dict)  # file -> bytes sent after its own (no Content-Length)
+    redirect_to: str = ""  # where LFS files are sent (another server's URL; "": this one's /cdn/)
+    sha: str = SHA
+    sent: dict[str, int] = field(default_factory=dict)  # file -> bytes of an oversized GET written before the client left
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, Range header)
     _drops: dict[str, int] = field(default_factory=dict)
 
@@ -64,10 +69,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self) -> tuple[str, str | None]:
         """("api", None) for the listing, ("file", name) for a resolve or cdn URL of a served file, ("", None) else."""
-        hub, path = self.hub, self.path.split("?")[0]
-        if path == f"/api/models/{hub.model_id}/revision/main" or path == f"/api/models/{hub.model_id}/revision/{SHA}":
+        hub, path = self.hub, urllib.parse.unquote(self.path.split("?")[0])
+        if path == f"/api/models/{hub.model_id}/revision/main" or path == f"/api/models/{hub.model_id}/revision/{hub.sha}":
             return "api", None
-        for prefix in (f"/{hub.model_id}/resolve/main/", f"/{hub.model_id}/resolve/{SHA}/", "/cdn/"):
+        for prefix in (f"/{hub.model_id}/resolve/main/", f"/{hub.model_id}/resolve/{hub.sha}/", "/cdn/"):
             if path.startswith(prefix) and path[len(prefix):] in hub.files:
                 return "file", path[len(prefix):]
         return "", None
@@ -80,7 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
         hub.requests.append((self.command, self.path, self.headers.get("Range", "")))
         kind, name = self._route()
         if kind == "api":
-            body = json.dumps({"id": hub.model_id, "sha": SHA, "pipeline_tag": hub.pipeline_tag, "tags": [],
+            body = json.dumps({"id": hub.model_id, "sha": hub.sha, "pipeline_tag": hub.pipeline_tag, "tags": [],
                                "siblings": [{"rfilename": n} for n in hub.files]}).encode()
             self._send(200, body, {"Content-Type": "application/json"})
             return
@@ -88,7 +93,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b"not found")
             return
         if name.endswith(hub.lfs_suffixes) and "/resolve/" in self.path:  # LFS: a redirect to the "CDN"
-            self._send(302, headers={"Location": f"/cdn/{name}"} | _etag(hub, name))
+            self._send(302, headers={"Location": f"{hub.redirect_to}/cdn/{name}"} | _etag(hub, name))
+            return
+        if self.command == "GET" and name in hub.oversize:
+            self._send_oversized(name)
             return
         data = hub.files[name]
         if name in hub.corrupt:
@@ -111,6 +119,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(2)  # the connection drops mid-file
             return
         self._send(status, body, headers)
+
+    def _send_oversized(self, name: str) -> None:
+        """The file, then `oversize` more bytes in 1 MiB writes, the length told by closing the connection; the bytes
+        written before the client hung up are counted in `sent`."""
+        hub, zeros = self.hub, bytes(1 << 20)
+        self.send_response(200)
+        self.end_headers()
+        hub.sent[name] = 0
+        try:
+            self.wfile.write(hub.files[name])
+            hub.sent[name] = len(hub.files[name])
+            while hub.sent[name] < len(hub.files[name]) + hub.oversize[name]:
+                self.wfile.write(zeros)
+                hub.sent[name] += len(zeros)
+        except OSError:
+            pass
+        self.close_connection = True
 
 
 class HubServer:

@@ -77,7 +77,7 @@ class Indexer:
         self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
         self._in_flight: tuple[Future, Callable[[], None]] | None = None  # the commit running, and what to do once it is done
         self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
-        self.reading = ReadPool(ReadBudget(cfg.max_seconds_per_file, cfg.max_memory_mb_per_file))  # files read whole, in budget
+        self.reading = ReadPool(ReadBudget(cfg.max_seconds_per_file, cfg.max_memory_mb_per_file, cfg.max_memory_mb))  # files read whole
         self.language = cfg.language.lower() or None  # every document's language, when set; else each one detected
 
     def preparer(self) -> Preparer:

@@ -28,6 +28,7 @@ class IndexSettings(Section):
     stream_above_mb: float = Field(8, gt=0)
     max_seconds_per_file: float = Field(120, gt=0)
     max_memory_mb_per_file: int = Field(1024, ge=64)
+    max_memory_mb: int = Field(0, ge=0)
     language: str = Field("", pattern=r"^([A-Za-z]{2,3})?$")
     ann: AnnKind = "auto"
     ann_above: int = Field(50_000, ge=10_000)

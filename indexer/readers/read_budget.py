@@ -1,5 +1,6 @@
 """The per-file read budget: every file read whole is extracted in a worker process (read_worker.py) under a wall-clock
-deadline and a memory ceiling; a worker that passes either is killed and replaced, and the file fails with the reason."""
+deadline, a memory ceiling of its own and, when set, a ceiling on lodex and all its reading processes together; a worker
+that passes any is killed and replaced, and the file fails with the reason."""
 
 import os
 import select
@@ -29,10 +30,13 @@ _ADDRESS_FACTOR = 2
 @dataclass(frozen=True)
 class ReadBudget:
     """What reading one file may take: `seconds` of wall-clock time and `memory_mb` of memory above an idle worker's
-    (the file's bytes, the parser's structures and the text); see index.max_seconds_per_file, max_memory_mb_per_file."""
+    (the file's bytes, the parser's structures and the text); and `tree_mb`, when not 0, the resident memory of this
+    process and all its reading processes together; see index.max_seconds_per_file, max_memory_mb_per_file,
+    max_memory_mb."""
 
     seconds: float = 120.0
     memory_mb: int = 1024
+    tree_mb: int = 0
 
     def too_slow(self) -> ReadError:
         return ReadError(f"took longer than {self.seconds:g} s to read (index.max_seconds_per_file)",
@@ -41,6 +45,33 @@ class ReadBudget:
     def too_big(self) -> ReadError:
         return ReadError(f"needed more than {self.memory_mb:,} MB to read (index.max_memory_mb_per_file)",
                          "raise index.max_memory_mb_per_file, or exclude the file")
+
+    def tree_full(self) -> ReadError:
+        own = _resident(os.getpid()) // _MIB
+        return ReadError(f"needed more memory than lodex had left under index.max_memory_mb ({self.tree_mb:,} MB for lodex "
+                         f"and its reading processes together; lodex itself held {own:,} MB)",
+                         "raise index.max_memory_mb, or exclude the file")
+
+    def tree_over(self) -> bool:
+        """Whether this process and its reading processes hold more than `tree_mb` (never, when it is 0)."""
+        return bool(self.tree_mb) and tree_resident() > self.tree_mb * _MIB
+
+
+def _resident(pid: int) -> int:
+    """Resident memory of process `pid` in bytes (0 when it cannot be read: gone, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+_LIVE: "weakref.WeakSet[_Worker]" = weakref.WeakSet()  # every reading process of this process, of every pool
+
+
+def tree_resident() -> int:
+    """Resident memory of this process and of all its reading processes, in bytes."""
+    return _resident(os.getpid()) + sum(worker.rss() for worker in list(_LIVE))
 
 
 class _Worker:
@@ -57,21 +88,21 @@ class _Worker:
             self.kill()
             raise ReadError("the reading process could not start", "check that the machine has free memory")
         self.baseline = self.rss()
+        _LIVE.add(self)
 
     def rss(self) -> int:
         """Resident memory in bytes (0 when it cannot be read)."""
-        try:
-            with open(f"/proc/{self.proc.pid}/statm") as fh:
-                return int(fh.read().split()[1]) * _PAGE
-        except (OSError, ValueError, IndexError):
-            return 0
+        return _resident(self.proc.pid)
 
     def _wait_readable(self, deadline: float) -> bool:
         left = deadline - time.monotonic()
         return left > 0 and bool(select.select([self.stdout], [], [], left)[0])
 
     def read(self, request: tuple, budget: ReadBudget) -> tuple:
-        """The worker's answer to `request`; ReadError (the worker killed) when it breaches `budget`."""
+        """The worker's answer to `request`; ReadError (the worker killed) when it breaches `budget`, or left idle when
+        lodex and its reading processes are already past `budget.tree_mb`."""
+        if budget.tree_over():
+            raise budget.tree_full()
         try:
             send(self.stdin, request)
         except (BrokenPipeError, OSError) as exc:
@@ -88,6 +119,9 @@ class _Worker:
             if self.rss() > ceiling:
                 self.kill()
                 raise budget.too_big()
+            if budget.tree_over():
+                self.kill()
+                raise budget.tree_full()
             if time.monotonic() > deadline:
                 self.kill()
                 raise budget.too_slow()
@@ -98,6 +132,7 @@ class _Worker:
 
     def kill(self) -> int | None:
         """Stop the process at once; its exit status."""
+        _LIVE.discard(self)
         if self.proc.poll() is None:
             self.proc.kill()
         try:

@@ -2,6 +2,7 @@
 one that never returns, one that allocates without bound, one without the PDF guard; any other file is read as usual."""
 
 import threading
+import time
 from pathlib import PurePath
 
 from lodex.indexer.pdf import pdf_reader
@@ -10,16 +11,20 @@ from lodex.indexer.readers.readers import Extracted, extract
 
 
 def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:
-    """"hang.*" loops for ever, "hog.*" holds more and more memory; the rest is read by readers.extract."""
+    """"hang.*" loops for ever, "hog.*" holds more and more memory, "heap.*" holds 300 MB for a moment (within a
+    512 MB budget) and reads the file; the rest is read by readers.extract."""
     name = PurePath(path).stem
     if name == "hang":
         threading.Event().wait()  # never set: a reader that never returns
-    if name == "hog":
-        held = []
-        while True:
+    if name in ("hog", "heap"):
+        held: list[bytearray] = []
+        while name == "hog" or len(held) < 300 // 16:
             held.append(bytearray(16 << 20))  # touched pages: resident memory grows by 16 MB a step
             for page in range(0, 16 << 20, 4096):
                 held[-1][page] = 1
+            if name == "heap":
+                time.sleep(0.01)  # 16 MB a step, a step in 10 ms: slower than the parent's looks (every 20 ms)
+        threading.Event().wait(0.5)  # held while the parent looks
     return extract(path, data, limits)
 
 

@@ -143,7 +143,7 @@ def test_a_run_records_budget_breaches_and_indexes_the_rest(tmp_path: Path) -> N
 
 def test_the_budget_settings_have_defaults_and_limits() -> None:
     cfg = IndexSettings()
-    assert (cfg.max_seconds_per_file, cfg.max_memory_mb_per_file) == (120, 1024)
+    assert (cfg.max_seconds_per_file, cfg.max_memory_mb_per_file, cfg.max_memory_mb) == (120, 1024, 0)
     with pytest.raises(ValueError):
         IndexSettings(max_seconds_per_file=0)
     with pytest.raises(ValueError):

@@ -94,6 +94,15 @@ class _Worker:
         """Resident memory in bytes (0 when it cannot be read)."""
         return _resident(self.proc.pid)
 
+    def peak(self) -> int:
+        """The most resident memory it has held since it started, in bytes (VmHWM: a spike between two looks is seen
+        at the next one, even once freed); its resident memory now where the peak cannot be read."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as fh:
+                return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
+        except (OSError, ValueError, IndexError, StopIteration):
+            return self.rss()
+
     def _wait_readable(self, deadline: float) -> bool:
         left = deadline - time.monotonic()
         return left > 0 and bool(select.select([self.stdout], [], [], left)[0])
@@ -113,10 +122,13 @@ class _Worker:
         while True:
             if select.select([self.stdout], [], [], _WATCH_S)[0]:
                 answer = receive(self.stdout)
-                if isinstance(answer, tuple):
-                    return answer
-                break  # the worker died while reading: killed by the ceiling on its address space, or crashed
-            if self.rss() > ceiling:
+                if not isinstance(answer, tuple):
+                    break  # the worker died while reading: killed by the ceiling on its address space, or crashed
+                if self.peak() > ceiling:  # a spike that came and went between two looks, or before the first
+                    self.kill()
+                    raise budget.too_big()
+                return answer
+            if self.peak() > ceiling:
                 self.kill()
                 raise budget.too_big()
             if budget.tree_over():

@@ -109,6 +109,19 @@ def test_a_hanging_or_hoarding_reader_is_killed_and_the_next_file_is_read() -> N
         pool.close()
 
 
+def test_a_spike_between_two_looks_is_over_the_budget_even_once_freed() -> None:
+    """A read whose memory passes its budget and falls back before the parent looks (every 20 ms) is failed all the
+    same: its reading process's peak (VmHWM) is checked with the answer, so no file that passes took more."""
+    pool = ReadPool(ReadBudget(seconds=30, memory_mb=16), reader="tests.budget_readers:hostile")
+    try:
+        for _ in range(3):
+            with pytest.raises(ReadError, match=r"^needed more than 16 MB to read \(index.max_memory_mb_per_file\)$"):
+                pool.extract("spike.md", b"# Spike", ReadLimits())
+        assert pool.extract("fine.md", b"# Herons\n\nThey wade.", ReadLimits()).title == "Herons"
+    finally:
+        pool.close()
+
+
 def test_the_budget_stops_a_pdf_the_guard_would_have_let_through() -> None:
     data = hostile.pdf_shared_stream(pages=2_000, stream_mb=4)  # 8 GB of no-ops to parse: minutes of pdfium
     pool = ReadPool(ReadBudget(seconds=2, memory_mb=512), reader="tests.budget_readers:unguarded")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.document import ReadLimits
-from lodex.indexer.readers.read_worker import receive, send
+from lodex.indexer.readers.read_worker import receive, send_file
 from lodex.indexer.readers.readers import Extracted
 
 _MIB = 1024 * 1024
@@ -107,13 +107,13 @@ class _Worker:
         left = deadline - time.monotonic()
         return left > 0 and bool(select.select([self.stdout], [], [], left)[0])
 
-    def read(self, request: tuple, budget: ReadBudget) -> tuple:
+    def read(self, request: tuple[str, bytes, ReadLimits, str], budget: ReadBudget) -> tuple:
         """The worker's answer to `request`; ReadError (the worker killed) when it breaches `budget`, or left idle when
         lodex and its reading processes are already past `budget.tree_mb`."""
         if budget.tree_over():
             raise budget.tree_full()
         try:
-            send(self.stdin, request)
+            send_file(self.stdin, request)
         except (BrokenPipeError, OSError) as exc:
             self.kill()
             raise ReadError("the reading process stopped before the file was read", "index the file again") from exc

@@ -40,6 +40,25 @@ def receive(source: IO[bytes]) -> object | None:
     return pickle.loads(blob)
 
 
+def send_file(out: IO[bytes], request: tuple[str, bytes, ReadLimits, str]) -> None:
+    """A request (path, data, limits, reader spec): all but the file's bytes pickled, then the bytes as they are, so
+    that the sender never holds a second copy of them in a pickle."""
+    path, data, limits, reader = request
+    send(out, (path, len(data), limits, reader))
+    out.write(data)
+    out.flush()
+
+
+def receive_file(source: IO[bytes]) -> tuple[str, bytes, ReadLimits, str] | None:
+    """The next request sent by send_file, or None at the end of the stream."""
+    header = receive(source)
+    if header is None:
+        return None
+    path, size, limits, reader = cast(tuple[str, int, ReadLimits, str], header)
+    data = source.read(size)
+    return (path, data, limits, reader) if len(data) == size else None
+
+
 def answer(request: tuple[str, bytes, ReadLimits, str]) -> tuple:
     """("ok", Extracted) or ("fail", reason, fix) for one request (path, data, limits, reader spec)."""
     from lodex.indexer.readers.readers import extract
@@ -85,8 +104,8 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     send(out, "ready")
     source = sys.stdin.buffer
-    while (request := receive(source)) is not None:
-        send(out, answer(cast(tuple[str, bytes, ReadLimits, str], request)))
+    while (request := receive_file(source)) is not None:
+        send(out, answer(request))
 
 
 if __name__ == "__main__":

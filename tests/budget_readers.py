@@ -12,7 +12,8 @@ from lodex.indexer.readers.readers import Extracted, extract
 
 def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:
     """"hang.*" loops for ever, "hog.*" holds more and more memory, "heap.*" holds 300 MB for a moment (within a
-    512 MB budget) and reads the file, "spike.*" holds 24 MB for a few milliseconds and reads it; the rest is read by
+    512 MB budget) and reads the file, "spike.*" holds 24 MB for a few milliseconds and reads it, "size.*" is titled with the number of bytes it
+    was given; the rest is read by
     readers.extract."""
     name = PurePath(path).stem
     if name == "hang":
@@ -26,6 +27,8 @@ def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:
             if name == "heap":
                 time.sleep(0.01)  # 16 MB a step, a step in 10 ms: slower than the parent's looks (every 20 ms)
         threading.Event().wait(0.5)  # held while the parent looks
+    if name == "size":  # how many bytes arrived, as the title
+        return extract(path, b"# %d bytes\n\nreceived" % len(data), limits)
     if name == "spike":
         spike = bytearray(24 << 20)  # 24 MB touched and freed at once, quicker than the parent's look every 20 ms
         for page in range(0, len(spike), 4096):

@@ -122,6 +122,23 @@ def test_a_spike_between_two_looks_is_over_the_budget_even_once_freed() -> None:
         pool.close()
 
 
+def test_a_file_sent_to_the_reading_process_is_not_copied_in_lodex() -> None:
+    """lodex's own share of a read: the file's bytes go to the reading process as they are, not in a pickle that
+    would hold a second copy of them (up to index.max_parsed_mb) in lodex while it is read."""
+    data = b"x" * (32 * MB)
+    pool = ReadPool(ReadBudget(seconds=30, memory_mb=512), reader="tests.budget_readers:hostile")
+    try:
+        pool.extract("fine.md", b"# warm", ReadLimits())  # the reading process started, outside the measure
+        tracemalloc.start()
+        title = pool.extract("size.md", data, ReadLimits()).title
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        pool.close()
+    assert title == f"{32 * MB} bytes"  # every byte arrived
+    assert peak < 4 * MB, f"lodex held {peak / MB:.0f} MB more while the file was read"
+
+
 def test_the_budget_stops_a_pdf_the_guard_would_have_let_through() -> None:
     data = hostile.pdf_shared_stream(pages=2_000, stream_mb=4)  # 8 GB of no-ops to parse: minutes of pdfium
     pool = ReadPool(ReadBudget(seconds=2, memory_mb=512), reader="tests.budget_readers:unguarded")

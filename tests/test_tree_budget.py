@@ -24,8 +24,17 @@ def _rss_kb(pid: int) -> int:
         return 0
 
 
+def _reading_process(pid: int) -> bool:
+    """Whether `pid` runs the reading worker: a child forked but not yet exec'd shares this process's pages (its
+    resident memory counts them again) and is not counted."""
+    try:
+        return b"read_worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 class TreePeak:
-    """The peak resident memory of this process and the processes under it, looked at every 5 ms while in use."""
+    """The peak resident memory of this process and the reading processes under it, looked at every 5 ms while in use."""
 
     def __init__(self) -> None:
         self.kb, self._done = 0, threading.Event()
@@ -33,7 +42,8 @@ class TreePeak:
 
     def _watch(self) -> None:
         while not self._done.wait(0.005):
-            self.kb = max(self.kb, sum(_rss_kb(pid) for pid in process_tree(os.getpid())))
+            readers = [pid for pid in process_tree(os.getpid())[1:] if _reading_process(pid)]
+            self.kb = max(self.kb, _rss_kb(os.getpid()) + sum(_rss_kb(pid) for pid in readers))
 
     def __enter__(self) -> "TreePeak":
         self._thread.start()

@@ -23,7 +23,7 @@ from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary, document_id
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter, RunHooks
-from lodex.search.batcher import EmbedJob, QueryBatcher
+from lodex.search.batcher import EmbedJob, EmbedQueue, QueryBatcher
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters, SearchResponse
 from lodex.search.searcher import Query
@@ -84,9 +84,10 @@ class LodexService:
         self._closed = False
         self._queued: dict[str, tuple[str, int]] = {}  # pushed documents waiting: id → (path, pushes pending)
         self._queued_lock = threading.Lock()
+        embeds = EmbedQueue(lambda texts, kind: (self.encoder.embed(texts, kind=kind), sum(self.encoder.input_tokens(texts, kind))),
+                            settings.api.max_queued_embed_inputs, settings.api.embed_slice_inputs)
         self.batcher = QueryBatcher(lambda: ReadSide(settings, self.encoder, open_reader(settings, self.encoder.dim), self.snapshots).searcher,
-                                    lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads,
-                                    embed=lambda texts, kind: (self.encoder.embed(texts, kind=kind), sum(self.encoder.input_tokens(texts, kind))))
+                                    lambda texts: self.encoder.embed(texts, kind="query"), workers=settings.api.query_threads, embeds=embeds)
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
         # the API's writes: kept on disk (a push) on these threads, then queued without waiting for the writer
         self.writes = ThreadPoolExecutor(4, thread_name_prefix="lodex-push")
@@ -192,8 +193,8 @@ class LodexService:
         return self.batcher.submit(Query(query, k, filters, mode))
 
     def embed(self, texts: list[str], kind: str) -> "Future[tuple[np.ndarray, int]]":
-        """Queue texts to embed (as queries or documents) on the query encoder's thread; the future gives their
-        vectors and the tokens the model read."""
+        """Queue texts to embed (as queries or documents) on the query encoder's thread, a slice at a time between
+        searches; the future gives their vectors and the tokens the model read. BusyError past api.max_queued_embed_inputs."""
         return self.batcher.submit_embedding(EmbedJob(texts, kind))
 
     def reader(self) -> LanceStore:

@@ -36,6 +36,8 @@ class ApiSettings(Section):
     max_queued_push_mb: int = Field(1024, ge=1)
     max_embed_inputs: int = Field(2048, ge=1)
     max_embed_chars: int = Field(32_000, ge=1)
+    max_queued_embed_inputs: int = Field(4096, ge=1)
+    embed_slice_inputs: int = Field(8, ge=1)
 
     @field_validator("api_key")
     @classmethod

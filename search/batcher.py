@@ -1,30 +1,24 @@
 """Micro-batching of concurrent queries, in two stages: one thread encodes every waiting query at once (their BM25
 runs in Lance meanwhile) while the search workers rank the batch encoded before (the encoder and Lance run in native
 code, so the stages overlap on two cores). Texts to embed only (the embeddings endpoint) go through the same encoding
-thread, between the query batches."""
+thread a slice at a time, between the query batches (search/embed_queue.py)."""
 
 import queue
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from lodex.search.embed_queue import EmbedJob, EmbedQueue
 from lodex.search.results import SearchResponse
 from lodex.search.searcher import Query, Searcher
 
+__all__ = ["EmbedJob", "EmbedQueue", "QueryBatcher"]
+
 _Batch = list[tuple[Query, "Future[Any]"]]
-
-
-@dataclass(frozen=True)
-class EmbedJob:
-    """Texts to embed as queries or as documents (kind), answered with their vectors and their model tokens."""
-
-    texts: list[str]
-    kind: str = "query"
 
 
 class QueryBatcher:
@@ -32,11 +26,10 @@ class QueryBatcher:
     for it (up to max_batch queries) at once."""
 
     def __init__(self, make_searcher: Callable[[], Searcher], encode: Callable[[list[str]], np.ndarray],
-                 workers: int = 1, max_batch: int = 16,
-                 embed: Callable[[list[str], str], tuple[np.ndarray, int]] | None = None) -> None:
+                 workers: int = 1, max_batch: int = 16, embeds: EmbedQueue | None = None) -> None:
         self.max_batch = max_batch
         self._encode = encode
-        self._embed = embed
+        self.embeds = embeds
         self._queue: queue.Queue[Any] = queue.Queue()
         self._encoded: queue.Queue[Any] = queue.Queue()
         self._encoder = threading.Thread(target=self._encode_batches, args=(make_searcher,), name="lodex-query-encoder", daemon=True)
@@ -52,9 +45,11 @@ class QueryBatcher:
         return future
 
     def submit_embedding(self, job: EmbedJob) -> "Future[tuple[np.ndarray, int]]":
-        """Queue texts to embed on the encoding thread; the future gives (vectors, tokens the model read)."""
-        if self._embed is None:
+        """Queue texts to embed on the encoding thread; the future gives (vectors, tokens the model read). Raises
+        BusyError when as many texts wait already as the queue takes."""
+        if self.embeds is None:
             raise RuntimeError("this batcher embeds queries only")
+        self.embeds.admit(job)
         future: Future[Any] = Future()
         self._queue.put((job, future))
         return future
@@ -68,34 +63,38 @@ class QueryBatcher:
 
     def _encode_batches(self, make_searcher: Callable[[], Searcher]) -> None:
         searcher = make_searcher()  # its own store handle, for the BM25 half of each batch
-        while (batch := _take(self._queue, self.max_batch)) is not None:
-            live = [(q, f) for q, f in batch if f.set_running_or_notify_cancel()]
-            for job, future in [(q, f) for q, f in live if isinstance(q, EmbedJob)]:
-                self._run_embedding(job, future)
-            live = [(q, f) for q, f in live if not isinstance(q, EmbedJob)]
-            if not live:
-                continue
-            started = time.perf_counter()
-            try:
-                keywords = searcher.start_keyword_search([q for q, _ in live])  # in Lance while the queries are encoded
-                vectors = self._encode([q.text for q, _ in live])
-            except Exception as exc:  # noqa: BLE001 — one bad query must not fail its neighbours: each alone, once more
-                if len(live) == 1:
-                    _fail(live, exc)
-                    continue
-                for pair in live:
-                    self._encode_alone(searcher, pair, started)
-                continue
-            self._encoded.put((live, vectors, started, keywords))
+        embeds = self.embeds
+        # waiting searches first, then one slice of the embedding jobs, and again: a search waits one slice at most
+        while (batch := _take(self._queue, self.max_batch, wait=not (embeds and embeds.pending))) is not None:
+            searches = []
+            for item, future in batch:
+                if isinstance(item, EmbedJob):
+                    assert embeds is not None
+                    embeds.start(item, future)  # its future stays pending until its last slice
+                elif future.set_running_or_notify_cancel():
+                    searches.append((item, future))
+            if searches:
+                self._encode_searches(searcher, searches)
+            if embeds and embeds.pending:
+                embeds.run_slice()
+        while embeds and embeds.pending:  # closing: what was accepted is answered
+            embeds.run_slice()
         for _ in self._threads:
             self._encoded.put(None)
 
-    def _run_embedding(self, job: EmbedJob, future: "Future[Any]") -> None:
-        assert self._embed is not None
+    def _encode_searches(self, searcher: Searcher, live: _Batch) -> None:
+        started = time.perf_counter()
         try:
-            future.set_result(self._embed(job.texts, job.kind))
-        except Exception as exc:  # noqa: BLE001 — for its caller alone
-            future.set_exception(exc)
+            keywords = searcher.start_keyword_search([q for q, _ in live])  # in Lance while the queries are encoded
+            vectors = self._encode([q.text for q, _ in live])
+        except Exception as exc:  # noqa: BLE001 — one bad query must not fail its neighbours: each alone, once more
+            if len(live) == 1:
+                _fail(live, exc)
+                return
+            for pair in live:
+                self._encode_alone(searcher, pair, started)
+            return
+        self._encoded.put((live, vectors, started, keywords))
 
     def _encode_alone(self, searcher: Searcher, pair: tuple[Query, "Future[Any]"], started: float) -> None:
         try:
@@ -128,9 +127,13 @@ class QueryBatcher:
                         _fail([(query, future)], alone)
 
 
-def _take(source: "queue.Queue[Any]", limit: int) -> list[Any] | None:
-    """The next item and whatever else is waiting (up to `limit`); None at the stop signal (left for the rest)."""
-    first = source.get()
+def _take(source: "queue.Queue[Any]", limit: int, wait: bool = True) -> list[Any] | None:
+    """The next item and whatever else is waiting (up to `limit`); None at the stop signal (left for the rest); without
+    `wait`, an empty list when nothing waits."""
+    try:
+        first = source.get() if wait else source.get_nowait()
+    except queue.Empty:
+        return []
     if first is None:
         return None
     batch = [first]

@@ -8,6 +8,7 @@ import re
 import threading
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
@@ -69,7 +70,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        first: dict[str, Any] = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
+        if first.get("type") == "json_invalid":  # FastAPI's own says "1: JSON decode error"
+            at = first.get("loc", ("body", 0))[-1]
+            return error(422, f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'unreadable')} at character "
+                              f"{at}): send one JSON object")
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
         return error(422, f"{where}: {first.get('msg', 'invalid')}")
 

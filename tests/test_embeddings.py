@@ -41,8 +41,8 @@ def test_embeddings_shapes_kinds_and_limits(client: TestClient) -> None:
     models = client.get("/v1/models").json()
     assert models["object"] == "list" and [m["id"] for m in models["data"]] == [fake.model_id]
     assert "is not served here" in _error(client.post("/v1/embeddings", json={"model": "text-embedding-3-small", "input": "x"}), 404, "not_found")
-    _error(client.post("/v1/embeddings", json={"model": "lodex", "input": ["x"] * 301}), 422, "invalid_request")
-    _error(client.post("/v1/embeddings", json={"model": "lodex", "input": "x" * 5001}), 422, "invalid_request")
+    _error(client.post("/v1/embeddings", json={"model": "lodex", "input": ["x"] * 301}), 413, "too_large")
+    _error(client.post("/v1/embeddings", json={"model": "lodex", "input": "x" * 5001}), 413, "too_large")
     _error(client.post("/v1/embeddings", json={"model": "lodex", "input": []}), 422, "invalid_request")
     _error(client.post("/v1/embeddings", json={"model": "lodex", "input": [1, 2, 3]}), 422, "invalid_request")
     _error(client.post("/v1/embeddings", json={"model": "lodex", "input": "x", "dimensions": 3}), 422, "invalid_request")
@@ -82,8 +82,9 @@ def test_the_openai_client_gets_lodexs_own_vectors(tmp_path: Path) -> None:
             assert answer.usage.prompt_tokens == answer.usage.total_tokens == sum(encoder.input_tokens(texts, kind))
         query = client.embeddings.create(input="swept wings", model=model)  # the client asks for base64 and decodes it
         assert np.abs(np.array(query.data[0].embedding, np.float32) - encoder.embed(["swept wings"], kind="query")[0]).max() <= 1e-6
-        with pytest.raises(openai.UnprocessableEntityError):
+        with pytest.raises(openai.APIStatusError) as too_many:
             client.embeddings.create(input=["x"] * 301, model=model)
+        assert too_many.value.status_code == 413
         with pytest.raises(openai.APIStatusError) as too_large:
             client.embeddings.create(input=["y" * 30_000] * 3, model=model)
         assert too_large.value.status_code == 413

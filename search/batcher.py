@@ -54,6 +54,11 @@ class QueryBatcher:
         self._queue.put((job, future))
         return future
 
+    @property
+    def waiting(self) -> int:
+        """Searches and embedding requests waiting for the encoding thread to take them."""
+        return self._queue.qsize()
+
     def close(self) -> None:
         """Answer what is queued, then stop the threads."""
         self._queue.put(None)

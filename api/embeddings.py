@@ -79,10 +79,14 @@ class ModelsOut(BaseModel):
     data: list[ModelOut]
 
 
+def _numbers(value: Any) -> bool:
+    """Whether `value` is a non-empty list of integers (one text's token ids)."""
+    return isinstance(value, list) and bool(value) and all(type(x) is int for x in value)
+
+
 def _token_ids(value: Any) -> bool:
     """Whether `value` is OpenAI's token-id input: a number, a list of numbers, or a list of such lists."""
-    numbers = (lambda v: isinstance(v, list) and bool(v) and all(type(x) is int for x in v))  # noqa: E731
-    return type(value) is int or numbers(value) or (isinstance(value, list) and bool(value) and all(numbers(v) for v in value))
+    return type(value) is int or _numbers(value) or (isinstance(value, list) and bool(value) and all(_numbers(v) for v in value))
 
 
 def _json_kind(value: Any) -> str:

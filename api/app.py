@@ -56,17 +56,15 @@ async def writer_result(done: "Future[T]") -> T:
 
 def _mcp_app(service: LodexService) -> Any:
     """The MCP server over this service's reads (and its writer, with mcp.allow_writes), as a streamable HTTP app at
-    /mcp; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
+    /mcp, its sessions bounded; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
+    from lodex.api.mcp_http import mcp_http_app
     from lodex.api.mcp_server import add_write_tools, build_mcp
 
     settings = service.settings
     server = build_mcp(ServedReads(service), Limits.of(settings), _version())
     if settings.mcp.allow_writes and not service.read_only:
         add_write_tools(server, service)
-    return server.streamable_http_app(streamable_http_path="/mcp", max_request_body_size=settings.api.max_body_kb * 1024,
-                                      transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    return mcp_http_app(server, settings.api.max_body_kb * 1024, settings.mcp.max_sessions, settings.mcp.session_idle_s)
 
 
 def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None, host: str | None = None,

@@ -67,6 +67,8 @@ class McpSettings(Section):
     """[mcp]: the MCP server for agents (`lodex mcp`, and /mcp on `lodex serve`)."""
 
     allow_writes: bool = False
+    max_sessions: int = Field(100, ge=1)
+    session_idle_s: float = Field(600.0, gt=0)
 
 
 class Settings(BaseSettings):

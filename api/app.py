@@ -24,7 +24,7 @@ from lodex.api.models import (DeletedOut, DocumentDetailOut, DocumentListOut, Do
                         IndexStatus, PushIn, PushOut, QueuedOut, ReadyOut, RunOut, StatsOut, TextOut)
 from lodex.api.read_side import ServedReads
 from lodex.api.reading import MAX_PAGE, document_out, document_row, list_documents as documents_page
-from lodex.api.request import MAX_GLOB_CHARS, Limits, SearchRequest, check_extensions, search_request
+from lodex.api.request import MAX_GLOB_CHARS, Limits, SearchRequest, check_document_text, check_extensions, search_request
 from lodex.api.service import LodexService
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Interrupted
@@ -183,8 +183,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
         """Index a text document sent by a tool, through the same write path as files; same name replaces. Answers
         once the document is queued (202; GET /documents/{id} says 202 while it waits, 200 once indexed), or with
         wait=true once it is indexed (201)."""
-        if len(body.text.encode("utf-8")) > limits.max_document_kb * 1024:
-            raise HTTPException(413, f"document text over {limits.max_document_kb} KiB (api.max_document_kb)")
+        check_document_text(body.text, limits.max_document_kb)
         name = body.name  # checked by PushIn: printable, relative, no '.' or '..' segment
         loop = asyncio.get_running_loop()  # kept on disk (fsync) off the event loop; queued without waiting for the writer
         doc_id, done = await loop.run_in_executor(service.writes, service.push, name, body.text, body.title, body.metadata)

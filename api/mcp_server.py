@@ -7,11 +7,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.mcpserver.context import Context
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import Field, ValidationError
 
+from lodex.api.mcp_cursor import Cursors
 from lodex.api.read_side import Reads
-from lodex.api.request import Limits, check_extensions, check_search
+from lodex.api.models import Text
+from lodex.api.request import Limits, check_document_text, check_extensions, check_search, one_line
 from lodex.search.names import Mode
 from lodex.search.results import SearchFilters
 from lodex.store.errors import ConfigError, LodexError
@@ -20,7 +24,7 @@ if TYPE_CHECKING:
     from lodex.api.service import LodexService
 
 T = TypeVar("T")
-CITATION = re.compile(r"^lodex://documents/(?P<id>[0-9a-f]{16})(?:#chars=(?P<start>\d+)-(?P<end>\d+))?$")
+CITATION = re.compile(r"lodex://documents/(?P<id>[0-9a-f]{16})(?:#chars=(?P<start>[0-9]{1,12})-(?P<end>[0-9]{1,12}))?", re.ASCII)
 MAX_READ_CHARS = 20_000
 INSTRUCTIONS = ("lodex searches a local folder of long documents by meaning and keywords. Call `search` first; each "
                 "passage has a `citation` (lodex://documents/{id}#chars=a-b) to quote, which `read` opens with the text "
@@ -37,7 +41,7 @@ def parse_document(document: str) -> tuple[str, int | None, int | None]:
     document = document.strip()
     if re.fullmatch(r"[0-9a-f]{16}", document):
         return document, None, None
-    found = CITATION.match(document)
+    found = CITATION.fullmatch(document)
     if found is None:
         raise ConfigError(f"{document[:80]!r} is neither a document id nor a lodex citation",
                           "pass a result's `id` or a passage's `citation` (lodex://documents/<16 hex digits>#chars=a-b)")
@@ -45,18 +49,45 @@ def parse_document(document: str) -> tuple[str, int | None, int | None]:
     return found["id"], int(start) if start else None, int(end) if end else None
 
 
-def _answer(call: Callable[[], T]) -> T:
-    """The tool's answer; a lodex error becomes an MCP tool error with its message and fix (the session goes on)."""
+def _answer(call: Callable[[], T], error: type[ToolError] | type[ResourceError] = ToolError) -> T:
+    """The tool's (or resource's) answer; a lodex error becomes an MCP tool (resource) error with its message and fix
+    (the session goes on)."""
     try:
         return call()
     except LodexError as exc:
-        raise ToolError(exc.one_line()) from exc
+        raise error(exc.one_line()) from exc
+
+
+class LodexMCP(MCPServer):
+    """The SDK's server, saying what is wrong with a tool's arguments in one plain line (the argument and the rule it
+    breaks, as the JSON API does), not in pydantic's report of several lines and a link."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            raise ToolError(f"Error executing tool {name}: {one_line(exc.__cause__)} — see the tool's input schema "
+                            "(tools/list)") from exc.__cause__
+
+
+def _read_range(first: int, last: int | None, window_start: int, window_end: int, path: str) -> None:
+    """ConfigError for a range `read` cannot answer with text: one that ends before it starts, or that starts at or
+    past the end of the document (whose window the read side clamped to `window_start`..`window_end`)."""
+    if last is not None and last <= first:
+        raise ConfigError(f"end {last} is not after start {first}", "pass an end greater than start, or no end")
+    if first > 0 and window_start == window_end and first >= window_end:
+        raise ConfigError(f"start {first} is past the end of {path}, which has {window_end} characters",
+                          f"pass a start below {window_end}")
 
 
 def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCPServer:
     """The MCP server over `reads` (read-only tools and the documents as resources); its searches checked against
     `limits`, as the HTTP API's are."""
-    server: MCPServer = MCPServer("lodex", instructions=INSTRUCTIONS, version=version, log_level="WARNING")
+    server: MCPServer = LodexMCP("lodex", instructions=INSTRUCTIONS, version=version, log_level="WARNING")
+    cursors = Cursors()
 
     @server.tool(description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
                              "documents, each with its best passages: text, score, page, section, character offsets and a "
@@ -97,6 +128,8 @@ def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCP
             first = start if start is not None else cited_start or 0
             last = end if end is not None else (cited_end if start is None else None)
             window = reads.read(doc_id, first, last, page, max_chars)
+            if page is None:
+                _read_range(first, last, window.start, window.end, window.path)
             asked_end = window.start + max_chars if last is None or page is not None else last
             answer = {**window.model_dump(), "citation": citation(doc_id, window.start, window.end)}
             if window.end - window.start >= max_chars or (window.end < asked_end and window.end - window.start == max_chars):
@@ -114,15 +147,14 @@ def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCP
         cursor: Annotated[str | None, Field(description="The next_cursor of the previous page; none for the first page.")] = None,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            if cursor is not None and not cursor.isdigit():
-                raise ConfigError(f"cursor {cursor[:40]!r} is not one this server gave", "pass the next_cursor of the previous answer, or none")
-            offset = int(cursor or 0)
             check_extensions(ext)
+            listing = cursors.listing(path_glob, ext)
+            offset = cursors.offset(cursor, listing)
             total, docs = reads.documents(offset, limit, SearchFilters(path_glob, tuple(ext or ())))
             following = offset + len(docs)
             return {"total": total, "documents": [{"id": d.id, "path": d.path, "title": d.title, "format": d.format, "size": d.size,
                                                    "mtime": d.mtime, "chunks": d.chunk_count, "uri": f"lodex://documents/{d.id}"} for d in docs],
-                    "next_cursor": str(following) if following < total else None}
+                    "next_cursor": cursors.make(following, listing) if following < total else None}
 
         return _answer(run)
 
@@ -133,7 +165,7 @@ def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCP
     @server.resource("lodex://documents/{doc_id}", name="document", mime_type="text/plain",
                      description="A document's extracted text (its first 20,000 characters; the `read` tool reads further).")
     def document(doc_id: str) -> str:
-        return _answer(lambda: reads.read(doc_id, 0, None, None, MAX_READ_CHARS).text)
+        return _answer(lambda: reads.read(doc_id, 0, None, None, MAX_READ_CHARS).text, ResourceError)
 
     return server
 
@@ -144,7 +176,7 @@ def add_write_tools(server: MCPServer, service: "LodexService") -> None:
     @server.tool(description="Add or replace a text document in the index (same name replaces it); answers once it is indexed.")
     def push_text(
         name: Annotated[str, Field(description="A unique relative name, e.g. 'notes/meeting-2024-05-01.md'.", min_length=1, max_length=300)],
-        text: Annotated[str, Field(description="The document's text.")],
+        text: Annotated[Text, Field(description="The document's text (at most api.max_document_kb KiB in UTF-8).")],
         title: Annotated[str, Field(description="Its title (default: none).", max_length=1000)] = "",
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
@@ -154,6 +186,7 @@ def add_write_tools(server: MCPServer, service: "LodexService") -> None:
                 clean = valid_name(name)
             except ValueError as exc:
                 raise ConfigError(str(exc), "pick a printable relative name without '.' or '..' segments") from exc
+            check_document_text(text, service.settings.api.max_document_kb)
             doc_id, done = service.push(clean, text, title, {})
             record = done.result()
             return {"id": doc_id, "status": record.status, "chunks": record.chunks, "uri": f"lodex://documents/{doc_id}"}

@@ -34,6 +34,13 @@ class InvalidRequest(LodexError):
     status = 422
 
 
+class TooLarge(LodexError):
+    """A pushed document's text over api.max_document_kb."""
+
+    code = "too_large"
+    status = 413
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one search may ask ([api] max_query_chars and max_k), and its k when it names none."""
@@ -111,6 +118,12 @@ def check_extensions(ext: list[str] | None) -> None:
     """BadRequest when a search or a listing names too many extensions, or too long a one."""
     if ext and (len(ext) > MAX_EXTENSIONS or any(len(e) > MAX_EXTENSION_CHARS for e in ext)):
         raise BadRequest(f"ext takes at most {MAX_EXTENSIONS} extensions of at most {MAX_EXTENSION_CHARS} characters", "name fewer extensions")
+
+
+def check_document_text(text: str, max_kb: int) -> None:
+    """TooLarge when a pushed document's text (POST /documents, MCP's push_text) is over `max_kb` KiB in UTF-8."""
+    if len(text.encode("utf-8", "surrogatepass")) > max_kb * 1024:
+        raise TooLarge(f"document text over {max_kb} KiB (api.max_document_kb)", "push a shorter text, or split it into several documents")
 
 
 def one_line(exc: ValidationError) -> str:

@@ -3,14 +3,20 @@ of Chinese and Japanese, and the character pairs of Korean and other spaceless s
 
 import re
 import unicodedata
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, wraps
+from typing import TypeVar
 
 from lodex.store.script_words import SPACELESS, highlight_words, split_runs
 
+T = TypeVar("T")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in into is it
 its me my no not of on or our so such than that the their them then there these they this those to was we were what when
 where which while who whom why will with would you your""".split())
+# Words longer than this (a run of Chinese text with no space, a hash, a hostile document's 10,000-letter "word") are
+# stemmed without being remembered: the caches hold 65,536 words each, and would otherwise hold that many passages
+MAX_REMEMBERED = 64
 _SUFFIXES = ("ational", "ations", "ation", "ingly", "edly", "ness", "ment", "ing", "ed", "ly")
 
 
@@ -19,7 +25,18 @@ def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(c))
 
 
-@lru_cache(maxsize=1 << 16)
+def _remembering_short_words(fn: Callable[[str], T]) -> Callable[[str], T]:
+    """`fn`, its answers remembered (65,536 of them) for words of at most MAX_REMEMBERED characters."""
+    remembered = lru_cache(maxsize=1 << 16)(fn)
+
+    @wraps(fn)
+    def call(word: str) -> T:
+        return remembered(word) if len(word) <= MAX_REMEMBERED else fn(word)
+
+    return call
+
+
+@_remembering_short_words
 def stem(word: str) -> str:
     """A light English stem, the same for "flow"/"flows", "heat"/"heated"/"heating", "wave"/"waves"."""
     word = _fold(word)
@@ -38,9 +55,9 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-@lru_cache(maxsize=1 << 16)
+@_remembering_short_words
 def _content_stem(word: str) -> str | None:
-    """A word's stem, or None for a stop word (cached: passages repeat their words, and this runs per word shown)."""
+    """A word's stem, or None for a stop word (remembered: passages repeat their words, and this runs per word shown)."""
     return None if _fold(word) in _STOP else stem(word)
 
 

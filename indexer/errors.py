@@ -1,4 +1,4 @@
-"""Errors of the indexing side: a file that cannot be read, a model that cannot be loaded."""
+"""Errors of the indexing side: a file that cannot be read, a model that cannot be loaded, a run asked to stop."""
 
 from lodex.store.errors import LodexError
 
@@ -15,3 +15,14 @@ class ReadError(LodexError):
 
     code = "read_error"
     status = 422
+
+
+class Interrupted(LodexError):
+    """The run was asked to stop (the process is stopping): what is committed stays, the next run does the rest."""
+
+    code = "stopping"
+    status = 503
+
+    def __init__(self, message: str = "lodex is stopping: this change was not finished",
+                 fix: str = "it is applied when lodex starts again") -> None:
+        super().__init__(message, fix)

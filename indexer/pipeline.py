@@ -2,49 +2,34 @@
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from lodex.indexer.chunking.chunker import Chunk, Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking, Window
+from lodex.indexer.encode_phase import encode_pending
 from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoding_jobs import Job, TitleLead, WholeText, WindowPlanner, encoder_jobs, job_groups, run_jobs
-from lodex.indexer.identity import content_hash, document_id, new_chunk_ids
+from lodex.indexer.encoding_jobs import TitleLead, WholeText, WindowPlanner
+from lodex.indexer.errors import Interrupted
+from lodex.indexer.flush_rows import flush_rows
+from lodex.indexer.identity import content_hash, document_id
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.prepared import Prepared, Skipped, Stream, chunk_rows, shifted, unchanged_chunks
+from lodex.indexer.prepared import Prepared, Skipped, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.preparation import Preparer
 from lodex.indexer.readers.decoding import OffsetMap, clean_mapped
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
-from lodex.indexer.run_state import Progress, RunSummary, moved_on, unchanged_file
+from lodex.indexer.run_state import Progress, RunSummary, unchanged_file
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.indexer.settings import IndexSettings
 from lodex.store.base import DocRecord, Store
-from lodex.store.errors import LodexError
 from lodex.store.job_log import FileRecord, FileStatus, JobLog
-from lodex.store.schema import chunks_schema
 
-# Between two groups of encoder batches (encoding_jobs.job_groups), at most this often, the run checks that the files
-# being encoded did not change or vanish (those are dropped, not finished); it checks that it was not asked to stop at each.
-CHECK_EVERY_S = 0.5
 # A run's first flush is this share of flush_tokens, so that the encoder starts once a few files are read instead of
 # after a whole flush's worth of reading (0.5-1.5 s here at the default 131,072 tokens, with both cores otherwise idle).
 FIRST_FLUSH_SHARE = 8
-
-
-class Interrupted(LodexError):
-    """The run was asked to stop (the process is stopping): what is committed stays, the next run does the rest."""
-
-    code = "stopping"
-    status = 503
-
-    def __init__(self, message: str = "lodex is stopping: this change was not finished",
-                 fix: str = "it is applied when lodex starts again") -> None:
-        super().__init__(message, fix)
 
 
 class Indexer:
@@ -251,110 +236,18 @@ class Indexer:
         gives them encoded too (lodex index --ray)."""
         return self.preparer().prepared(todo, known, by_content)
 
-    def _encode(self, pending: list[Prepared], fail: Callable[[FileEntry, str], None] | None, state: Progress) -> list[Prepared]:
-        """Encode the chunks the pending files need (their vectors filled in place), a group of encoder batches at a
-        time; between groups, stop when asked to (Interrupted) and drop files that changed or vanished meanwhile (they
-        are failed through `fail`). Returns the files still wanted."""
-        fresh = [p for p in pending if p.vectors is None]
-        jobs = encoder_jobs(fresh, self.encoder, self._lead)
-        for p in fresh:
-            vectors = p.vectors = np.zeros((len(p.texts), self.store.dim), dtype=np.float32)
-            for i, vector in p.known.items():
-                vectors[i] = vector
-        gone: set[str] = set()  # paths of files dropped meanwhile
-
-        def drop_moved() -> None:
-            for p in pending:
-                reason = None if p.entry.path in gone else moved_on(p.entry)
-                if reason and fail is not None:
-                    gone.add(p.entry.path)
-                    fail(p.entry, reason)
-                    state.files_done += 1
-
-        checked = time.monotonic()
-        for _ in self._run_groups(jobs, gone):
-            if self.cancel.is_set():
-                raise Interrupted()
-            if fail is not None and time.monotonic() - checked >= CHECK_EVERY_S:
-                checked = time.monotonic()
-                drop_moved()
-        if fail is not None:
-            drop_moved()  # once more before the commit
-        return [p for p in pending if p.entry.path not in gone]
-
-    def _run_groups(self, jobs: list[Job], gone: set[str]) -> Iterator[None]:
-        """Encode the jobs a group at a time (leaving out the files in `gone` when a group starts), yielding after each
-        group. An encoder whose calls run side by side (parallel_calls > 1: one session per core) is kept that many
-        groups ahead, so that a core done with a group's last batches starts the next group's instead of waiting."""
-        def run(group: list[Job]) -> None:
-            run_jobs(self.encoder, self._lead, [job for job in group if job.prepared.entry.path not in gone])
-
-        if self.encoder.parallel_calls <= 1:
-            for group in job_groups(self.encoder, jobs):
-                run(group)
-                yield
-            return
-        ahead: deque[Future] = deque()
-        with ThreadPoolExecutor(self.encoder.parallel_calls, thread_name_prefix="lodex-group") as groups:
-            try:
-                for group in job_groups(self.encoder, jobs):
-                    ahead.append(groups.submit(run, group))
-                    if len(ahead) >= self.encoder.parallel_calls:
-                        ahead.popleft().result()
-                        yield
-                while ahead:
-                    ahead.popleft().result()
-                    yield
-            finally:  # stopped or failed: the groups not yet started are not run
-                for future in ahead:
-                    future.cancel()
-
     def _flush(self, pending: list[Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
                fail: Callable[[FileEntry, str], None] | None = None) -> None:
         """Encode the pending files' chunks, then commit chunks and documents, then record them."""
         fresh_ids = {id(p) for p in pending if p.vectors is None or p.encoded is not None}
         wanted_before = {id(p): p.to_encode() for p in pending}
         with summary.phase("encode"):
-            pending = self._encode(pending, fail, state)
+            pending = encode_pending(self.encoder, self._lead, self.store.dim, self.cancel, pending, fail, state)
         if not pending:
             return
         encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) + (p.whole_tokens if p.whole is not None else 0)
                           for p in pending if (key := id(p)) in fresh_ids}
-        chunk_tables, documents, finished = [], [], []
-        stamp = time.time()
-        for p in pending:
-            n = len(p.texts)
-            vectors = p.vectors if p.vectors is not None else np.zeros((n, self.store.dim), np.float32)  # set by _encode
-            chunk_tables.append(pa.Table.from_pydict({
-                "id": new_chunk_ids(n), "document_id": [p.doc_id] * n, "content_hash": [p.content_hash] * n, **p.rows,
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), self.store.dim),
-            }, schema=chunks_schema(self.store.dim)))
-            total = p.stream or Stream()
-            total.vector_sum = vectors.sum(axis=0) + (total.vector_sum if total.vector_sum is not None else 0)
-            total.chunks += n
-            total.tokens += int(sum(p.rows["token_count"]))
-            total.encoded += encoded_tokens.get(id(p), 0)
-            summary.chunks += n
-            state.chunks += n
-            summary.tokens += encoded_tokens.get(id(p), 0)
-            state.tokens += encoded_tokens.get(id(p), 0)
-            if not p.final:
-                continue  # a part of a large document: its row comes with the last part
-            if p.doc_vector is not None:  # its own (chunking.document_vector "whole", or copied with its content)
-                vector = p.doc_vector
-            else:
-                mean = total.vector_sum / total.chunks if total.chunks else np.zeros(self.store.dim, np.float32)
-                norm = float(np.linalg.norm(mean))
-                vector = mean / norm if norm > 0 else mean
-            documents.append({
-                "id": p.doc_id, "path": p.entry.path, "content_hash": p.content_hash, "size": p.entry.size,
-                "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": total.chunks,
-                "token_count": total.tokens,
-                "vector": vector.astype(np.float32).tolist(), "indexed_at": stamp,
-                "metadata": p.metadata, "language": (p.rows.get("language") or [None])[0],
-            })
-            finished.append((p, total))
-        chunks = pa.concat_tables(chunk_tables)
+        chunks, documents, finished = flush_rows(pending, self.store.dim, encoded_tokens, summary, state)
 
         def commit() -> None:
             self.store.commit(chunks, documents, [])

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lodex.indexer import pipeline
+from lodex.indexer import encode_phase
 from lodex.indexer.chunking import chunker as chunker_module
 from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.readers.decoding import OffsetMap, clean, decode_source
@@ -277,7 +277,7 @@ class HeldFake(FakeEncoder):
 @pytest.mark.parametrize("what", ["deleted", "changed"])
 def test_a_file_deleted_or_changed_while_encoded_is_dropped_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, what: str,
                                                                   parallel: int) -> None:
-    monkeypatch.setattr(pipeline, "CHECK_EVERY_S", 0.0)  # the files are looked at between every two groups (0.5 s apart in use)
+    monkeypatch.setattr(encode_phase, "CHECK_EVERY_S", 0.0)  # the files are looked at between every two groups (0.5 s apart in use)
     root = tmp_path / "docs"
     root.mkdir()
     big = root / "big.txt"

@@ -270,7 +270,7 @@ def mcp(
     resources). Register it in the agent's MCP config as the command `lodex mcp --data-dir DIR`."""
     import anyio
 
-    from lodex.api.app import _version
+    from lodex.api.route_helpers import lodex_version
     from lodex.api.mcp_server import build_mcp
     from lodex.api.read_side import ReadSide
     from lodex.api.request import Limits
@@ -278,7 +278,7 @@ def mcp(
     settings = command_settings(ctx, config, data_dir)
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     with ReadSide(settings) as reads:
-        server = build_mcp(reads, Limits.of(settings), _version())
+        server = build_mcp(reads, Limits.of(settings), lodex_version())
         err.print("lodex mcp: serving on stdio", highlight=False)
         anyio.run(server.run_stdio_async)
 

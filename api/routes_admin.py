@@ -1,0 +1,88 @@
+"""The admin routes: reindex, health, identity, readiness, stats, status and Prometheus metrics."""
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from lodex.api.forward import CHALLENGE_PATTERN, Identity
+from lodex.api.metrics import Metrics
+from lodex.api.models import HealthOut, IdentityOut, IndexStatus, QueuedOut, ReadyOut, RunOut, StatsOut
+from lodex.api.route_helpers import ERRORS, Reads, Service, lodex_version, on_query_thread, writer_result
+
+
+router = APIRouter(tags=["admin"])
+
+
+def _identity(request: Request) -> Identity:
+    return request.app.state.identity  # type: ignore[no-any-return]
+
+
+def _metrics(request: Request) -> Metrics:
+    return request.app.state.metrics  # type: ignore[no-any-return]
+
+
+@router.post("/reindex", response_model=QueuedOut, status_code=202,
+             responses={**ERRORS, 200: {"model": RunOut, "description": "With wait=true: the run is done."}})
+async def reindex(
+    service: Service,
+    wait: Annotated[bool, Query(description="Answer once the reconciliation is done (200, with its summary) instead of once it is queued (202).")] = False,
+) -> Response:
+    """Queue a reconciliation of the index with the folder now."""
+    done = service.reindex()
+    if not wait:
+        return JSONResponse(QueuedOut(queued=True, queue_depth=service.queue_depth).model_dump(), 202)
+    summary = await writer_result(done)
+    return JSONResponse(RunOut(**{k: v for k, v in summary.to_dict().items() if k in RunOut.model_fields}).model_dump())
+
+
+@router.get("/health", response_model=HealthOut)
+async def health() -> HealthOut:
+    """Liveness: the process answers (no auth needed)."""
+    return HealthOut(status="ok")
+
+
+@router.get("/identity", response_model=IdentityOut, responses=ERRORS)
+async def prove_identity(
+    identity: Annotated[Identity, Depends(_identity)],
+    challenge: Annotated[str, Query(pattern=CHALLENGE_PATTERN, description="A fresh random nonce: 32 to 128 lowercase hex digits.")],
+) -> IdentityOut:
+    """Proof that this is the server recorded in its data dir's server.json, asked (no key needed) by `lodex
+    search` and `lodex status` before they send the API key: HMAC-SHA256 of the challenge under the per-start
+    secret only that file (mode 0600) holds."""
+    return IdentityOut(instance=identity.instance, proof=identity.proof(challenge))
+
+
+@router.get("/ready", response_model=ReadyOut, responses=ERRORS)
+async def ready(service: Service) -> ReadyOut:
+    """Readiness: the model is loaded and the index opens; `indexing` says whether changes (the startup
+    reconciliation of the folder among them) are still being applied."""
+    counts = await on_query_thread(service, service.counts)
+    indexing, left = service.indexing()
+    return ReadyOut(ready=True, model=service.encoder.model_id, documents=counts["documents"], indexing=indexing, files_left=left)
+
+
+@router.get("/stats", response_model=StatsOut, responses=ERRORS)
+async def stats(service: Service) -> StatsOut:
+    """Counts, queue depth, last run, model and version."""
+    counts = await on_query_thread(service, service.counts)
+    languages = await on_query_thread(service, service.language_mix)
+    segmented = await on_query_thread(service, lambda: service.reader().keyword_scheme.segmented)
+    return StatsOut(languages=languages, keywords_segmented=segmented, version=lodex_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
+                    root=str(service.root), failed=len(service.jobs.failed()), queue_depth=service.queue_depth,
+                    encode_tokens_per_s=round(service.encode_tokens_per_s, 1), uptime_s=round(time.time() - service.started_at, 1),
+                    last_run=service.jobs.last_run(), **counts)
+
+
+@router.get("/status", response_model=IndexStatus, responses=ERRORS)
+async def index_status(service: Service, reads: Reads) -> IndexStatus:
+    """What the index holds: counts, model, folder, failures and the last run (what `lodex.Client.status()` gives)."""
+    return await on_query_thread(service, reads.status)
+
+
+@router.get("/metrics", response_class=Response, responses=ERRORS)
+async def prometheus(service: Service, metrics: Annotated[Metrics, Depends(_metrics)]) -> Response:
+    """Prometheus text: request latency histogram, documents, chunks, queue depth, encoder tokens/s."""
+    body = await on_query_thread(service, metrics.render)
+    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -216,30 +216,15 @@ def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dic
     headers = {"Accept": "application/json", "Host": f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"}
     connection = http.client.HTTPConnection(host, port, timeout=min(_CONNECT_S, deadline_s))
     connection.auto_open = 0  # never reconnect: the key goes only over the connection that proved itself
-    cut = threading.Event()
     started = time.monotonic()
-
-    def stop_at_deadline(limit: float) -> threading.Timer:
-        def stop() -> None:  # a trickling listener keeps every read short: end them all at once
-            cut.set()
-            if connection.sock is not None:
-                try:
-                    connection.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-        timer = threading.Timer(max(0.0, limit - (time.monotonic() - started)), stop)
-        timer.daemon = True
-        timer.start()
-        return timer
-
-    timer, proven = stop_at_deadline(min(PROOF_S, deadline_s)), False
+    cutter = _Cutter(connection, started)
+    timer, proven = cutter.at(min(PROOF_S, deadline_s)), False
     try:
         connection.connect()
         _prove(connection, headers, found.identity)
         timer.cancel()
         proven = True
-        timer = stop_at_deadline(deadline_s)
+        timer = cutter.at(deadline_s)
         if connection.sock is not None:
             connection.sock.settimeout(max(0.01, deadline_s - (time.monotonic() - started)))
         if api_key:
@@ -251,31 +236,23 @@ def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dic
         connection.request(method, target, payload, headers)
         response = connection.getresponse()
         data = response.read()
-        if cut.is_set():
+        if cutter.cut.is_set():
             raise TimeoutError()
     except _Unproven as exc:
         return Forwarded(reason=f"the listener on {where} did not prove it is the lodex server of this data dir ({exc}); "
                                 "the key was not sent")
     except (OSError, http.client.HTTPException) as exc:
         if not proven:
-            why = f"no answer within {min(PROOF_S, deadline_s):g} s" if cut.is_set() or isinstance(exc, TimeoutError) else type(exc).__name__
+            why = f"no answer within {min(PROOF_S, deadline_s):g} s" if cutter.cut.is_set() or isinstance(exc, TimeoutError) else type(exc).__name__
             return Forwarded(reason=f"the listener on {where} did not prove it is the lodex server of this data dir ({why}); "
                                     "the key was not sent")
-        if cut.is_set():
+        if cutter.cut.is_set():
             return Forwarded(reason=f"the server on {where} did not answer within {deadline_s:g} s")
         return Forwarded(reason=f"the server on {where} did not answer ({type(exc).__name__})")
     finally:
         timer.cancel()
         connection.close()
-    if 400 <= response.status < 500:
-        return Forwarded(reason=f"the server on {where} answered {response.status}" + (" (check api.api_key)" if response.status == 401 else ""),
-                         status=response.status, error=_error_message(data))
-    if response.status != 200:
-        return Forwarded(reason=f"the server on {where} answered {response.status}", status=response.status)
-    try:
-        return Forwarded(json.loads(data))
-    except ValueError:
-        return Forwarded(reason=f"the server on {where} answered something other than JSON")
+    return _answered(response.status, data, where)
 
 
 def _error_message(data: bytes) -> str:
@@ -285,3 +262,39 @@ def _error_message(data: bytes) -> str:
     except (ValueError, KeyError, TypeError):
         return ""
     return " ".join(str(message).split())[:500]  # one line, however the answer came
+
+
+class _Cutter:
+    """Ends a connection's reads at a deadline counted from `started`: a trickling listener keeps every read short, so
+    a per-read timeout alone would never end the exchange."""
+
+    def __init__(self, connection: http.client.HTTPConnection, started: float) -> None:
+        self.connection, self.started, self.cut = connection, started, threading.Event()
+
+    def at(self, limit: float) -> threading.Timer:
+        """A started timer that cuts the connection `limit` seconds after the start (cancel it when done in time)."""
+        timer = threading.Timer(max(0.0, limit - (time.monotonic() - self.started)), self._stop)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _stop(self) -> None:
+        self.cut.set()
+        if self.connection.sock is not None:
+            try:
+                self.connection.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _answered(status: int, data: bytes, where: str) -> "Forwarded":
+    """The server's answer (its JSON), or the reason it is not one: an error status or something other than JSON."""
+    if 400 <= status < 500:
+        return Forwarded(reason=f"the server on {where} answered {status}" + (" (check api.api_key)" if status == 401 else ""),
+                         status=status, error=_error_message(data))
+    if status != 200:
+        return Forwarded(reason=f"the server on {where} answered {status}", status=status)
+    try:
+        return Forwarded(json.loads(data))
+    except ValueError:
+        return Forwarded(reason=f"the server on {where} answered something other than JSON")

@@ -87,7 +87,13 @@ def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCP
     """The MCP server over `reads` (read-only tools and the documents as resources); its searches checked against
     `limits`, as the HTTP API's are."""
     server: MCPServer = LodexMCP("lodex", instructions=INSTRUCTIONS, version=version, log_level="WARNING")
-    cursors = Cursors()
+    _add_search_and_read(server, reads, limits)
+    _add_listings(server, reads)
+    return server
+
+
+def _add_search_and_read(server: MCPServer, reads: Reads, limits: Limits) -> None:
+    """The `search` and `read` tools."""
 
     @server.tool(description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
                              "documents, each with its best passages: text, score, page, section, character offsets and a "
@@ -138,6 +144,11 @@ def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCP
 
         return _answer(run)
 
+
+def _add_listings(server: MCPServer, reads: Reads) -> None:
+    """The `list_documents` (its cursors signed) and `status` tools, and the documents as resources."""
+    cursors = Cursors()
+
     @server.tool(description="List the indexed documents by path, a page at a time (pass the `next_cursor` of one answer "
                              "as `cursor` to get the next page); filter by path glob and extensions.")
     def list_documents(
@@ -166,8 +177,6 @@ def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCP
                      description="A document's extracted text (its first 20,000 characters; the `read` tool reads further).")
     def document(doc_id: str) -> str:
         return _answer(lambda: reads.read(doc_id, 0, None, None, MAX_READ_CHARS).text, ResourceError)
-
-    return server
 
 
 def add_write_tools(server: MCPServer, service: "LodexService") -> None:

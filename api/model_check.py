@@ -16,7 +16,7 @@ from lodex.indexer.encoders.layer_stream import StreamedModel
 from lodex.indexer.encoders.layer_weights import fp32_bytes, tensor_index
 from lodex.indexer.encoders.model_info import Choice, read_model_dir, window
 from lodex.indexer.encoders.model_languages import declared_languages
-from lodex.indexer.encoders.model_probe import FastProbe, measure_exact, probe_fast, probe_texts
+from lodex.indexer.encoders.model_probe import FastProbe, Run, measure_exact, probe_fast, probe_texts
 from lodex.indexer.encoders.transformers_encoder import TransformersEncoder, bundled_model_dir
 from lodex.store.errors import LodexError
 
@@ -67,17 +67,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
     texts = probe_texts()
     exact = measure_exact(encoder, texts)
     streamed = isinstance(encoder.model, StreamedModel)
-    if streamed:  # nothing of it is whole in memory: sizes from the files' headers
-        slots = tensor_index(path)
-        weights, parameters = fp32_bytes(slots), sum(s.numel for s in slots.values())
-        fast = FastProbe(False, "the model is layer-streamed (encoder.stream_layers, or weights over encoder.memory_budget_mb): "
-                                "fast mode needs it whole in memory")
-    else:
-        model = encoder.model
-        assert not isinstance(model, StreamedModel)
-        weights = sum(p.numel() * p.element_size() for p in model.parameters())
-        parameters = sum(p.numel() for p in model.parameters())
-        fast = probe_fast(encoder, texts, exact)
+    weights, parameters, fast = _weights_and_fast(encoder, path, texts, exact)
     heads = int(getattr(config, "num_attention_heads", 0) or 0)
     width = min(encoder.max_length, cfg.batch_tokens)
     # a rough peak of one batch: a few copies of the hidden states, the feed-forward's inner states, the attention scores
@@ -116,6 +106,17 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         "streamed": streamed,
     }
 
+
+def _weights_and_fast(encoder: TransformersEncoder, path: Path, texts: list[str], exact: Run) -> tuple[int, int, FastProbe]:
+    """The model's fp32 weight bytes, its parameters, and what fast mode gives for it (`exact`: the exact run's
+    measurement on `texts`)."""
+    model = encoder.model
+    if isinstance(model, StreamedModel):  # nothing of it is whole in memory: sizes from the files' headers
+        slots = tensor_index(path)
+        return fp32_bytes(slots), sum(s.numel for s in slots.values()), FastProbe(
+            False, "the model is layer-streamed (encoder.stream_layers, or weights over encoder.memory_budget_mb): fast mode needs it whole in memory")
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    return weights, sum(p.numel() for p in model.parameters()), probe_fast(encoder, texts, exact)
 
 def _choice(choice: Choice) -> dict[str, Any]:
     return {"value": choice.value, "source": choice.source}

@@ -150,7 +150,7 @@ def write_all(folder: Path) -> dict[str, str]:
         "hex-flate.pdf": (pdf_filter_bomb(trick="array"), "a compressed stream inflates past"),
         "comment.pdf": (pdf_filter_bomb(trick="comment"), "a compressed stream inflates past"),
         "shared-stream.pdf": (pdf_shared_stream(), "page contents"),
-        "deep.eml": (deep_mime(), "MIME parts nested"),
+        "deep.eml": (deep_mime(), "mail of more than 1,000 MIME parts"),
     }
     folder.mkdir(parents=True, exist_ok=True)
     for name, (data, _) in files.items():

@@ -13,7 +13,7 @@ from lodex.search.searcher import Searcher
 from lodex.search.snapshot import Snapshot
 from lodex.search.shared_index import SharedIndex
 from lodex.search.snapshot_source import SnapshotSource
-from lodex.store import faiss_lifecycle, lance_bridge, lance_store
+from lodex.store import faiss_lifecycle, lance_bridge, lance_reads
 from lodex.store.lance_store import AnnPolicy, LanceStore
 from tests.conftest import make_pipeline, notes_and_settings
 from tests.fakes import FakeEncoder
@@ -196,7 +196,7 @@ def test_new_rows_past_a_gap_in_row_ids_are_found_by_a_scan(tmp_path: Path, monk
     """New chunk rows are read by the row ids after the snapshot's last one; when a document changed twice since, the
     rows of its middle version left a gap wider than the ids read: the row count says rows were missed, and a scan
     finds them (the snapshot equals one built from scratch)."""
-    monkeypatch.setattr(lance_store, "FOLLOWING_WINDOW", 2)
+    monkeypatch.setattr(lance_reads, "FOLLOWING_WINDOW", 2)
     root, settings = notes_and_settings(tmp_path, 6)
     store, indexer, _ = make_pipeline(tmp_path / "data", FakeEncoder())
     indexer.run(root)

@@ -82,7 +82,7 @@ def test_a_read_within_its_own_budget_that_would_take_lodex_past_the_ceiling_fai
 def test_lodex_already_past_the_ceiling_fails_the_file_without_sending_it() -> None:
     pool = ReadPool(ReadBudget(seconds=30, memory_mb=512, tree_mb=1), reader="tests.budget_readers:hostile")
     try:
-        with pytest.raises(ReadError, match=r"lodex itself held \d+ MB\)$"):
+        with pytest.raises(ReadError, match=r"lodex itself held [\d,]+ MB\)$"):
             pool.extract("fine.md", b"# Herons", ReadLimits())
         assert all(worker.alive() for worker in pool._all)  # idle, not killed: it was never given the file
     finally:

@@ -56,29 +56,33 @@ class IndexManifest:
         return remote.get(ORIGIN_FILE) is not None
 
     # ---- what the record says ------------------------------------------------------------
+    def _text(self, key: str) -> str | None:
+        value = self.record.get(key)
+        return None if value is None else str(value)
+
+    def _number(self, key: str) -> int | None:
+        value = self.record.get(key)
+        return None if value is None else int(value)
+
     @property
     def model_id(self) -> str | None:
         """The model the index was built with."""
-        value = self.record.get("model_id")
-        return None if value is None else str(value)
+        return self._text("model_id")
 
     @property
     def dim(self) -> int | None:
         """The vectors' dimension."""
-        value = self.record.get("dim")
-        return None if value is None else int(value)
+        return self._number("dim")
 
     @property
     def recorded_precision(self) -> str | None:
         """How its documents were encoded ("exact" or "fast"; None for a record without one)."""
-        value = self.record.get("precision")
-        return None if value is None else str(value)
+        return self._text("precision")
 
     @property
     def quantization(self) -> str | None:
         """Fast mode's int8 scheme, as recorded (None: none recorded)."""
-        value = self.record.get("quantization")
-        return None if value is None else str(value)
+        return self._text("quantization")
 
     @property
     def fast_quantization(self) -> str | None:
@@ -88,8 +92,7 @@ class IndexManifest:
     @property
     def eos_token(self) -> int | None:
         """The end-of-sequence id appended to every input (None: none)."""
-        value = self.record.get("eos_token")
-        return None if value is None else int(value)
+        return self._number("eos_token")
 
     @property
     def readers(self) -> dict[str, str]:

@@ -58,16 +58,15 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
-    from lodex.api.index_files import read_job_log
+    from lodex.api.index_files import read_job_log, require_index
     from lodex.api.forward import ask_server
     from lodex.api.render import print_failures, print_status
     from lodex.indexer.encoders.cpu import cpu_info
     from lodex.store.keyword_scheme import REINDEX_HINT
-    from lodex.store.origin import read_origin
 
     settings = command_settings(ctx, config, data_dir)
-    jobs = read_job_log(settings)  # the origin record copied into the cache first, for one on object storage
-    origin = read_origin(settings.data_dir) or {}
+    manifest = require_index(settings)  # its record copied into the cache first, for one on object storage
+    jobs = read_job_log(settings, manifest)
     served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
     if served is not None:  # (and the search stack is not loaded here: a forwarded status stays fast)
         counts = {"documents": served["documents"], "chunks": served["chunks"], "languages": served.get("languages", {})}
@@ -75,7 +74,7 @@ def status(
     else:
         from lodex.api.factory import open_reader
 
-        reader = open_reader(settings, int(origin["dim"]))
+        reader = open_reader(settings, int(manifest.record["dim"]), manifest)
         counts = {**reader.counts(), "languages": reader.language_mix()}
         segmented = reader.keyword_scheme.segmented
     counts["keyword_note"] = None if segmented else REINDEX_HINT
@@ -83,8 +82,8 @@ def status(
     jobs.close()
     info = {
         **counts, "failed": len(failures), "data_dir": str(settings.location), "root": root,
-        "model": origin.get("model_id"), "dim": origin.get("dim"), "last_run": last_run,
-        "failures": failures, "origin": origin, "cpu": cpu_info().to_dict(),
+        "model": manifest.model_id, "dim": manifest.dim, "last_run": last_run,
+        "failures": failures, "origin": manifest.record, "cpu": cpu_info().to_dict(),
     }
     if as_json:
         print(json.dumps(info))

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from lodex.api.factory import build_encoder, build_indexer, open_store
+from lodex.api.index_files import index_manifest
 from lodex.api.read_side import ReadSide
 from lodex.api.settings import Settings
 from lodex.search.collections import load_collection, write_files
@@ -22,8 +23,9 @@ def evaluate_dataset(dataset: Path, settings: Settings, bundle: int = 1, modes: 
     with tempfile.TemporaryDirectory(prefix="lodex-eval-") as tmp:
         folder, data = Path(tmp) / "docs", Path(tmp) / "data"
         _, qrels = write_files(collection, folder, bundle=bundle)
-        encoder = build_encoder(settings, data)  # a new index: precision "auto" chosen as for any new one
-        store = open_store(settings, encoder, data, create=True)
+        manifest = index_manifest(settings, data)  # a new index: precision "auto" chosen as for any new one
+        encoder = build_encoder(settings, data, manifest)
+        store = open_store(settings, encoder, data, create=True, manifest=manifest)
         summary = build_indexer(settings, encoder, store).run(folder, progress=progress)
         store.maybe_optimize(force=True)
         searcher = ReadSide(quiet, encoder, store).searcher

@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 from pathlib import Path
 
-from lodex.api.index_files import index_origin, read_job_log, remote_store, require_index
+from lodex.api.index_files import index_manifest, read_job_log, remote_store, require_index
 from lodex.api.model_cache import encoder_languages, model_path
 from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunking.chunker import Chunker, ChunkRule
@@ -28,15 +28,16 @@ from lodex.store.blas_threads import single_threaded_numpy_blas
 from lodex.store.errors import ConfigError
 from lodex.store.job_log import JobLog
 from lodex.store.lance_store import AnnPolicy, LanceStore
-from lodex.store.origin import make_origin, read_origin
+from lodex.store.manifest import IndexManifest
+from lodex.store.origin import make_origin
 
 single_threaded_numpy_blas()  # every process that loads the search or index stack (a forwarded CLI search does not)
 
 
-def _transformers(cfg: EncoderSettings, spill_dir: Path | None = None) -> Encoder:
+def _transformers(cfg: EncoderSettings, spill_dir: Path | None = None, quantization: str | None = None) -> Encoder:
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
-    return TransformersEncoder(cfg, spill_dir)
+    return TransformersEncoder(cfg, spill_dir, quantization)
 
 
 # Encoder backends by name (`encoder.backend`); tests register a deterministic fake here.
@@ -56,47 +57,48 @@ def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
     raise ConfigError(f"unknown encoder.backend {name!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}, or module:callable")
 
 
-def encoder_settings(settings: Settings, data_dir: Path | None = None) -> EncoderSettings:
+def encoder_settings(settings: Settings, manifest: IndexManifest) -> EncoderSettings:
     """The [encoder] settings as the encoder takes them: a relative encoder.model resolved against the config file's
-    folder (a hub id to its copy pulled by `lodex model pull`), and precision "auto" resolved to the precision the
-    index in `data_dir` (default the settings' data dir) was built with; for a new index it stays "auto" (the encoder
-    takes fast mode when its fidelity gate passes on this CPU, exact otherwise)."""
+    folder (a hub id to its copy pulled by `lodex model pull`), and the precision the index of `manifest` keeps
+    (`IndexManifest.precision`: "auto" resolved to the one it was built with; "auto" still for a new index)."""
     cfg = settings.encoder
     if cfg.model:
         cfg = cfg.model_copy(update={"model": str(model_path(settings))})
-    if cfg.precision == "auto":
-        stored = read_origin(settings.data_dir if data_dir is None else data_dir)
-        if stored is not None and stored.get("precision") in ("exact", "fast"):
-            cfg = cfg.model_copy(update={"precision": stored["precision"]})
+    if (precision := manifest.precision(cfg.precision)) != cfg.precision:
+        cfg = cfg.model_copy(update={"precision": precision})
     return cfg
 
 
-def build_encoder(settings: Settings, data_dir: Path | None = None) -> Encoder:
-    """The configured encoder, loaded for the index in `data_dir` (default the settings' data dir; see encoder_settings)."""
+def build_encoder(settings: Settings, data_dir: Path | None = None, manifest: IndexManifest | None = None) -> Encoder:
+    """The configured encoder, loaded for the index in `data_dir` (default the settings' data dir), whose `manifest` is
+    read there when not given (see encoder_settings)."""
     backend = _backend(settings.encoder.backend)
-    cfg = encoder_settings(settings, data_dir)
     spill = settings.data_dir if data_dir is None else data_dir
+    manifest = manifest if manifest is not None else IndexManifest.read(spill)
+    cfg = encoder_settings(settings, manifest)
     if backend is not _transformers:
         return backend(cfg)
     if settings.index.engine != "ray":  # fast mode measured and checked here before: rebuilt from its recipe, no PyTorch
         from lodex.indexer.encoders.recipe_encoder import load_fast_encoder
 
-        light = load_fast_encoder(cfg, read_origin(spill))
+        light = load_fast_encoder(cfg, manifest.fast_quantization)
         if light is not None:
             return light
-    return _transformers(cfg, spill)  # a streamed model spills beside the index
+    return _transformers(cfg, spill, manifest.fast_quantization)  # a streamed model spills beside the index
 
 
-def build_query_encoder(settings: Settings) -> Encoder:
+def build_query_encoder(settings: Settings, manifest: IndexManifest | None = None) -> Encoder:
     """An encoder for queries only: rebuilt without PyTorch from the recipe the full encoder left when it loaded its ONNX
-    query model for these settings (a cold `lodex search` starts seconds sooner), else the full encoder."""
+    query model for these settings (a cold `lodex search` starts seconds sooner), else the full encoder; `manifest`:
+    the configured index's (read when not given)."""
+    manifest = manifest if manifest is not None else IndexManifest.read(settings.data_dir)
     if settings.encoder.backend == "transformers":
         from lodex.indexer.encoders.query_encoder import load_query_encoder
 
-        light = load_query_encoder(encoder_settings(settings))
+        light = load_query_encoder(encoder_settings(settings, manifest))
         if light is not None:
             return light
-    return build_encoder(settings)
+    return build_encoder(settings, manifest=manifest)
 
 
 def chunk_tokens(settings: Settings, encoder: Encoder) -> int:
@@ -104,73 +106,63 @@ def chunk_tokens(settings: Settings, encoder: Encoder) -> int:
     return min(settings.chunking.max_tokens, encoder.max_length) - encoder.special_tokens
 
 
-def build_chunker(settings: Settings, encoder: Encoder, data_dir: Path) -> Chunker:
-    """The chunker for this encoder's tokenizer, cutting as the index in `data_dir` was cut (chunk_rule)."""
+def build_chunker(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> Chunker:
+    """The chunker for this encoder's tokenizer, cutting as the index of `manifest` was cut (chunk_rule)."""
     size = chunk_tokens(settings, encoder)
     if not 0 <= settings.chunking.overlap < size // 2:
         raise ConfigError(f"chunking.overlap {settings.chunking.overlap} must be below half a chunk ({size // 2} tokens)", "lower chunking.overlap")
-    return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap, rule=chunk_rule(settings, encoder, data_dir))
+    return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap, rule=chunk_rule(settings, encoder, manifest))
 
 
-def chunk_rule(settings: Settings, encoder: Encoder, data_dir: Path) -> ChunkRule:
+def chunk_rule(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> ChunkRule:
     """Where chunks end (chunking.whole_slack, chunking.overlap_at_breaks, chunking.whole_tokens) for a new index; an
-    existing index keeps the rule it was built with (one from before these options: the legacy rule), so an upgrade
-    never re-cuts its documents (`lodex index --rebuild` applies the configured rule). The slack and a whole text stay
-    within what the model reads."""
-    stored = read_origin(data_dir)
-    if stored is not None:
-        return ChunkRule.recorded(stored.get("chunk_rule"))
+    existing index keeps the rule it was built with (`IndexManifest.chunk_rule`; one from before these options: the
+    legacy rule), so an upgrade never re-cuts its documents (`lodex index --rebuild` applies the configured rule). The
+    slack and a whole text stay within what the model reads."""
     size = chunk_tokens(settings, encoder)
     room = max(encoder.max_length - encoder.special_tokens - size, 0)
     whole = min(settings.chunking.whole_tokens, encoder.max_length) - encoder.special_tokens
-    return ChunkRule(min(settings.chunking.whole_slack, room), settings.chunking.overlap_at_breaks, whole if whole > size else 0)
+    configured = ChunkRule(min(settings.chunking.whole_slack, room), settings.chunking.overlap_at_breaks, whole if whole > size else 0)
+    return ChunkRule.recorded(manifest.chunk_rule(configured.origin()))
 
 
-def late_plan(settings: Settings, encoder: Encoder, data_dir: Path) -> LateChunking | None:
+def late_plan(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> LateChunking | None:
     """Late chunking as configured (chunking.late, encoder.window_tokens, chunking.late_margin), checked against the
-    model; None when off. "auto": as the index in `data_dir` was built (an index from before late chunking keeps
-    plain chunking, an index built with it keeps it, so an upgrade never forces a rebuild), off for a new one."""
+    model; None when off. "auto": as the index of `manifest` was built (an index from before late chunking keeps
+    plain chunking, an index built with it keeps it and its rule, so an upgrade never forces a rebuild), off for a new one."""
     chunking = settings.chunking
-    stored = read_origin(data_dir)  # read once: both the "auto" choice and the recorded rule come from it
-    enabled = chunking.late
-    if enabled == "auto":
-        enabled = stored is not None and "late_chunking" in stored
-    recorded = (stored or {}).get("late_chunking")
-    long_only = recorded.get("for") == "long" if recorded else chunking.late_for == "long"  # an index keeps its rule
+    enabled = manifest.late_chunking(chunking.late)
+    long_only = manifest.late_for(chunking.late_for) == "long"
     return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
                          encoder.window_limit, encoder.pooling, long_only)
 
 
-def whole_vector_tokens(settings: Settings, encoder: Encoder, data_dir: Path) -> int:
-    """chunking.document_vector for the index in `data_dir`: the longest input (special tokens included) a document's
+def whole_vector_tokens(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> int:
+    """chunking.document_vector for the index of `manifest`: the longest input (special tokens included) a document's
     own vector is encoded whole from (a late-chunking window: encoder.window_tokens, else twice a chunk, within the
-    model), or 0 (its chunks' mean). An existing index keeps what it was built with (one from before the option: the
-    mean); `lodex index --rebuild` applies the setting."""
-    stored = read_origin(data_dir)
-    if stored is not None:
-        return int((stored.get("document_vector") or {}).get("whole_tokens", 0))
-    if settings.chunking.document_vector != "whole":
-        return 0
-    return min(settings.encoder.window_tokens or 2 * min(settings.chunking.max_tokens, encoder.max_length), encoder.max_length)
+    model), or 0 (its chunks' mean). An existing index keeps what it was built with (`IndexManifest.whole_vector_tokens`;
+    one from before the option: the mean); `lodex index --rebuild` applies the setting."""
+    window = settings.encoder.window_tokens or 2 * min(settings.chunking.max_tokens, encoder.max_length)
+    return manifest.whole_vector_tokens(min(window, encoder.max_length) if settings.chunking.document_vector == "whole" else 0)
 
 
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool, long_lived: bool = False,
-               optimize_apart: bool = False) -> LanceStore:
+               optimize_apart: bool = False, manifest: IndexManifest | None = None) -> LanceStore:
     """The store in data_dir (or on object storage, data_dir its cache), checked against this encoder and chunking
-    (created when allowed). The format readers' versions are checked only by the writer (create=True): a search
-    reads stored passages, it extracts nothing, and so needs not import the readers. `long_lived` (watch, serve): its
-    small updates save the vector index at most every watch.save_index_every_s; `optimize_apart` (serve): it optimizes
+    (created when allowed); `manifest`: its record, read (pulled from object storage) when not given; the store keeps
+    it as settled. The format readers' versions are checked only by the writer (create=True): a search reads stored
+    passages, it extracts nothing, and so needs not import the readers. `long_lived` (watch, serve): its small
+    updates save the vector index at most every watch.save_index_every_s; `optimize_apart` (serve): it optimizes
     large tables in a helper process at watch.writer_nice, its seconds of compaction kept off the query threads'."""
-    remote = remote_store(settings, data_dir)
-    if remote is not None:
-        index_origin(settings)  # late chunking's plan reads it
-    late = late_plan(settings, encoder, data_dir)
+    manifest = manifest if manifest is not None else index_manifest(settings, data_dir)
+    late = late_plan(settings, encoder, manifest)
     origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
                          reader_versions() if create else None, late.origin() if late else None,
-                         chunk_rule(settings, encoder, data_dir).origin(), whole_vector_tokens(settings, encoder, data_dir))
+                         chunk_rule(settings, encoder, manifest).origin(), whole_vector_tokens(settings, encoder, manifest))
     persist_every_s = settings.watch.save_index_every_s if long_lived else PERSIST_EVERY_S
-    return LanceStore.open(data_dir, origin, create=create, ann=ann_policy(settings), remote=remote, persist_every_s=persist_every_s,
-                           optimize_nice=settings.watch.writer_nice if optimize_apart else None)
+    return LanceStore.open(data_dir, origin, create=create, ann=ann_policy(settings), remote=remote_store(settings, data_dir),
+                           persist_every_s=persist_every_s, optimize_nice=settings.watch.writer_nice if optimize_apart else None,
+                           manifest=manifest)
 
 
 def ann_policy(settings: Settings) -> AnnPolicy:
@@ -185,28 +177,38 @@ def scan_rules(settings: Settings) -> ScanRules:
     return ScanRules.from_settings(settings.index)
 
 
-def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False) -> Indexer:
-    """The indexing pipeline over this store, recording its runs in `jobs`; `long_lived` (watch, serve): its long runs
-    keep the full-text index caught up as they go (watch.optimize_every_s), and it indexes locally whatever
-    index.engine (the store's own pace of saving the vector index is set when it is opened: open_store)."""
-    chunker, late = build_chunker(settings, encoder, store.data_dir), late_plan(settings, encoder, store.data_dir)
-    whole = whole_vector_tokens(settings, encoder, store.data_dir)
+def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False,
+                  manifest: IndexManifest | None = None) -> Indexer:
+    """The indexing pipeline over this store, recording its runs in `jobs`, chunking as the index of `manifest` keeps
+    (the store's record, `LanceStore.manifest`, when not given); `long_lived` (watch, serve): its long runs keep the
+    full-text index caught up as they go (watch.optimize_every_s), and it indexes locally whatever index.engine (the
+    store's own pace of saving the vector index is set when it is opened: open_store)."""
+    manifest = manifest if manifest is not None else _store_manifest(store)
+    chunker, late = build_chunker(settings, encoder, manifest), late_plan(settings, encoder, manifest)
+    whole = whole_vector_tokens(settings, encoder, manifest)
     unread = unread_languages(encoder_languages(settings)) if whole else frozenset()
     if settings.index.engine == "ray" and not long_lived:
-        return _ray_indexer(settings, encoder, store, chunker, late, jobs, whole, unread)
+        return _ray_indexer(settings, encoder, store, chunker, late, jobs, whole, unread, manifest)
     return Indexer(store, encoder, chunker, scan_rules(settings), settings.index, jobs=jobs, title_prefix=settings.chunking.title_prefix,
                    late=late, optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0, whole_vector=whole, unread=unread)
 
 
+def _store_manifest(store: Store) -> IndexManifest:
+    """The record a LanceStore keeps as it was opened (settled); another store's, read in its data dir."""
+    return store.manifest if isinstance(store, LanceStore) else IndexManifest.read(store.data_dir)
+
+
 def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Chunker, late: LateChunking | None,
-                 jobs: JobLog | None, whole_vector: int, unread: frozenset[str]) -> Indexer:
+                 jobs: JobLog | None, whole_vector: int, unread: frozenset[str], manifest: IndexManifest) -> Indexer:
     """`lodex index --ray`: the indexer whose files are read, chunked and encoded on Ray; each actor builds this encoder
-    from these settings, its model on index.ray_cpus_per_actor threads (unless encoder.threads says)."""
+    from these settings and the index's manifest, its model on index.ray_cpus_per_actor threads (unless encoder.threads
+    says)."""
     from lodex.indexer.ray_engine import RayIndexer
 
     threads = settings.encoder.threads or max(1, round(settings.index.ray_cpus_per_actor))
     on_actor = settings.model_copy(update={"encoder": settings.encoder.model_copy(update={"threads": threads})})
-    return RayIndexer(store, encoder, chunker, scan_rules(settings), settings.index, partial(build_encoder, on_actor), jobs=jobs,
+    make_encoder = partial(build_encoder, on_actor, manifest=manifest)
+    return RayIndexer(store, encoder, chunker, scan_rules(settings), settings.index, make_encoder, jobs=jobs,
                       title_prefix=settings.chunking.title_prefix, late=late, whole_vector=whole_vector, unread=unread)
 
 
@@ -223,9 +225,10 @@ def build_watch(settings: Settings, indexer: Indexer, root: Path, hooks: RunHook
     return WatchService(build_writer(settings, indexer, root, hooks), watcher, collector)
 
 
-def open_reader(settings: Settings, dim: int) -> LanceStore:
-    """A read-only handle on the index in settings.data_dir (searches, listings, status), at its latest version."""
-    return LanceStore(settings.data_dir, dim, ann_policy(settings), remote_store(settings))
+def open_reader(settings: Settings, dim: int, manifest: IndexManifest | None = None) -> LanceStore:
+    """A read-only handle on the index in settings.data_dir (searches, listings, status), at its latest version;
+    `manifest`: its record (read there when not given)."""
+    return LanceStore(settings.data_dir, dim, ann_policy(settings), remote_store(settings), manifest=manifest)
 
 
 def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: SnapshotSource | None = None) -> Searcher:

@@ -1,16 +1,15 @@
 """The configured index's small files, read before any heavy import (no numpy, Arrow or Lance): where it lives,
-its origin record and its job log — what `lodex search` and `lodex status` need before asking a running server."""
+its manifest (its origin record) and its job log — what `lodex search` and `lodex status` need before asking a running server."""
 
 from pathlib import Path
-from typing import Any
 
 from lodex.api.settings import Settings
 from lodex.store.errors import StoreError
 from lodex.store.job_log import JobLog
+from lodex.store.manifest import IndexManifest
 from lodex.store.object_store import ObjectStore
-from lodex.store.origin import ORIGIN_FILE, read_origin
 
-__all__ = ["index_origin", "read_job_log", "remote_store", "require_index"]
+__all__ = ["index_manifest", "read_job_log", "remote_store", "require_index"]
 
 
 def remote_store(settings: Settings, data_dir: Path | None = None) -> ObjectStore | None:
@@ -22,23 +21,25 @@ def remote_store(settings: Settings, data_dir: Path | None = None) -> ObjectStor
     return ObjectStore(uri, settings.storage_options(), settings.serve.refresh_s)
 
 
-def index_origin(settings: Settings) -> dict[str, Any] | None:
-    """The origin record of the configured index (None: no index there yet); for one on object storage, first copied
-    into the local cache, where the encoder and late chunking's plan read it."""
-    remote = remote_store(settings)
-    if remote is not None:
-        remote.pull(ORIGIN_FILE, settings.data_dir)
-    return read_origin(settings.data_dir)
+def index_manifest(settings: Settings, data_dir: Path | None = None) -> IndexManifest:
+    """The manifest of the configured index (`exists` False: no index there yet), or of the one in `data_dir`; for one
+    on object storage, its record first copied into the local cache (read before the encoder is built, which takes its
+    precision from it)."""
+    return IndexManifest.read(settings.data_dir if data_dir is None else data_dir, remote_store(settings, data_dir))
 
 
-def require_index(settings: Settings) -> None:
-    """StoreError unless the configured data dir holds an index (see index_origin)."""
-    if index_origin(settings) is None:
+def require_index(settings: Settings) -> IndexManifest:
+    """The configured index's manifest (see index_manifest); StoreError unless its data dir holds an index."""
+    manifest = index_manifest(settings)
+    if not manifest.exists:
         raise StoreError(f"no index in {settings.location}", "build one first with `lodex index DIR`")
+    return manifest
 
 
-def read_job_log(settings: Settings) -> JobLog:
-    """The job log of the configured index, for reading (a replica's copy for one on object storage)."""
-    require_index(settings)
+def read_job_log(settings: Settings, manifest: IndexManifest | None = None) -> JobLog:
+    """The job log of the configured index, for reading (a replica's copy for one on object storage); `manifest`: the
+    index's, read by the caller (which has checked there is an index), else read here (require_index)."""
+    if manifest is None:
+        require_index(settings)
     remote = remote_store(settings)
     return JobLog.replica(settings.data_dir, remote) if remote is not None else JobLog(settings.data_dir)

@@ -19,6 +19,7 @@ from lodex.indexer.encoders.model_languages import declared_languages
 from lodex.indexer.encoders.model_probe import FastProbe, Run, measure_exact, probe_fast, probe_texts
 from lodex.indexer.encoders.transformers_encoder import TransformersEncoder, bundled_model_dir
 from lodex.store.errors import LodexError
+from lodex.store.manifest import IndexManifest
 
 _MB = 1 << 20
 
@@ -62,7 +63,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
     config, tokenizer = encoder.model.config, encoder.tokenizer
     pooling = info.pooling(cfg.pooling)
     query, document = info.prefixes(cfg)
-    late = late_plan(settings, encoder, settings.data_dir)
+    late = late_plan(settings, encoder, IndexManifest.read(settings.data_dir))
     covered, source = declared_languages(cfg.model)
     texts = probe_texts()
     exact = measure_exact(encoder, texts)

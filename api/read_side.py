@@ -43,11 +43,10 @@ class ReadSide:
 
     def __init__(self, settings: Settings, encoder: Encoder | None = None, store: Store | None = None,
                  source: SnapshotSource | None = None) -> None:
-        if store is None:
-            require_index(settings)
+        manifest = require_index(settings) if store is None else None  # read once, before the encoder
         self.settings = settings
-        self.encoder = encoder or build_query_encoder(settings)
-        self.store = store or open_store(settings, self.encoder, settings.data_dir, create=False)
+        self.encoder = encoder or build_query_encoder(settings, manifest)
+        self.store = store or open_store(settings, self.encoder, settings.data_dir, create=False, manifest=manifest)
         self.searcher = build_searcher(settings, self.encoder, self.store, source)
         self._lock = threading.Lock()
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from lodex.api.factory import build_encoder, open_reader, open_store, read_job_log
+from lodex.api.index_files import index_manifest
 from lodex.api.write_side import WriteSide
 from lodex.api.push_spool import PushSpool
 from lodex.api.read_side import ReadSide
@@ -46,9 +47,10 @@ class LodexService:
         self.started_at = time.time()
         self.side: WriteSide | None = None
         if self.read_only:
-            self.encoder = encoder or build_encoder(settings)
-            open_store(settings, self.encoder, settings.data_dir, create=False)  # an index there, for this encoder
-            self.jobs = read_job_log(settings)
+            manifest = index_manifest(settings)  # read once (pulled from object storage first), before the encoder
+            self.encoder = encoder or build_encoder(settings, manifest=manifest)
+            open_store(settings, self.encoder, settings.data_dir, create=False, manifest=manifest)  # an index there, for this encoder
+            self.jobs = read_job_log(settings, manifest)
             self.root = Path(self.jobs.root or "")
         else:
             assert root is not None, "a writing service mirrors a folder"

@@ -5,7 +5,7 @@ from pathlib import Path
 from types import TracebackType
 
 from lodex.api.factory import build_encoder, build_indexer, build_watch, build_writer, open_store
-from lodex.api.index_files import index_origin, remote_store
+from lodex.api.index_files import index_manifest, remote_store
 from lodex.api.settings import Settings
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.watch_service import WatchService
@@ -13,8 +13,8 @@ from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.store.errors import ConfigError, StoreError
 from lodex.store.job_log import JobLog
 from lodex.store.lease import LEASE_FILE
+from lodex.store.manifest import IndexManifest
 from lodex.store.object_store import ObjectStore
-from lodex.store.origin import ORIGIN_FILE
 from lodex.store.write_lock import LOCK_FILE, WriteLock
 
 
@@ -22,12 +22,12 @@ def wipe_index(data_dir: Path, remote: ObjectStore | None = None) -> None:
     """Remove an index (only a folder that holds one, or an empty one); the write lock file stays. On object storage
     (data_dir its cache): the index under the prefix, its lease kept, and the cache."""
     if remote is not None:
-        if remote.get(ORIGIN_FILE) is None and any(name != LEASE_FILE for name in remote.entries()):
+        if not IndexManifest.present_on(remote) and any(name != LEASE_FILE for name in remote.entries()):
             raise StoreError(f"{remote} does not look like a lodex index; not deleting it", "pass the right --data-dir")
         remote.wipe(keep=(LEASE_FILE,))
     if not data_dir.exists():
         return
-    if not (data_dir / ORIGIN_FILE).exists() and any(p.name != LOCK_FILE for p in data_dir.iterdir()):
+    if not IndexManifest.present(data_dir) and any(p.name != LOCK_FILE for p in data_dir.iterdir()):
         raise StoreError(f"{data_dir} does not look like a lodex index; not deleting it", "pass the right --data-dir")
     for child in data_dir.iterdir():
         if child.name != LOCK_FILE:
@@ -49,16 +49,15 @@ class WriteSide:
         try:
             if rebuild:
                 wipe_index(settings.data_dir, remote)
-            if remote is not None:
-                index_origin(settings)  # before the encoder, which reads its fast path from it
+            manifest = index_manifest(settings)  # read once (pulled from object storage first), before the encoder
             self.jobs = JobLog(settings.data_dir, remote)
             try:
                 if self.jobs.root and Path(self.jobs.root) != root:
                     raise ConfigError(f"the index in {settings.location} mirrors {self.jobs.root}, not {root}",
                                       "give that folder, use another --data-dir for this one, or `lodex index --rebuild` to replace the index")
-                self.encoder = encoder or build_encoder(settings)
+                self.encoder = encoder or build_encoder(settings, manifest=manifest)
                 self.store = open_store(settings, self.encoder, settings.data_dir, create=True, long_lived=long_lived,
-                                        optimize_apart=optimize_apart)
+                                        optimize_apart=optimize_apart, manifest=manifest)
                 self.jobs.set_root(str(root))
                 self.indexer = build_indexer(settings, self.encoder, self.store, self.jobs, long_lived)
             except BaseException:

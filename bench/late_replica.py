@@ -32,11 +32,13 @@ def encode(dataset: Path, bundle: int, out: Path) -> None:
     from lodex.api.settings import load_settings
     from lodex.indexer.chunking.late_chunking import plan_windows
     from lodex.search.collections import load_collection, write_files
+    from lodex.store.manifest import IndexManifest
 
     tmp = Path(tempfile.mkdtemp(prefix="lodex-replica-"))
     settings = load_settings(ROOT / "config.toml", {"encoder.precision": "fast"})
-    enc = build_encoder(settings, tmp)
-    chunker = build_chunker(settings, enc, tmp)
+    manifest = IndexManifest.read(tmp)  # a new index
+    enc = build_encoder(settings, tmp, manifest)
+    chunker = build_chunker(settings, enc, manifest)
     collection = load_collection(dataset)
     owner, qrels = write_files(collection, tmp / "files", bundle)
     names = sorted(set(owner.values()))

@@ -28,7 +28,8 @@ from lodex.store.lance_reads import LanceTableReads
 from lodex.store.lance_sql import equals, in_lists
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
-from lodex.store.origin import recorded_terms_version, settle_origin
+from lodex.store.manifest import IndexManifest
+from lodex.store.origin import settle_origin
 from lodex.store.schema import chunks_schema, documents_schema, vectors_of, with_keywords
 from lodex.store.vector_index import VectorIndex
 from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_here
@@ -48,9 +49,9 @@ class LanceStore(LanceTableReads, base.Store):
 
     def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None,
                  persist_every_s: float = base.PERSIST_EVERY_S, optimize_nice: int | None = None,
-                 terms_version: int | None = None) -> None:
+                 manifest: IndexManifest | None = None) -> None:
         """`persist_every_s`: small updates save the vector index at most this often; `optimize_nice` (a serving writer's):
-        optimize large tables in a helper process at this CPU priority; `terms_version`: keyword terms (None: the origin's)."""
+        optimize large tables in a helper process at this CPU priority; `manifest`: the index's record (None: read here)."""
         lancedb = import_lancedb()
         self.data_dir, self.dim, self.remote = data_dir, dim, remote
         self.persist_every_s = persist_every_s  # small updates save the vector index at most this often
@@ -61,8 +62,8 @@ class LanceStore(LanceTableReads, base.Store):
             self._compactor = Compactor(options, optimize_nice)  # optimizes here, or in a helper process at that priority
             self.documents = lance_bridge.open_or_create(self.db, "documents", documents_schema(dim))
             self.chunks = lance_bridge.open_or_create(self.db, "chunks", chunks_schema(dim))
-            terms = terms_version if terms_version is not None else recorded_terms_version(data_dir)  # None: a reader
-            self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks, terms)
+            self.manifest = manifest if manifest is not None else IndexManifest.read(data_dir)
+            self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks, self.manifest.terms_version)
             self.keywords = LanceKeywordSearch(self.chunks, self.keyword_scheme)
         except OSError as exc:
             raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
@@ -97,11 +98,11 @@ class LanceStore(LanceTableReads, base.Store):
     @classmethod
     def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: AnnPolicy | None = None,
              remote: ObjectStore | None = None, persist_every_s: float = base.PERSIST_EVERY_S,
-             optimize_nice: int | None = None) -> "LanceStore":
-        """Open the index in data_dir (or in `remote`, data_dir its cache) for an encoder with `origin`; create it
-        when allowed and absent (`settle_origin`); `persist_every_s`, `optimize_nice`: as the constructor takes them."""
-        terms_version = settle_origin(data_dir, origin, create, remote)
-        return cls(data_dir, int(origin["dim"]), ann, remote, persist_every_s, optimize_nice, terms_version)
+             optimize_nice: int | None = None, manifest: IndexManifest | None = None) -> "LanceStore":
+        """Open the index in data_dir (or in `remote`, data_dir its cache; `manifest`: its record, None: read there) for an
+        encoder with `origin`; create it when allowed and absent (`settle_origin`: the record as settled is `manifest`)."""
+        settled = settle_origin(data_dir, origin, create, remote, manifest)
+        return cls(data_dir, int(origin["dim"]), ann, remote, persist_every_s, optimize_nice, settled)
 
     # ---- reading -------------------------------------------------------------------------
     def refresh(self) -> tuple[int, int]:

@@ -4,13 +4,13 @@ import json
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from lodex.store.errors import OriginMismatchError, StoreError
 from lodex.store.fts_terms import TERMS_VERSION
+from lodex.store.manifest import ORIGIN_FILE, IndexManifest
 from lodex.store.object_store import ObjectStore
 
-ORIGIN_FILE = "origin.json"
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
 _MUST_MATCH = (
     "model_id", "model_fingerprint", "dim", "pooling", "normalize", "max_length", "precision", "quantization",
@@ -42,28 +42,6 @@ def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap
     return (origin | ({"title_prefix": True} if title_prefix else {}) | ({"readers": dict(readers)} if readers else {})
             | ({"late_chunking": dict(late)} if late else {}) | ({"chunk_rule": dict(rule)} if rule else {})
             | ({"document_vector": {"whole_tokens": whole_vector}} if whole_vector else {}))
-
-
-def keyword_terms_version(origin: dict[str, Any]) -> int:
-    """Which keyword terms (`fts_terms.TERMS_VERSION`) an index holds: the version its origin records, 1 when none."""
-    return int(origin.get("keyword_terms", 1))
-
-
-def recorded_terms_version(data_dir: Path) -> int:
-    """Which keyword terms the index in data_dir holds, as its origin records them (no index yet: today's)."""
-    stored = read_origin(data_dir)
-    return keyword_terms_version(stored) if stored is not None else TERMS_VERSION
-
-
-def read_origin(data_dir: Path) -> dict[str, Any] | None:
-    """The recorded origin, or None for a data dir that holds no index yet."""
-    path = data_dir / ORIGIN_FILE
-    if not path.exists():
-        return None
-    try:
-        return cast(dict[str, Any], json.loads(path.read_text()))
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"cannot read {path}: {exc}", "restore it or rebuild with `lodex index --rebuild`") from exc
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
@@ -100,24 +78,25 @@ def with_readers(stored: dict[str, Any], current: dict[str, Any]) -> dict[str, A
     return {**stored, "readers": {**stored_readers, **added}} if added else None
 
 
-def settle_origin(data_dir: Path, origin: dict[str, Any], create: bool, remote: ObjectStore | None) -> int:
-    """Check the origin recorded for the index in data_dir (or in `remote`, data_dir its cache) against `origin`, an
-    encoder's; record it for a new index when `create` allows (else StoreError), and the readers a writer meets for the
-    first time; which keyword terms the index holds (`keyword_terms_version`)."""
+def settle_origin(data_dir: Path, origin: dict[str, Any], create: bool, remote: ObjectStore | None,
+                  stored: IndexManifest | None = None) -> IndexManifest:
+    """Check the index in data_dir (or in `remote`, data_dir its cache), its manifest `stored` (read there when None),
+    against `origin`, an encoder's; record it for a new index when `create` allows (else StoreError), and the readers a
+    writer meets for the first time. The index's manifest as settled (its record as it now stands)."""
     where = remote.uri if remote is not None else data_dir
-    if remote is not None:
-        remote.pull(ORIGIN_FILE, data_dir)  # the record on the store is the one that counts
-    stored = read_origin(data_dir)
     if stored is None:
+        stored = IndexManifest.read(data_dir, remote)  # the record on the store is the one that counts
+    if not stored.exists:
         if not create:
             raise StoreError(f"no index in {where}", "build one first with `lodex index DIR`")
         data_dir.mkdir(parents=True, exist_ok=True)
         _record_origin(data_dir, origin, remote)
-    else:
-        check_origin(stored, origin, where)
-        if create and (updated := with_readers(stored, origin)) is not None:
-            _record_origin(data_dir, updated, remote)  # the writer records readers met for the first time
-    return keyword_terms_version(stored if stored is not None else origin)
+        return IndexManifest(origin, exists=True)
+    check_origin(stored.record, origin, where)
+    if create and (updated := with_readers(stored.record, origin)) is not None:
+        _record_origin(data_dir, updated, remote)  # the writer records readers met for the first time
+        return IndexManifest(updated, exists=True)
+    return stored
 
 
 def _record_origin(data_dir: Path, origin: dict[str, Any], remote: ObjectStore | None) -> None:

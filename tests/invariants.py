@@ -7,7 +7,7 @@ import numpy as np
 
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.store.lance_store import LanceStore, vectors_of
-from lodex.store.origin import read_origin
+from lodex.store.manifest import IndexManifest
 
 
 def folder_hashes(root: Path) -> dict[str, str]:
@@ -54,7 +54,7 @@ def check_index(store: LanceStore, root: Path | None = None, persisted: bool = F
 
     chunk_vectors = vectors_of(chunks)
     doc_vectors = vectors_of(docs)
-    whole = bool((read_origin(store.data_dir) or {}).get("document_vector"))
+    whole = bool(IndexManifest.read(store.data_dir).record.get("document_vector"))
     ordinals = chunks["ordinal"].to_numpy()
     members: dict[tuple[str, str], list[int]] = {}
     for i, key in enumerate(owners):
@@ -72,7 +72,7 @@ def check_index(store: LanceStore, root: Path | None = None, persisted: bool = F
         assert abs(float(np.linalg.norm(doc_vectors[d])) - 1) < 1e-4, f"{path}: its whole-text vector is not of unit length"
         assert float(doc_vectors[d] @ expected) > 0.5, f"{path}: its whole-text vector is far from its chunks' mean"
 
-    if encoder is not None and len(ids) and "late_chunking" not in (read_origin(store.data_dir) or {}):
+    if encoder is not None and len(ids) and "late_chunking" not in IndexManifest.read(store.data_dir).record:
         fresh = encoder.embed(chunks["text"].to_pylist())
         worst = float(np.abs(fresh - chunk_vectors).max())
         assert worst < 1e-4, f"a chunk's vector is not the encoding of its text (off by {worst:.3g})"

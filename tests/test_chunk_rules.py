@@ -165,14 +165,15 @@ def test_whole_tokens_stays_within_what_the_model_reads(real_encoder, tmp_path: 
     longer than a chunk changes nothing (the legacy rule); a short real abstract is then one chunk, a long one cut."""
     from lodex.api.factory import build_chunker, chunk_rule
     from lodex.api.settings import Settings
+    from lodex.store.manifest import IndexManifest
 
-    settings = Settings(base_dir=tmp_path)
+    settings, new_index = Settings(base_dir=tmp_path), IndexManifest.read(tmp_path / "data")
     settings.chunking.whole_tokens = 10_000
-    assert chunk_rule(settings, real_encoder, tmp_path / "data").whole_tokens == real_encoder.max_length - real_encoder.special_tokens
+    assert chunk_rule(settings, real_encoder, new_index).whole_tokens == real_encoder.max_length - real_encoder.special_tokens
     settings.chunking.whole_tokens = 128
-    assert chunk_rule(settings, real_encoder, tmp_path / "data") == LEGACY_RULE
+    assert chunk_rule(settings, real_encoder, new_index) == LEGACY_RULE
     settings.chunking.whole_tokens = 256
-    chunker = build_chunker(settings, real_encoder, tmp_path / "data")
+    chunker = build_chunker(settings, real_encoder, new_index)
     with (EVALDATA / "cranfield" / "corpus.jsonl").open() as fh:
         texts = [json.loads(line)["text"].strip() for line in fh if line.strip()]
     lengths = [len(s) for s in real_encoder.token_spans(texts[:200])]

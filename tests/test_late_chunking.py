@@ -16,7 +16,8 @@ from lodex.indexer.settings import EncoderSettings, IndexSettings
 from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.errors import ConfigError
 from lodex.store.lance_store import LanceStore
-from lodex.store.origin import make_origin, read_origin
+from lodex.store.manifest import IndexManifest
+from lodex.store.origin import make_origin
 from tests.conftest import EVALDATA
 from tests.fakes import FakeEncoder
 from tests.tiny_models import tiny_model, tokenizer_options
@@ -158,7 +159,7 @@ def test_late_indexes_the_same_chunks_and_an_edit_reencodes_only_its_windows(tmp
     moved = [key for key in kept if not np.allclose(after[key], before[key])]
     assert 0 < len(moved) < reencoded  # unchanged chunks beside the edit got new context; the others kept their vectors
     assert len(kept) > len(after) / 2
-    assert (read_origin(tmp_path / "late") or {})["late_chunking"] == {"window_tokens": 130, "margin": 8}
+    assert IndexManifest.read(tmp_path / "late").record["late_chunking"] == {"window_tokens": 130, "margin": 8}
 
 
 # ModernBERT builds its sliding-window attention mask over the whole window (tokens x tokens, ~0.3 GiB at 8k in float32,
@@ -231,13 +232,13 @@ def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
     settings.chunking.late = False
     open_store(settings, encoder, tmp_path / "plain", create=True)
     settings.chunking.late = "auto"
-    assert late_plan(settings, encoder, tmp_path / "plain") is None
+    assert late_plan(settings, encoder, IndexManifest.read(tmp_path / "plain")) is None
     open_store(settings, encoder, tmp_path / "plain", create=True)  # opens, no rebuild asked
-    assert late_plan(settings, encoder, tmp_path / "new") is None
+    assert late_plan(settings, encoder, IndexManifest.read(tmp_path / "new")) is None
     settings.chunking.late = True
     open_store(settings, encoder, tmp_path / "late", create=True)
     settings.chunking.late = "auto"
-    assert late_plan(settings, encoder, tmp_path / "late") == LateChunking(256, 32, long_only=True)
+    assert late_plan(settings, encoder, IndexManifest.read(tmp_path / "late")) == LateChunking(256, 32, long_only=True)
     open_store(settings, encoder, tmp_path / "late", create=True)  # opens, no rebuild asked
     settings.chunking.late = True
     with pytest.raises(OriginMismatchError, match="late_chunking"):

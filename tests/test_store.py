@@ -150,13 +150,13 @@ def test_vendor_failures_of_a_write_become_one_store_error_with_their_cause(tmp_
 
 
 def test_an_index_refuses_a_changed_extraction_and_records_new_readers(tmp_path: Path) -> None:
-    from lodex.store.origin import read_origin
+    from lodex.store.manifest import IndexManifest
 
     encoder = FakeEncoder()
     old = make_origin(encoder.origin(), 64, 4)  # an index from before readers were recorded
     LanceStore.open(tmp_path / "data", old)
     LanceStore.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1"}))
-    assert read_origin(tmp_path / "data")["readers"] == {"pdf": "1", "text": "1"}  # recorded once met
+    assert IndexManifest.read(tmp_path / "data").readers == {"pdf": "1", "text": "1"}  # recorded once met
     LanceStore.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "1", "text": "1", "docx": "1"}))
     with pytest.raises(OriginMismatchError, match="other versions of the pdf reader") as caught:
         LanceStore.open(tmp_path / "data", make_origin(encoder.origin(), 64, 4, readers={"pdf": "2", "text": "1", "docx": "1"}))

@@ -53,7 +53,7 @@ class FastMode:
         def plan_batches(self, lengths: list[int]) -> list[list[int]]: ...
         def token_lengths(self, texts: list[str]) -> list[int]: ...
 
-    def _start_fast(self, cfg: EncoderSettings, path: Path, stored: dict | None) -> None:
+    def _start_fast(self, cfg: EncoderSettings, path: Path, scheme: str | None) -> None:
         """Fast mode's int8 model on its path, its sessions loaded, its query recipe left; a ModelError with the reason
         when this model or CPU has no faithful int8 path."""
         # int8 ONNX Runtime runs faster on small batches (its attention and elementwise steps stay in cache): 1,024 tokens
@@ -61,7 +61,7 @@ class FastMode:
         self.batch_tokens = min(cfg.batch_tokens, FAST_BATCH_TOKENS)
         self.group_tokens = 2 * cfg.batch_tokens  # as exact mode: fewer waits for a group's slowest batch ("sessions")
         try:
-            self._fast = self._fast_model(cfg.fast_path, stored)
+            self._fast = self._fast_model(cfg.fast_path, scheme)
             if self.fast_path is not None and self.fast_path.layout == "sessions":
                 self.parallel_calls = self._threads  # the indexer keeps each session busy with a group of its own
                 self._sessions()  # loaded with the model, not in the first run's time
@@ -79,14 +79,13 @@ class FastMode:
         self.batch_tokens, self.group_tokens, self.parallel_calls = self._settings.batch_tokens, 0, 1
         logging.getLogger(__name__).info("documents are encoded exactly: %s", reason)
 
-    def _fast_model(self, configured: str, stored: dict | None) -> "OnnxModel":
+    def _fast_model(self, configured: str, scheme: str | None) -> "OnnxModel":
         """Fast mode's int8 model (for queries, and for documents in the "threads" layout), on the configured path, else on
-        the one remembered or chosen by measurement for this model and CPU among the paths of the index's scheme."""
+        the one remembered or chosen by measurement for this model and CPU among the paths of the index's `scheme`."""
         if configured != "auto":
             self.fast_path, self.fast_source = parse_path(configured), "configured"
             return self._checked_onnx_model(int8=True, spin=True, reduce_range=self.fast_path.reduce_range)
         cpu, cache = cpu_info(), self._cache_dir or default_cache_dir()
-        scheme = stored.get("quantization") if stored and stored.get("precision") == "fast" else None
         paths = candidates(cpu, scheme) or candidates(cpu)  # an index of a scheme this lodex does not make: the origin check says so
         chosen, self.fast_source = remembered(cache, self.fingerprint, cpu, paths), "measured before on this CPU"
         if chosen is None:

@@ -84,10 +84,11 @@ class RecipeEncoder(OnnxQueryEncoder):
             self._pool.release_memory(batch)
 
 
-def load_fast_encoder(cfg: EncoderSettings, stored: dict[str, Any] | None) -> RecipeEncoder | None:
-    """Fast mode's encoder from its recipe when `cfg` ([encoder], precision resolved against the index's origin
-    `stored`, or "auto" for a new index) runs documents in fast mode and a full encoder has left a recipe for these
-    settings, these weights and the fast path this CPU uses; None otherwise (the full encoder loads, and decides)."""
+def load_fast_encoder(cfg: EncoderSettings, scheme: str | None) -> RecipeEncoder | None:
+    """Fast mode's encoder from its recipe when `cfg` ([encoder], precision as the index keeps it, or "auto" for a new
+    index) runs documents in fast mode and a full encoder has left a recipe for these settings, these weights and the
+    fast path this CPU uses (among those of `scheme`, the int8 scheme of a fast-mode index: `IndexManifest`); None
+    otherwise (the full encoder loads, and decides)."""
     if cfg.precision not in ("fast", "auto"):
         return None
     fast = cfg.model_copy(update={"precision": "fast"})
@@ -104,7 +105,6 @@ def load_fast_encoder(cfg: EncoderSettings, stored: dict[str, Any] | None) -> Re
             chosen = parse_path(cfg.fast_path)
         else:
             cpu, cache = cpu_info(), Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
-            scheme = stored.get("quantization") if stored and stored.get("precision") == "fast" else None
             chosen = remembered(cache, fingerprint, cpu, candidates(cpu, scheme) or candidates(cpu))
         if chosen is None or chosen.name != recipe["fast_path"]:
             return None  # never measured on this CPU, or measured to another path: the full encoder decides

@@ -24,23 +24,20 @@ from lodex.indexer.errors import ModelError
 from lodex.indexer.settings import EncoderSettings
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
-from lodex.store.origin import read_origin
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 class TransformersEncoder(FastMode, Encoder):
     """AutoModel + AutoTokenizer from a local directory; mean, cls or last-token pooling."""
 
-    def __init__(self, cfg: EncoderSettings | None = None, spill_dir: Path | None = None) -> None:
-        """The model of `cfg` ([encoder] settings; their defaults when None: the bundled model, as users get it);
-        `spill_dir`: where a layer-streamed model's activations spill beyond its memory budget (the data dir)."""
+    def __init__(self, cfg: EncoderSettings | None = None, spill_dir: Path | None = None, quantization: str | None = None) -> None:
+        """The model of `cfg` ([encoder] settings, precision as the index keeps it; their defaults when None: the bundled
+        model, as users get it); `spill_dir`: where a layer-streamed model's activations spill beyond its memory budget
+        (the data dir); `quantization`: the int8 scheme of the fast-mode index it encodes for (`IndexManifest`), if any."""
         cfg = cfg or EncoderSettings()
         model_dir, pooling, normalize, max_length, threads = cfg.model or None, cfg.pooling, cfg.normalize, cfg.max_length, cfg.threads
         precision, fast_queries = cfg.precision, cfg.fast_queries
         cache_dir = cfg.cache_dir or None
         super().__init__(batch_tokens=cfg.batch_tokens)
-        stored = read_origin(spill_dir) if spill_dir else None
-        if precision == "auto":  # an index keeps the precision it was built with; a new one is fast where fast is faithful
-            precision = stored["precision"] if stored and stored.get("precision") in ("exact", "fast") else "auto"
         import torch
 
         bundled = not model_dir
@@ -89,7 +86,7 @@ class TransformersEncoder(FastMode, Encoder):
         self._pool: SessionPool | None = None  # the "sessions" layout's single-threaded sessions, made at the first batch
         if self.precision == "fast":
             try:
-                self._start_fast(cfg, path, stored)
+                self._start_fast(cfg, path, quantization)
             except ModelError as exc:
                 if not chosen:
                     raise

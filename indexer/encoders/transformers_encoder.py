@@ -15,7 +15,7 @@ from lodex.indexer.encoders.fast_paths import FastPath, Trial
 from lodex.indexer.encoders.layer_stream import StreamedModel
 from lodex.indexer.encoders.model_files import bundled_model_dir
 from lodex.indexer.encoders.model_loading import load_model
-from lodex.indexer.encoders.model_info import read_model_dir, window
+from lodex.indexer.encoders.model_info import ModelInfo, read_model_dir, window
 from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, model_inputs
 from lodex.indexer.encoders.padding import padded_inputs
 from lodex.indexer.encoders.pooling import pool_states, token_offsets
@@ -34,7 +34,7 @@ class TransformersEncoder(FastMode, Encoder):
         model, as users get it); `spill_dir`: where a layer-streamed model's activations spill beyond its memory budget
         (the data dir); `quantization`: the int8 scheme of the fast-mode index it encodes for (`IndexManifest`), if any."""
         cfg = cfg or EncoderSettings()
-        model_dir, pooling, normalize, max_length, threads = cfg.model or None, cfg.pooling, cfg.normalize, cfg.max_length, cfg.threads
+        model_dir, threads = cfg.model or None, cfg.threads
         precision, fast_queries = cfg.precision, cfg.fast_queries
         cache_dir = cfg.cache_dir or None
         super().__init__(batch_tokens=cfg.batch_tokens)
@@ -53,18 +53,7 @@ class TransformersEncoder(FastMode, Encoder):
         self._torch = torch
         self._tokenizers = TokenizerCopies(self.tokenizer)  # one per concurrent caller, kept across threads
         self._copy_lock = threading.Lock()
-        imported = info.config.get("lodex_import")  # `lodex model import`'s record: the model's own id
-        self.model_id = BUNDLED_MODEL_ID if bundled else str(imported["model"]) if isinstance(imported, dict) and imported.get("model") else path.name
-        self.dim = int(self.model.config.hidden_size)
-        self.pooling = info.pooling(pooling).value
-        self.normalize = normalize
-        self.max_length = window(path, max_length, int(getattr(self.model.config, "max_position_embeddings", 512)),
-                                 int(self.tokenizer.model_max_length)).value
-        self.window_limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
-        self.eos_id: int | None = info.eos(cfg.append_eos, self.pooling, self.tokenizer).value  # appended to every input when not None
-        self.special_tokens = len(self.tokenizer("")["input_ids"]) + (self.eos_id is not None)
-        self.query_prefix, self.document_prefix = (choice.value for choice in info.prefixes(cfg))  # lodex config, else the model's prompts
-        self._inputs = model_inputs(self.model.skeleton.model if streamed else self.model, self.tokenizer)
+        self._take_declarations(info, cfg, path, bundled, streamed)
         if precision not in ("auto", "exact", "fast"):
             raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"auto\", \"exact\" or \"fast\"")
         chosen = precision == "auto"  # fast unless its int8 path is refused on this CPU and model (or the model streams)
@@ -91,6 +80,22 @@ class TransformersEncoder(FastMode, Encoder):
                 if not chosen:
                     raise
                 self._fall_back_to_exact(exc.one_line())
+
+    def _take_declarations(self, info: ModelInfo, cfg: EncoderSettings, path: Path, bundled: bool, streamed: bool) -> None:
+        """The model's id, dimension, pooling, window, EOS id and prompts: lodex's settings where they say, else what the
+        model directory declares (`info`)."""
+        imported = info.config.get("lodex_import")  # `lodex model import`'s record: the model's own id
+        self.model_id = BUNDLED_MODEL_ID if bundled else str(imported["model"]) if isinstance(imported, dict) and imported.get("model") else path.name
+        self.dim = int(self.model.config.hidden_size)
+        self.pooling = info.pooling(cfg.pooling).value
+        self.normalize = cfg.normalize
+        self.max_length = window(path, cfg.max_length, int(getattr(self.model.config, "max_position_embeddings", 512)),
+                                 int(self.tokenizer.model_max_length)).value
+        self.window_limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
+        self.eos_id: int | None = info.eos(cfg.append_eos, self.pooling, self.tokenizer).value  # appended to every input when not None
+        self.special_tokens = len(self.tokenizer("")["input_ids"]) + (self.eos_id is not None)
+        self.query_prefix, self.document_prefix = (choice.value for choice in info.prefixes(cfg))  # lodex config, else the model's prompts
+        self._inputs = model_inputs(self.model.skeleton.model if streamed else self.model, self.tokenizer)
 
     def origin(self) -> dict:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the

@@ -110,6 +110,18 @@ def test_mail_of_more_mime_parts_than_the_bound_is_refused_before_it_is_parsed()
     assert "the body" in doc.text and doc.extras["skipped_attachments"] == ", ".join(["f.txt"] * 19)
 
 
+
+@pytest.mark.parametrize("content_type", ['multipart/mixed; boundary*0="b"; boundary*1="x"',
+                                          'multipart/mixed; boundary="' + "b" * 250 + '"'], ids=["rfc2231", "long"])
+def test_mail_whose_boundary_the_part_count_cannot_read_is_refused(content_type: str) -> None:
+    """A boundary in RFC 2231 pieces or of 250 characters: the email package reads it, the count of parts did not (it
+    counted 0 of 1,200 parts, found by review)."""
+    boundary = "bx" if "*0" in content_type else "b" * 250
+    part = f"--{boundary}\r\nContent-Type: text/plain\r\n\r\nlift\r\n"
+    reason = refused(read_eml, mail({"Subject": "parts"}, part * 1_200 + f"--{boundary}--\r\n", content_type))
+    assert "multipart boundary is split in pieces (RFC 2231) or longer than 200 characters" in reason, reason
+    assert "the body" in read_eml(mail({"Subject": "plain"}, "the body of a note about boundary*", "text/plain"), LIMITS).text
+
 def test_a_presentation_of_more_slides_than_the_bound_is_refused() -> None:
     data = zip_with_bomb({"mimetype": "application/vnd.oasis.opendocument.presentation"}, "content.xml",
                          f"<office:document-content {NS}><office:body><office:presentation>".encode(), b"<draw:page/>",

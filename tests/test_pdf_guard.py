@@ -171,3 +171,22 @@ def test_forms_drawn_a_bounded_number_of_times_are_read() -> None:
 def test_fuzz_files_the_guard_refuses(case: Case) -> None:
     """Generators that once relied on the per-file budget (tests/test_reader_fuzz.py), refused by the guard."""
     assert refusal(case.build(), ReadLimits().max_inflated_bytes).startswith((INFLATES, "a page draws "))
+
+
+def test_pages_past_the_contents_bound_are_not_costed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pages' contents are summed page by page, and the file refused as soon as the sum passes the bound: a file
+    whose pages each cost the guard work (found by review: unique resource names defeated its memo, so the work grew
+    with pages times forms) is not costed to its last page first."""
+    import lodex.indexer.pdf.pdf_draws as draws
+    from tests.hostile_files import _pages, _stream, pdf
+
+    shared = zlib.compress(b"q Q " * 2_048)  # 8 KB of contents, drawn by each of 400 pages
+    objects = _pages([4], 5, 400)
+    objects.insert(3, _stream(b"/Filter /FlateDecode", shared))
+    costed: list[int] = []
+    names = draws.Drawing._page_names
+    monkeypatch.setattr(draws.Drawing, "_page_names", lambda self, text: costed.append(1) or names(self, text))
+    limit = 64 * 1024  # the bound: 40 x 64 KB = 2.5 MB of contents, passed at the 321st page
+    with pytest.raises(ReadError, match="^page contents add up to"):
+        check_pdf(pdf(objects), limit)
+    assert len(costed) <= 330, len(costed)

@@ -91,10 +91,10 @@ class Drawing:
                 raise ReadError(f"a page draws {draws:,} forms and images, more than {MAX_PAGE_DRAWS:,} (one form "
                                 "drawing another many times over?)", "the file is hostile or broken: exclude it")
             total += parsed
-        if total > CONTENT_FACTOR * limit:
-            raise ReadError(f"page contents add up to {total / 1e6:,.0f} MB to parse, more than {CONTENT_FACTOR} times "
-                            f"the limit of {limit / 1e6:,.1f} MB (max_inflated_bytes): one stream drawn by many pages?",
-                            "the file is hostile or broken: exclude it")
+            if total > CONTENT_FACTOR * limit:  # as soon as it is passed: the pages after it are not costed
+                raise ReadError(f"page contents add up to over {total / 1e6:,.0f} MB to parse, more than {CONTENT_FACTOR} "
+                                f"times the limit of {limit / 1e6:,.1f} MB (max_inflated_bytes): one stream drawn by many pages?",
+                                "the file is hostile or broken: exclude it")
 
     def _cost(self, number: int, page: Names, memo: dict[tuple[int, Names], tuple[int, int]],
               open_: set[int]) -> tuple[int, int]:

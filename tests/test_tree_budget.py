@@ -87,3 +87,24 @@ def test_lodex_already_past_the_ceiling_fails_the_file_without_sending_it() -> N
         assert all(worker.alive() for worker in pool._all)  # idle, not killed: it was never given the file
     finally:
         pool.close()
+
+
+def test_a_reading_process_that_died_idle_is_dropped_not_counted() -> None:
+    """A reading process killed while idle (the OOM killer) is replaced at the next file, and no longer counted in the
+    tree's memory nor kept with its pipes (found by review: it stayed in the pool's list and the live set, its pid
+    free to be reused by a stranger whose memory lodex would then count)."""
+    import signal
+
+    from lodex.indexer.readers import read_budget
+
+    pool = ReadPool(ReadBudget(seconds=30, memory_mb=512))
+    try:
+        pool.extract("one.md", b"# Herons", ReadLimits())
+        (first,) = pool._all
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(timeout=10)
+        assert "Egrets" in pool.extract("two.md", b"# Egrets", ReadLimits()).text
+        assert first not in pool._all and first not in read_budget._LIVE and first.stdout.closed
+        assert len(pool._all) == 1 and pool._all[0].alive()
+    finally:
+        pool.close()

@@ -187,6 +187,11 @@ class ReadPool:
             with self._lock:
                 worker = self._idle.pop() if self._idle else None
             if worker is None or not worker.alive():
+                if worker is not None:  # died idle (the OOM killer?): its pipes closed, no longer counted in the tree
+                    worker.kill()
+                    with self._lock:
+                        if worker in self._all:
+                            self._all.remove(worker)
                 worker = _Worker(self.budget)
                 with self._lock:
                     self._all.append(worker)

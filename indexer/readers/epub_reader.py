@@ -9,7 +9,9 @@ from lodex.indexer.readers.document import Document, ReadLimits
 from lodex.indexer.readers.html_reader import MAX_HTML_DEPTH, html_depth
 from lodex.indexer.readers.office_common import DC_TITLE, OFFICE_READER_VERSION
 
-EPUB_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
+# The office readers' version (office_common.py), plus EPUB's own changes: .2 reads a chapter the spine lists again once
+# (its text was repeated), so the books indexed before are read again.
+EPUB_READER_VERSION = f"{OFFICE_READER_VERSION}.2"
 
 
 # ------------------------------------------------------------------------------------------------------------ EPUB

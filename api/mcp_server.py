@@ -186,7 +186,7 @@ def add_write_tools(server: MCPServer, service: "LodexService") -> None:
     def push_text(
         name: Annotated[str, Field(description="A unique relative name, e.g. 'notes/meeting-2024-05-01.md'.", min_length=1, max_length=300)],
         text: Annotated[Text, Field(description="The document's text (at most api.max_document_kb KiB in UTF-8).")],
-        title: Annotated[str, Field(description="Its title (default: none).", max_length=1000)] = "",
+        title: Annotated[Text, Field(description="Its title (default: none).", max_length=1000)] = "",
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             from lodex.api.models import valid_name

@@ -102,7 +102,7 @@ def test_run_length_content_is_decoded_and_read() -> None:
     assert read_pdf(data, LIMITS).text.split() == words
 
 
-@pytest.mark.parametrize("filters", [b"/Filter /LZWDecode ", b"/Filter [/LZW] "])
+@pytest.mark.parametrize("filters", [b"/Filter /LZWDecode ", b"/Filter [/LZW] ", b"/Filter /LZWDecod#65 "])  # #65: "e" (found by review)
 def test_lzw_bomb_refused_before_pdfium(filters: bytes) -> None:
     data = one_page_with(stream(lzw_zeros(20_000), filters))  # 28 kB that decode to 37 MB
     assert len(data) < 30_000

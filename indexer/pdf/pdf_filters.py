@@ -10,6 +10,7 @@ _NAMED = re.compile(rb"/(FlateDecode|Fl|ASCIIHexDecode|AHx|ASCII85Decode|A85|LZW
 _KINDS = {b"FlateDecode": "flate", b"Fl": "flate", b"ASCIIHexDecode": "ahx", b"AHx": "ahx", b"ASCII85Decode": "a85",
           b"A85": "a85", b"LZWDecode": "lzw", b"LZW": "lzw", b"RunLengthDecode": "rl", b"RL": "rl"}
 SNIFFED = frozenset({"flate", "ahx", "a85"})
+_ESCAPE = re.compile(rb"#([0-9A-Fa-f]{2})")
 _EARLY_CHANGE = re.compile(rb"/EarlyChange\s+0(?![0-9])")
 _CLEAR, _END, _FIRST = 256, 257, 258
 
@@ -17,6 +18,8 @@ _CLEAR, _END, _FIRST = 256, 257, 258
 def named_filters(dictionary: bytes) -> tuple[str, ...]:
     """The filters `dictionary` names, in order ("flate", "ahx", "a85", "lzw", "rl"; "lzw0" for LZW with early
     change 0)."""
+    if b"#" in dictionary:  # a name may spell a character as #xx (/LZWDecod#65): pdfium reads it as the character
+        dictionary = _ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), dictionary)
     kinds = tuple(_KINDS[name] for name in _NAMED.findall(dictionary))
     return tuple("lzw0" if kind == "lzw" else kind for kind in kinds) if _EARLY_CHANGE.search(dictionary) else kinds
 

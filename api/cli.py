@@ -11,6 +11,8 @@ from lodex.api.cli_common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command
 from lodex.api.cli_errors import ServerRefused, err, friendly as _friendly
 from lodex.api.cli_model import model_app
 from lodex.api.cli_reports import eval_, status
+from lodex.api.settings import Settings
+from lodex.indexer.run_state import RunSummary
 from lodex.store.errors import ConfigError
 from lodex.store.heap import limit_arenas
 
@@ -23,7 +25,7 @@ def main_options(ctx: typer.Context, config: ConfigOpt = None, data_dir: DataDir
     ctx.obj = {"config": config, "data_dir": data_dir}
 
 
-def _root(settings, directory: Path | None) -> Path:
+def _root(settings: Settings, directory: Path | None) -> Path:
     if directory is not None:
         root = directory.expanduser().resolve()
     elif settings.index.root:
@@ -47,7 +49,7 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
     return side
 
 
-def _print_summary(summary, as_json: bool) -> None:
+def _print_summary(summary: RunSummary, as_json: bool) -> None:
     from lodex.api.progress import summary_lines
 
     if as_json:

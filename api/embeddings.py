@@ -4,7 +4,7 @@ exactly as lodex does."""
 
 import asyncio
 import base64
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from fastapi import APIRouter, HTTPException, Response
@@ -98,7 +98,7 @@ def _json_kind(value: Any) -> str:
 def _encoded(vector: np.ndarray, encoding: str) -> list[float] | str:
     if encoding == "base64":
         return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
-    return vector.tolist()
+    return cast(list[float], vector.tolist())
 
 
 def embeddings_json(vectors: np.ndarray, tokens: int, model: str, encoding: str) -> bytes:

@@ -5,10 +5,10 @@ use it). Builders never change what they are given."""
 import importlib
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import cast
 from pathlib import Path
 
-from lodex.api.index_files import index_manifest, read_job_log, remote_store, require_index
+from lodex.api.index_files import index_manifest, remote_store
 from lodex.api.model_cache import encoder_languages, model_path
 from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunking.chunker import Chunker, ChunkRule
@@ -51,7 +51,7 @@ def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
     module, _, attr = name.partition(":")
     if attr:
         try:
-            return getattr(importlib.import_module(module), attr)
+            return cast(Callable[[EncoderSettings], Encoder], getattr(importlib.import_module(module), attr))
         except (ImportError, AttributeError) as exc:
             raise ConfigError(f"cannot load encoder.backend {name!r}: {exc}", "check the module:callable path") from exc
     raise ConfigError(f"unknown encoder.backend {name!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}, or module:callable")

@@ -110,7 +110,7 @@ class LimitsAndAuth:
             raw = value.decode("latin-1")
             name = host_name(raw)
             if name is None or not (is_loopback(name) or name.lower().rstrip(".") in self.allowed_hosts):
-                return raw
+                return str(raw)
         return None
 
     def _authorized(self, headers: dict[str, bytes]) -> bool:

@@ -5,10 +5,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from rich.console import Console
-
-from lodex.indexer.pipeline import Progress
+from lodex.indexer.run_state import Progress
 from lodex.store.job_log import FileRecord
+from rich.console import Console
 
 
 def _line(console: Console, event: str, **fields: object) -> None:

@@ -1,7 +1,7 @@
 """Prometheus metrics of one app: request latency, index size, queue depth, encoder throughput."""
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
@@ -17,7 +17,7 @@ class _IndexCollector:
     def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
         self.read = read
 
-    def collect(self):  # prometheus_client collector protocol
+    def collect(self) -> Iterator[Any]:  # prometheus_client collector protocol
         values = self.read()
         for name, help_text in (("documents", "Documents in the index."), ("chunks", "Chunks in the index."),
                                 ("failed_files", "Files whose last attempt failed."), ("queue_depth", "Write requests waiting."),

@@ -5,8 +5,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from lodex.api.factory import late_plan
 from lodex.api.model_cache import cached_model, is_model_id, model_path, named_model
 from lodex.api.model_import import NAMED
@@ -14,12 +12,20 @@ from lodex.api.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.encoders.layer_stream import StreamedModel
 from lodex.indexer.encoders.layer_weights import fp32_bytes, tensor_index
+from lodex.indexer.encoders.model_files import bundled_model_dir
 from lodex.indexer.encoders.model_info import Choice, read_model_dir, window
 from lodex.indexer.encoders.model_languages import declared_languages
-from lodex.indexer.encoders.model_probe import FastProbe, Run, measure_exact, probe_fast, probe_texts
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder, bundled_model_dir
+from lodex.indexer.encoders.model_probe import (
+    FastProbe,
+    Run,
+    measure_exact,
+    probe_fast,
+    probe_texts,
+)
+from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.errors import LodexError
 from lodex.store.manifest import IndexManifest
+from rich.console import Console
 
 _MB = 1 << 20
 

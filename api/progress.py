@@ -7,14 +7,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from lodex.indexer.paths import printable
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 if TYPE_CHECKING:  # types only: the CLI's renderers load without the indexing pipeline
-    from lodex.indexer.pipeline import Progress as RunProgress
-    from lodex.indexer.pipeline import RunSummary
+    from lodex.indexer.run_state import Progress as RunProgress
+    from lodex.indexer.run_state import RunSummary
 
 _IMPORTED = time.monotonic()
 

@@ -5,23 +5,26 @@ import gc
 import json
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from lodex.api.factory import build_encoder, open_reader, open_store, read_job_log
-from lodex.api.index_files import index_manifest
-from lodex.api.write_side import WriteSide
+from lodex.api.factory import build_encoder, open_reader, open_store
+from lodex.api.index_files import index_manifest, read_job_log
 from lodex.api.push_spool import PushSpool
 from lodex.api.read_side import ReadSide
 from lodex.api.settings import Settings
 from lodex.api.write_queue import WriteQueue
+from lodex.api.write_side import WriteSide
 from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.errors import Interrupted
+from lodex.indexer.identity import document_id
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary, document_id
+from lodex.indexer.pipeline import Indexer
+from lodex.indexer.run_state import Progress, RunSummary
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.batcher import EmbedJob, EmbedQueue, QueryBatcher

@@ -9,7 +9,9 @@ from concurrent.futures import Future, InvalidStateError
 from functools import partial
 from typing import Any, TypeVar
 
-from lodex.indexer.pipeline import Indexer, Interrupted, RunSummary
+from lodex.indexer.errors import Interrupted
+from lodex.indexer.pipeline import Indexer
+from lodex.indexer.run_state import RunSummary
 from lodex.indexer.writer import IndexWriter
 from lodex.store.errors import BusyError
 

@@ -60,7 +60,7 @@ class Indexer:
         self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
         self.background_commits = True  # commit a flush while the next one encodes (False: commit in turn, as a test may want)
         self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
-        self._in_flight: tuple[Future, Callable[[], None]] | None = None  # the commit running, and what to do once it is done
+        self._in_flight: tuple[Future[None], Callable[[], None]] | None = None  # the commit running, and what to do once it is done
         self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
         self.reading = ReadPool(ReadBudget(cfg.max_seconds_per_file, cfg.max_memory_mb_per_file, cfg.max_memory_mb))  # files read whole
         self.language = cfg.language.lower() or None  # every document's language, when set; else each one detected
@@ -77,7 +77,7 @@ class Indexer:
         assert self.late is not None
         return WindowPlanner(self.encoder, self.late, self.chunker.max_tokens, self._lead)(text, chunks, title, spans)
 
-    def run(self, root, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
+    def run(self, root: Path, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
             on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
         """Index new and changed files under `root` (or only under the `only` paths, as the index names
         them: path_key), drop deleted ones, re-use vectors of moved or copied content; every file processed gets a record."""
@@ -174,7 +174,7 @@ class Indexer:
         self.store.after_removal()
         return len(existing)
 
-    def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
+    def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord], summary: RunSummary,
                  state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
         """Prepare, encode and commit the files to do; each commit runs in the background while the next files encode."""
         self._progress = progress
@@ -185,7 +185,7 @@ class Indexer:
                 self._settle()  # the last commit done (or its error raised) before the run goes on or ends
                 self._committer = self._progress = None
 
-    def _prepare_and_flush(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict, summary: RunSummary,
+    def _prepare_and_flush(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord], summary: RunSummary,
                            state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None],
                            run_id: int) -> None:
         pending: list[Prepared] = []
@@ -231,7 +231,7 @@ class Indexer:
             progress(state)
         self.store.touch_documents({document_id(entry.path): (entry.size, entry.mtime) for entry in touched})
 
-    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
         """The files to do, prepared (read and chunked, or matched to stored vectors) on a reader thread; the Ray engine
         gives them encoded too (lodex index --ray)."""
         return self.preparer().prepared(todo, known, by_content)

@@ -88,9 +88,9 @@ class Preparer:
         """A document's language: the one set for the index, else detected from its text."""
         return self.language or detect_text(text)
 
-    def prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+    def prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
         """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
-        out: queue.Queue = queue.Queue(maxsize=16)
+        out: queue.Queue[Any] = queue.Queue(maxsize=16)
         stop = threading.Event()
 
         def work() -> None:
@@ -118,7 +118,7 @@ class Preparer:
                 except queue.Empty:
                     pass
 
-    def prepare_with_retries(self, entry: FileEntry, record: DocRecord | None, by_content: dict) -> Item:
+    def prepare_with_retries(self, entry: FileEntry, record: DocRecord | None, by_content: dict[tuple[str, str], DocRecord]) -> Item:
         """Prepare one file; retry transient OS errors with backoff; turn any failure into a recorded reason."""
         started = time.monotonic()
         for attempt in range(1, self.retries + 2):
@@ -144,7 +144,7 @@ class Preparer:
                 return Skipped(entry, f"{type(exc).__name__}: {exc}", attempt)
         raise AssertionError("unreachable")
 
-    def prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict, started: float) -> Item:
+    def prepare(self, entry: FileEntry, record: DocRecord | None, by_content: dict[tuple[str, str], DocRecord], started: float) -> Item:
         """One file as a Prepared (read and chunked), as its parts (copied from stored identical content, or
         streamed), or as a Skipped (its content is the stored one); raises what reading it raised."""
         fmt = format_of(entry.path) or "text"

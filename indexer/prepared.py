@@ -4,7 +4,7 @@ running totals — and the helpers that turn chunks into rows and find vectors a
 import errno
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class Prepared:
     format: str
     title: str
     texts: list[str]
-    rows: dict[str, list]  # chunk columns except id/document_id/content_hash/vector
+    rows: dict[str, list[Any]]  # chunk columns except id/document_id/content_hash/vector
     vectors: np.ndarray | None  # known when re-used from the store
     outcome: Outcome
     started: float
@@ -85,7 +85,7 @@ WholePlanner = Callable[[str, list[Chunk], str, str | None], tuple[str, int] | N
 
 
 def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None,
-               language: str | None = None) -> dict[str, list]:
+               language: str | None = None) -> dict[str, list[Any]]:
     """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table; each chunk's location (the page
     it starts and ends on, the section it starts in) from the document's `pages` and `sections`; its terms for
     keyword search, made here (on the reader thread, while others are encoded) by its document's `language`, with its

@@ -86,7 +86,7 @@ def task_pool(budget: ReadBudget) -> ReadPool:
     return ReadPool(budget)
 
 
-def read_files(row: dict[str, Any], side: ReadSide, by_content: dict) -> Iterator[dict[str, Any]]:
+def read_files(row: dict[str, Any], side: ReadSide, by_content: dict[tuple[str, str], DocRecord]) -> Iterator[dict[str, Any]]:
     """A Ray task's work: one file read and chunked, as one row per part it is committed in (one, unless large)."""
     entry, record = pickle.loads(row["file"])
     item = side.preparer().prepare_with_retries(entry, record, by_content)
@@ -127,7 +127,7 @@ class RayIndexer(Indexer):
         self.address, self.actors, self.cpus_per_actor = cfg.ray_address, cfg.ray_actors, cfg.ray_cpus_per_actor
         self.make_encoder = make_encoder
 
-    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
         if not todo:
             return
         ray = self.ray
@@ -148,7 +148,7 @@ class RayIndexer(Indexer):
             if started_here:
                 ray.shutdown()
 
-    def _dataset(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Any:
+    def _dataset(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Any:
         """The run as a Ray dataset: files → reading tasks → encoder actors, in the order of `todo`."""
         ray = self.ray
         side = ReadSide(self.encoder.tokenizer_only(), self.chunker.max_tokens, self.chunker.overlap, self.rules, self.flush_tokens,
@@ -165,7 +165,7 @@ class RayIndexer(Indexer):
                                  batch_size=PARTS_PER_CALL, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors),
                                  num_cpus=self.cpus_per_actor)
 
-    def _gathered(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict) -> Iterator[Prepared | Skipped]:
+    def _gathered(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
         """The encoded parts as they come back, in order (a file's parts are committed in turn, its row with the last)."""
         context = self.ray.data.DataContext.get_current()
         kept = (context.execution_options.preserve_order, context.enable_progress_bars, context.print_on_execution_start)

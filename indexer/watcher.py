@@ -107,7 +107,7 @@ class FolderWatcher:
         watcher = self
 
         class Handler(FileSystemEventHandler):
-            def on_any_event(self, event) -> None:  # watchdog FileSystemEvent
+            def on_any_event(self, event: Any) -> None:  # watchdog FileSystemEvent
                 if event.event_type in ("opened", "closed_no_write"):
                     return
                 if event.is_directory and event.event_type == "modified":

@@ -7,11 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
-from lodex.indexer.pipeline import Indexer, Interrupted, Progress, RunSummary
+from lodex.indexer.errors import Interrupted
+from lodex.indexer.pipeline import Indexer
+from lodex.indexer.run_state import Progress, RunSummary
 from lodex.store.job_log import FileRecord
 
 T = TypeVar("T")
@@ -64,7 +66,7 @@ class IndexWriter:
         self.root = root
         self.on_error = on_error
         self.hooks = hooks
-        self._queue: queue.Queue = queue.Queue(maxsize=QUEUE_SIZE)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_SIZE)
         self._pending = 0  # requests submitted and not finished
         self._count_lock = threading.Lock()
         self._tail_lock = threading.Lock()  # taken around queueing, so that `_tail` is the last request queued
@@ -105,7 +107,7 @@ class IndexWriter:
             return self._put(job)
 
     def _put(self, job: Callable[[Indexer], T]) -> "Future[T]":
-        future: Future = Future()
+        future: Future[Any] = Future()
         if self.indexer.cancel.is_set():
             future.set_exception(Interrupted())
             return future
@@ -174,7 +176,7 @@ class IndexWriter:
                 with self._count_lock:
                     self._pending -= 1
 
-    def _apply(self, job: Callable[[Indexer], Any], future: Future) -> None:
+    def _apply(self, job: Callable[[Indexer], Any], future: Future[Any]) -> None:
         try:
             result = job(self.indexer)
         except BaseException as exc:  # noqa: BLE001 — handed to the submitter, the writer goes on

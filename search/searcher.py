@@ -20,7 +20,7 @@ from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems
 from lodex.search.listing import is_listing
-from lodex.search.names import MODES, RANKINGS, FusionMethod, Mode, Ranking
+from lodex.search.names import MODES, RANKINGS, Mode, Ranking
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SnapshotSource

@@ -2,7 +2,7 @@
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -165,7 +165,7 @@ class Encoder(ABC):
 
     def embed_query(self, query: str) -> np.ndarray:
         """One query's vector, shape (dim,)."""
-        return self.embed([query], kind="query")[0]
+        return cast(np.ndarray, self.embed([query], kind="query")[0])
 
     def origin(self) -> dict[str, Any]:
         """What an index built with this encoder must record to be searched with it again."""

@@ -12,10 +12,10 @@ from lodex.indexer.errors import ModelError
 
 # Layer stacks streamed (config.model_type): BERT family, ModernBERT, LFM2 (conv + attention) and Qwen3.
 SUPPORTED = ("bert", "roberta", "xlm-roberta", "modernbert", "lfm2", "qwen3")
-LayerCall = Callable[[int, Any, tuple, dict], Any]  # (layer index, hidden states, args, kwargs) -> hidden states
+LayerCall = Callable[[int, Any, tuple[Any, ...], dict[str, Any]], Any]  # (layer index, hidden states, args, kwargs) -> hidden states
 
 
-def _stub_class():  # noqa: ANN202 - an nn.Module subclass, defined once torch is imported
+def _stub_class() -> Any:  # an nn.Module subclass, defined once torch is imported
     from torch import nn
 
     class Stub(nn.Module):
@@ -92,11 +92,11 @@ class Skeleton:
         finally:
             setattr(self.parent, self.attr, nn.ModuleList())
 
-    def at_layer(self, batch: dict[str, Any], index: int, use: Callable[[Any, tuple, dict], None]) -> None:
+    def at_layer(self, batch: dict[str, Any], index: int, use: Callable[[Any, tuple[Any, ...], dict[str, Any]], None]) -> None:
         """Run the model's forward up to layer `index` and hand that layer's inputs (hidden states, args, kwargs:
         masks, position embeddings) to `use`; the earlier layers are skipped (their output is not needed)."""
 
-        def call(i: int, hidden: Any, args: tuple, kwargs: dict) -> Any:
+        def call(i: int, hidden: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             if i == index:
                 use(hidden, args, kwargs)
                 raise StopForward

@@ -7,7 +7,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -84,7 +84,7 @@ class LayerCache:
     def manifest(self) -> dict[str, Any]:
         """The manifest as written (empty when there is none)."""
         try:
-            return json.loads((self.dir / "manifest.json").read_text())
+            return cast(dict[str, Any], json.loads((self.dir / "manifest.json").read_text()))
         except (OSError, ValueError):
             return {}
 

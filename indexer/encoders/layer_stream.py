@@ -105,12 +105,12 @@ class Activations:
             self.path.unlink(missing_ok=True)
 
 
-def _keep_hidden(store: Activations, b: int, hidden: Any, args: tuple, kwargs: dict) -> None:
+def _keep_hidden(store: Activations, b: int, hidden: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Batch `b`'s input to the first layer, kept for it."""
     store.put(b, hidden)
 
 
-def _run_layer(store: Activations, b: int, layer: Any, _: Any, args: tuple, kwargs: dict) -> None:
+def _run_layer(store: Activations, b: int, layer: Any, _: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Batch `b`'s activations through `layer` (its masks and position embeddings in `args`/`kwargs`)."""
     store.put(b, layer(store.get(b), *args, **kwargs))
 

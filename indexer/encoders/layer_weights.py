@@ -7,6 +7,7 @@ import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ def fp32_bytes(slots: dict[str, TensorSlot]) -> int:
     return sum(4 * s.numel for s in slots.values() if s.dtype.startswith(("F", "BF")))
 
 
-def read_tensor(slot: TensorSlot):  # noqa: ANN201 - a torch.Tensor (float weights come back as float32)
+def read_tensor(slot: TensorSlot) -> Any:  # a torch.Tensor (float weights come back as float32)
     """One tensor read from its file (float weights widened to float32)."""
     import torch
 

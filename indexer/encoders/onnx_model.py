@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -58,10 +58,10 @@ class OnnxModel:
         always gives the same vector, at 0.96-0.99x the batched speed here (docs/benchmarks.md, encoding speed)."""
         feeds = {name: batch[name].astype(np.int64, copy=False) for name in self.inputs}
         if not self.alone or len(feeds["attention_mask"]) < 2:
-            return self.session.run(None, feeds, run_options)[0]
+            return cast(np.ndarray, self.session.run(None, feeds, run_options)[0])
         mask = feeds["attention_mask"]
         if not mask.any(axis=1).all():  # an input without tokens (none of lodex's): as one batch
-            return self.session.run(None, feeds, run_options)[0]
+            return cast(np.ndarray, self.session.run(None, feeds, run_options)[0])
         out: np.ndarray | None = None
         for i, row in enumerate(mask):
             real = np.flatnonzero(row)

@@ -4,6 +4,7 @@ import logging
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class TransformersEncoder(FastMode, Encoder):
         self.query_prefix, self.document_prefix = (choice.value for choice in info.prefixes(cfg))  # lodex config, else the model's prompts
         self._inputs = model_inputs(self.model.skeleton.model if streamed else self.model, self.tokenizer)
 
-    def origin(self) -> dict:
+    def origin(self) -> dict[str, Any]:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the
         end-of-sequence id appended to inputs (recorded only when one is, so earlier indexes open unchanged)."""
         return super().origin() | ({"quantization": self.fast_path.scheme} if self.fast_path else {}) \
@@ -150,7 +151,7 @@ class TransformersEncoder(FastMode, Encoder):
 
         save_recipe(self, self._settings, model.path)
 
-    def _tokenize(self, texts: list[str], tensors: str):  # noqa: ANN202 - a transformers BatchEncoding
+    def _tokenize(self, texts: list[str], tensors: str) -> dict[str, Any]:
         """A padded batch (on the tokenizer's padding side) of the model's inputs, the EOS id appended when the encoder appends one."""
         with self._tokenizers.borrow() as tokenizer:
             if self.eos_id is None:
@@ -189,7 +190,7 @@ class TransformersEncoder(FastMode, Encoder):
             return super()._window_batches(inputs)
         prepared = [self._window_inputs(texts) for texts, _, _ in inputs]  # all windows through each layer at once
 
-        def pooled(i: int, hidden) -> list[np.ndarray]:  # noqa: ANN001 - a torch tensor
+        def pooled(i: int, hidden: Any) -> list[np.ndarray]:  # a torch tensor
             (texts, spans, starts), (batch, offsets, special) = inputs[i], prepared[i]
             mask = batch["attention_mask"].astype(bool)
             return [pool_spans(hidden[j].float().numpy(), mask[j], special[j], offsets[j], spans[j], (starts[j], len(texts[j])), self.pooling)

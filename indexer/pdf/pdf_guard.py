@@ -122,10 +122,10 @@ def _ascii_decoded(stream: memoryview | bytes) -> bytes:
     """The bytes an ASCIIHex or ASCII85 run at the start of `stream` stands for, b"" when it starts with neither."""
     start = bytes(stream[:64])
     try:
-        if re.match(rb"[0-9A-Fa-f\s]{2}", start) and (run := _HEX.match(stream)):  # type: ignore[call-overload]
+        if re.match(rb"[0-9A-Fa-f\s]{2}", start) and (run := _HEX.match(stream)):
             digits = re.sub(rb"\s", b"", run.group()[:-1])
             return bytes.fromhex((digits + b"0" * (len(digits) % 2)).decode("ascii"))
-        if re.match(rb"(?:<~)?[!-uz\s]{5}", start) and (run := _A85.match(stream)):  # type: ignore[call-overload]
+        if re.match(rb"(?:<~)?[!-uz\s]{5}", start) and (run := _A85.match(stream)):
             text = run.group()[:-2]
             return base64.a85decode(text[2:] if text.startswith(b"<~") else text, ignorechars=b" \t\r\n\f\0")
     except ValueError:

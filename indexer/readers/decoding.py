@@ -29,7 +29,9 @@ def _utf16_without_bom(sample: bytes) -> str | None:
     if len(sample) < 4:
         return None
     even, odd = sample[0::2], sample[1::2]
-    share = lambda part: part.count(0) / len(part)  # noqa: E731
+    def share(part: bytes) -> float:
+        return part.count(0) / len(part)
+
     name = "utf-16-le" if share(odd) > 0.5 and share(even) < 0.02 else "utf-16-be" if share(even) > 0.5 and share(odd) < 0.02 else None
     if name is None:
         return None

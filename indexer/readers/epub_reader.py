@@ -148,7 +148,7 @@ def _epub_chapter(data: bytes, toc: list[tuple[int, str]] | None, doc: DocBuilde
     """One spine chapter: its sections (from the table of contents, else its first heading), then its text (read first:
     read_html refuses a chapter nested too deep before anything parses it)."""
     from lodex.indexer.readers.decoding import decode
-    from lodex.indexer.readers.readers import read_html
+    from lodex.indexer.readers.html_reader import read_html
 
     markup, _ = decode(data)
     text = read_html(markup).text

@@ -78,7 +78,7 @@ def _header(msg: Message, name: str) -> str:
 
 def _body_text(part: EmailMessage) -> str:
     """The body part's text: plain as it is, HTML without its markup."""
-    from lodex.indexer.readers.readers import read_html
+    from lodex.indexer.readers.html_reader import read_html
 
     text = _content(part)
     return read_html(text).text if part.get_content_type() == "text/html" else text

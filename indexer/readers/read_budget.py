@@ -11,6 +11,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from typing import Any, cast
 
 from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.document import ReadLimits
@@ -107,7 +108,7 @@ class _Worker:
         left = deadline - time.monotonic()
         return left > 0 and bool(select.select([self.stdout], [], [], left)[0])
 
-    def read(self, request: tuple[str, bytes, ReadLimits, str], budget: ReadBudget) -> tuple:
+    def read(self, request: tuple[str, bytes, ReadLimits, str], budget: ReadBudget) -> tuple[Any, ...]:
         """The worker's answer to `request`; ReadError (the worker killed) when it breaches `budget`, or left idle when
         lodex and its reading processes are already past `budget.tree_mb`."""
         if budget.tree_over():
@@ -204,7 +205,7 @@ class ReadPool:
                     elif worker in self._all:
                         self._all.remove(worker)
         if answer[0] == "ok":
-            return answer[1]
+            return cast(Extracted, answer[1])
         if answer[1] == "memory":
             raise self.budget.too_big()
         raise ReadError(answer[1], answer[2])

@@ -8,7 +8,7 @@ import struct
 import sys
 import threading
 import time
-from typing import IO, cast
+from typing import Any, IO, cast
 
 from lodex.indexer.readers.document import ReadLimits
 from lodex.store.errors import LodexError
@@ -37,7 +37,7 @@ def receive(source: IO[bytes]) -> object | None:
     blob = source.read(size)
     if len(blob) < size:
         return None
-    return pickle.loads(blob)
+    return cast(object | None, pickle.loads(blob))
 
 
 def send_file(out: IO[bytes], request: tuple[str, bytes, ReadLimits, str]) -> None:
@@ -59,7 +59,7 @@ def receive_file(source: IO[bytes]) -> tuple[str, bytes, ReadLimits, str] | None
     return (path, data, limits, reader) if len(data) == size else None
 
 
-def answer(request: tuple[str, bytes, ReadLimits, str]) -> tuple:
+def answer(request: tuple[str, bytes, ReadLimits, str]) -> tuple[Any, ...]:
     """("ok", Extracted) or ("fail", reason, fix) for one request (path, data, limits, reader spec)."""
     from lodex.indexer.readers.readers import extract
 

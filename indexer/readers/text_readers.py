@@ -7,13 +7,14 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.document import Document, locate_sections
 from lodex.indexer.readers.html_reader import read_html
 
 
-def _inline_text(token) -> str:  # markdown-it Token
+def _inline_text(token: Any) -> str:  # markdown-it Token
     parts: list[str] = []
     for child in token.children or []:
         if child.type in ("text", "code_inline", "html_inline"):

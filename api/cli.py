@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -11,10 +11,12 @@ from lodex.api.cli_common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command
 from lodex.api.cli_errors import ServerRefused, err, friendly as _friendly
 from lodex.api.cli_model import model_app
 from lodex.api.cli_reports import eval_, status
-from lodex.api.settings import Settings
-from lodex.indexer.run_state import RunSummary
 from lodex.store.errors import ConfigError
 from lodex.store.heap import limit_arenas
+
+if TYPE_CHECKING:  # the CLI's module imports nothing heavy: a forwarded search must not load the search stack
+    from lodex.api.settings import Settings
+    from lodex.indexer.run_state import RunSummary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
 
@@ -25,7 +27,7 @@ def main_options(ctx: typer.Context, config: ConfigOpt = None, data_dir: DataDir
     ctx.obj = {"config": config, "data_dir": data_dir}
 
 
-def _root(settings: Settings, directory: Path | None) -> Path:
+def _root(settings: "Settings", directory: Path | None) -> Path:
     if directory is not None:
         root = directory.expanduser().resolve()
     elif settings.index.root:
@@ -49,7 +51,7 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
     return side
 
 
-def _print_summary(summary: RunSummary, as_json: bool) -> None:
+def _print_summary(summary: "RunSummary", as_json: bool) -> None:
     from lodex.api.progress import summary_lines
 
     if as_json:

@@ -41,9 +41,8 @@ def _root(settings: "Settings", directory: Path | None) -> Path:
 
 def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool = False) -> Any:
     """The index's write side for `root` (a WriteSide: lock, job log, encoder, store, indexer), for a `with` block."""
-    from lodex.api.write_side import WriteSide
-
     from lodex.api.render import runtime_line
+    from lodex.api.write_side import WriteSide
 
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     side = WriteSide(settings, root, rebuild=rebuild, long_lived=long_lived)
@@ -53,7 +52,6 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
 
 def _print_summary(summary: "RunSummary", as_json: bool) -> None:
     from lodex.api.progress import summary_lines
-
     if as_json:
         print(json.dumps(summary.to_dict()))
     else:

@@ -2,7 +2,6 @@
 one that never returns, one that allocates without bound, one without the PDF guard; any other file is read as usual."""
 
 import threading
-import time
 from pathlib import PurePath
 
 from lodex.indexer.pdf import pdf_reader
@@ -25,7 +24,7 @@ def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:
             for page in range(0, 16 << 20, 4096):
                 held[-1][page] = 1
             if name == "heap":
-                time.sleep(0.01)  # 16 MB a step, a step in 10 ms: slower than the parent's looks (every 20 ms)
+                threading.Event().wait(0.01)  # paced, not waiting on a state: 16 MB a step, a step in 10 ms, slower than the parent's looks (every 20 ms)
         threading.Event().wait(0.5)  # held while the parent looks
     if name == "size":  # how many bytes arrived, as the title
         return extract(path, b"# %d bytes\n\nreceived" % len(data), limits)

@@ -1,12 +1,12 @@
 """The index's manifest: its record (origin.json) read once, typed, with what an existing index keeps of it."""
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from lodex.store.errors import StoreError
 from lodex.store.fts_terms import TERMS_VERSION
+from lodex.store.json_files import read_json_object
 from lodex.store.object_store import ObjectStore
 
 ORIGIN_FILE = "origin.json"
@@ -38,11 +38,9 @@ class IndexManifest:
         if not path.exists():
             return cls()
         try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
+            record = read_json_object(path)
+        except (OSError, ValueError) as exc:  # NotAnObject says "not a JSON object"
             raise StoreError(f"cannot read {path}: {exc}", "restore it or rebuild with `lodex index --rebuild`") from exc
-        if not isinstance(record, dict):
-            raise StoreError(f"cannot read {path}: not a JSON object", "restore it or rebuild with `lodex index --rebuild`")
         return cls(record, exists=True)
 
     @staticmethod

@@ -8,6 +8,7 @@ from typing import Any
 
 from lodex.indexer.errors import ModelError
 from lodex.indexer.settings import EncoderSettings
+from lodex.store.json_files import NotAnObject, read_json_object
 
 ST_CONFIG = "config_sentence_transformers.json"
 # model_types of causal (decoder) language models: last-token pooling by default
@@ -140,11 +141,11 @@ def read_model_declarations(path: Path) -> ModelInfo:
     if not config_path.is_file():
         raise ModelError(f"no model found in {path} (config.json missing)", fix)
     try:
-        config = json.loads(config_path.read_text())
+        config = read_json_object(config_path)
+    except NotAnObject as exc:
+        raise ModelError(f"{config_path} is not a JSON object", "restore the model's config.json") from exc
     except (OSError, ValueError) as exc:
         raise ModelError(f"{config_path} is not valid JSON ({str(exc).splitlines()[0]})", "restore the model's config.json") from exc
-    if not isinstance(config, dict):
-        raise ModelError(f"{config_path} is not a JSON object", "restore the model's config.json")
     model_type = str(config.get("model_type") or "")
     from transformers import CONFIG_MAPPING, __version__
 

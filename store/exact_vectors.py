@@ -2,6 +2,7 @@
 immutable segment files in the data dir that every process reads, plus a private file of the vectors added since."""
 
 import os
+import shutil
 import tempfile
 import threading
 import weakref
@@ -187,6 +188,32 @@ class ExactVectors:
             self._map = (*latest_entries(np.concatenate([base_ids, new_ids]), np.concatenate([base_locs, new_locs])), _EMPTY, _EMPTY)
         else:
             self._map = (base_ids, base_locs, new_ids, new_locs)
+
+    def adopt(self, other: "ExactVectors") -> None:
+        """Take over the published segments of `other` (a shard's, encoded elsewhere): moved into this directory as the
+        newest segments, their vectors read from here from now on; `other`, whose additions must all be saved, is left
+        empty. Like any change of the index, it must not run while a search reads it."""
+        if other._tail is not None and other._files[other._tail].rows:
+            raise ValueError("a shard's vectors must be saved before they are merged")
+        base_ids, base_locs, new_ids, new_locs = self._map
+        ids, locs = [base_ids, new_ids], [base_locs, new_locs]
+        for file in other._files:
+            if file.path is None or file.fd < 0 or not file.path.exists():
+                continue
+            saved = saved_segments(self.directory)
+            path = self.directory / segment_name(saved[-1][0] + 1 if saved else 1)
+            shutil.move(file.path, path)
+            fd = os.open(path, os.O_RDONLY)
+            segment_ids = self._read_segment(fd, path)
+            if segment_ids is None:
+                os.close(fd)
+                raise ValueError(f"{path} is not a segment of {self.dim}-dimensional vectors")
+            ids.append(segment_ids)
+            locs.append(np.arange(len(segment_ids), dtype=np.int64) + ((len(self._files) - 1) << _FILE_SHIFT))
+        self._map = (*latest_entries(np.concatenate(ids), np.concatenate(locs)), _EMPTY, _EMPTY)
+        close_files(other._files)
+        other._files.clear()
+        other._tail, other._tail_ids, other._map = None, [], (_EMPTY, _EMPTY, _EMPTY, _EMPTY)
 
     def _open_tail(self) -> int:
         if self._tail is None:

@@ -79,8 +79,8 @@ demo: install
 	$(BIN)/lodex search "heat transfer in hypersonic boundary layers" -k 3
 
 bench: install-test
-	$(BIN)/python bench/encode.py
-	$(BIN)/python bench/quality.py ../shared/evaldata/cranfield
+	$(BIN)/python bench/indexing/encode.py
+	$(BIN)/python bench/quality/quality.py ../shared/evaldata/cranfield
 
 clean:
 	rm -rf $(VENV) .lodex .pytest_cache site

@@ -28,7 +28,7 @@ needs: apt-get install -y chromium libreoffice-writer-nogui hyphen-en-us qpdf
   owner_only.pdf       qpdf --encrypt "" owner 256 of two_column.pdf: restrictions only, it opens without one
   truncated.pdf        the first half of two_column.pdf's bytes
   expected.json        per fixture, the source text of each page in reading order (running headers left out) and the
-                       title its producer recorded; bench/extract.py scores text fidelity against it too
+                       title its producer recorded; bench/readers/extract.py scores text fidelity against it too
 The texts are CISI abstracts (`corpus.jsonl`), chosen deterministically; each run rewrites every file (the PDFs
 differ only in their creation dates and IDs).
 """

@@ -116,7 +116,7 @@ class Searcher:
         (top-1 0.78 -> 0.81 Chinese, 0.66 -> 0.74 Japanese; on English abstracts, 1-3 chunks a document, it cost bm25
         4.5 points of nDCG@10, so keyword search elsewhere keeps the best chunk). One in an uncovered language of the
         model's own script stays hybrid: shared words and names carry meaning (German: dense top-1 0.41, and hybrid
-        0.51 where keywords alone gave 0.43; bench/RESULTS-languages.md)."""
+        0.51 where keywords alone gave 0.43; bench/languages/RESULTS-languages.md)."""
         if self.languages is None or (q.mode or self.mode) != "hybrid":
             return q
         if snap.docs.query_language(q.text) not in unread_languages(self.languages):

@@ -15,7 +15,7 @@ from lodex.store.exact_segments import discard_segments
 from lodex.store.exact_vectors import ExactVectors
 
 _FILE = re.compile(r"^chunks\.v(\d+)\.faiss$")
-PQ_DIMS = 4  # dimensions per byte of a compressed index's product-quantized codes (96 bytes for 384-d: bench/ann.py)
+PQ_DIMS = 4  # dimensions per byte of a compressed index's product-quantized codes (96 bytes for 384-d: bench/scale/ann.py)
 PQ_TRAIN = 256 * 39  # vectors its codebooks need at least (256 centroids each); with fewer: 8-bit scalar codes
 
 

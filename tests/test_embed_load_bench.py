@@ -1,4 +1,4 @@
-"""bench/embed_load.py in its quick mode runs to completion against a real `lodex serve` and the bundled model: every
+"""bench/serving/embed_load.py in its quick mode runs to completion against a real `lodex serve` and the bundled model: every
 embedding request answered (200, or 429 sent again after its Retry-After), searches answered in both phases. No timing
 is asserted: the figures are the lead's, on a quiet machine."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.embed_load import main
+from bench.serving.embed_load import main
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""bench/faiss_scale.py in a tiny mode runs every step (train, a worker per shard, the merge, the ground truth, a
+"""bench/scale/faiss_scale.py in a tiny mode runs every step (train, a worker per shard, the merge, the ground truth, a
 fresh process's search) to completion, and the merged index holds every chunk and finds its neighbours. No timing is
 asserted: the figures are the ones in docs/scaling.md."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.faiss_scale import main
+from bench.scale.faiss_scale import main
 
 
 @pytest.mark.slow

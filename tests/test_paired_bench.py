@@ -1,12 +1,12 @@
-"""bench/paired.py: the paired change between two runs over the same questions and its bootstrap interval; and the
-question sets bench/late_heldout.py asks (every target a file the folder builds from, no question asked twice)."""
+"""bench/quality/paired.py: the paired change between two runs over the same questions and its bootstrap interval; and the
+question sets bench/quality/late_heldout.py asks (every target a file the folder builds from, no question asked twice)."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from bench.paired import changed, paired_delta
+from bench.quality.paired import changed, paired_delta
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,8 +33,8 @@ def test_only_the_questions_both_runs_answered_count() -> None:
         paired_delta({"a": 1.0}, {"b": 1.0})
 
 
-@pytest.mark.parametrize("first, extra", [("bench/pipelinedata/git-doc.json", "bench/pipelinedata/git-doc-extra.json"),
-                                          ("bench/langdata/de.json", "bench/langdata/de-extra.json")])
+@pytest.mark.parametrize("first, extra", [("bench/data/pipelinedata/git-doc.json", "bench/data/pipelinedata/git-doc-extra.json"),
+                                          ("bench/data/langdata/de.json", "bench/data/langdata/de-extra.json")])
 def test_the_second_question_sets_add_new_questions(first: str, extra: str) -> None:
     old = json.loads((ROOT / first).read_text(encoding="utf-8"))
     new = json.loads((ROOT / extra).read_text(encoding="utf-8"))

@@ -1,11 +1,11 @@
-"""bench/pipelines.py's scoring: documents ranked by their best chunk, top-1/top-3/MRR@10, and nDCG@10 as lodex's own."""
+"""bench/indexing/pipelines.py's scoring: documents ranked by their best chunk, top-1/top-3/MRR@10, and nDCG@10 as lodex's own."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-from bench.pipeline_scores import documents_by_best_chunk, quality
+from bench.indexing.pipeline_scores import documents_by_best_chunk, quality
 from lodex.search.metrics import mrr_at, ndcg_at
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def test_ndcg_and_mrr_are_lodex_own_definitions() -> None:
 
 
 def test_git_doc_questions_are_many_and_name_one_file_each() -> None:
-    questions = json.loads((ROOT / "bench" / "pipelinedata" / "git-doc.json").read_text(encoding="utf-8"))
+    questions = json.loads((ROOT / "bench" / "data" / "pipelinedata" / "git-doc.json").read_text(encoding="utf-8"))
     assert len(questions) >= 30
     assert len({q["question"] for q in questions}) == len(questions)
     assert all(q["target"].endswith(".html") and q["question"].strip() for q in questions)

@@ -139,7 +139,7 @@ def test_reindex_requests_waiting_together_share_one_run(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_a_flood_against_a_real_server_loses_nothing_it_accepted(tmp_path: Path) -> None:
-    from bench.push_flood import Serve, all_indexed, flood
+    from bench.serving.push_flood import Serve, all_indexed, flood
 
     root, data = tmp_path / "docs", tmp_path / "data"
     root.mkdir()

@@ -36,7 +36,7 @@ QUICK: dict[str, tuple[str, ...]] = {
     "eml": ("valid", "charsets", "boundaries", "wide", *CORRUPTIONS),
     "html": ("valid", "encoding", "deep", *CORRUPTIONS[:3]),  # no HTML fixture to flip
 }
-# Generators whose files hang or blow memory on today's readers (measured with bench/fuzz_readers.py, seeds 0-2, 10-20 s
+# Generators whose files hang or blow memory on today's readers (measured with bench/readers/fuzz_readers.py, seeds 0-2, 10-20 s
 # and 2 GiB per case): they need the per-file time and memory budget (issue #37: index.max_seconds_per_file,
 # index.max_memory_mb_per_file, extraction in killable workers). The coordinator enables them (removes the skip)
 # once the budget lands; each must then fail within the budget, with a clear reason.
@@ -164,7 +164,7 @@ def index_cases(tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple
 def test_a_few_hundred_hostile_files_are_indexed_or_failed_with_a_reason(tmp_path: Path) -> None:
     chosen = quick_cases(range(4))
     assert len(chosen) >= 250, len(chosen)
-    records = index_cases(tmp_path, chosen, RAW_TODAY)  # thousands more: bench/fuzz_readers.py
+    records = index_cases(tmp_path, chosen, RAW_TODAY)  # thousands more: bench/readers/fuzz_readers.py
     failed = sum(r.status == "failed" for r in records.values())
     assert 0 < failed < len(records)  # both outcomes occur: the folder really is hostile, and not wholly unreadable
 
@@ -172,7 +172,7 @@ def test_a_few_hundred_hostile_files_are_indexed_or_failed_with_a_reason(tmp_pat
 @pytest.mark.slow
 def test_files_that_need_the_budget_fail_within_it(tmp_path: Path) -> None:
     chosen = [c for c in NEEDS_BUDGET if c.seed == 0]  # one of each generator, in one folder, under a small budget
-    # (seeds 1 and 2 too: bench/fuzz_readers.py)
+    # (seeds 1 and 2 too: bench/readers/fuzz_readers.py)
     records = index_cases(tmp_path, chosen, budget=(BUDGET_SECONDS, BUDGET_MB))  # ends; each read within the budget,
     assert any(r.status == "failed" for r in records.values())  # or failed with a readable reason ("took longer…")
 

@@ -24,7 +24,7 @@ from lodex.store.system_memory import available_bytes
 
 SPILL_PREFIX = "lodex-stream-spill-"
 # Tokens per call (~500 chunks of 128): reading the weights once per call then costs under 2% of the compute even from
-# a cold disk (1.5 GB model, bench/streamed.py), while a stop request or a kill waits for or loses one call's work.
+# a cold disk (1.5 GB model, bench/indexing/streamed.py), while a stop request or a kill waits for or loses one call's work.
 GROUP_TOKENS, GROUP_TOKENS_MIN = 1 << 16, 1 << 14
 MIN_AGREEMENT = 0.99  # compressed layers: mean cosine to float32, as fast mode's gate
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Structure-aware generators of hostile files for lodex's readers, shared by tests/test_reader_fuzz.py and
-bench/fuzz_readers.py: a case is (format, generator, seed) and always builds the same bytes."""
+bench/readers/fuzz_readers.py: a case is (format, generator, seed) and always builds the same bytes."""
 
 import random
 import re

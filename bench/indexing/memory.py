@@ -96,7 +96,7 @@ def main() -> None:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_ENCODER__PRECISION": args.precision,
                "LODEX_ENCODER__CACHE_DIR": str(work / "model-cache"), "PYTHONPATH": str(ROOT)}
         if args.model_every != 1:
-            env["LODEX_ENCODER__BACKEND"] = "bench.memory:sampled_encoder"
+            env["LODEX_ENCODER__BACKEND"] = "bench.indexing.memory:sampled_encoder"
             env["LODEX_BENCH_MODEL_EVERY"] = str(args.model_every)
         log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - the child's stderr, shown if it fails
         started = time.monotonic()

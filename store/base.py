@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lodex.store.chunk_owners import ChunkOwners
+from lodex.store.fragments import FragmentTarget
 from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.keyword_scheme import KeywordScheme
 from lodex.store.schema import DOCUMENT_COLUMNS, vectors_of
@@ -173,6 +174,21 @@ class Store(ABC):
     @abstractmethod
     def commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
         """Add chunk rows, then upsert document rows (the commit point), then drop deleted documents."""
+
+    @abstractmethod
+    def fragment_target(self) -> FragmentTarget:
+        """Where other processes (Ray actors) write chunk fragments for `commit_fragments` (picklable)."""
+
+    @abstractmethod
+    def commit_fragments(self, fragments: list[Any], owners: list[str], documents: list[dict[str, Any]], deleted_ids: list[str],
+                         chunks: pa.Table | None = None) -> None:
+        """Add chunk fragments written elsewhere (`owners`: the documents they hold chunks of) and these `chunks` rows in
+        one commit of the chunks table, then upsert document rows (the commit point), then drop deleted documents."""
+
+    @abstractmethod
+    def sweep_fragments(self) -> int:
+        """Delete chunk fragments no version refers to (written, never committed): data files deleted; only while no
+        other process writes."""
 
     @abstractmethod
     def set_document_fields(self, doc_id: str, *, title: str | None = None, metadata: str | None = None) -> None:

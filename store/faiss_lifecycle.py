@@ -47,11 +47,12 @@ class FaissLifecycle:
         self._save_s = 0.0  # how long the last save took
         self.lent = False  # whether the process's searchers keep the one index instead, and make the saves asked of them
         self._asked = self._made = 0  # saves of a lent index asked for, and the last one its keeper made
+        self._behind = False  # rows were appended that the index in memory lacks (fragments): caught up when next asked for
 
     def lend(self) -> None:
         """From now on keep no index in memory: the process's searchers keep the one index (their snapshots follow
         the commits), and a save this lifecycle would make is asked of them instead (`save_due`, `saved`)."""
-        self.lent, self._index, self._index_version = True, None, -1
+        self.lent, self._index, self._index_version, self._behind = True, None, -1, False
 
     def save_due(self) -> int | None:
         """A lent index: the latest save asked for while its keeper has not made it (the ticket to give `saved`), else
@@ -78,18 +79,29 @@ class FaissLifecycle:
                 self._index = None  # a large run: rebuilt from Lance when next needed
             else:
                 self._index.add(chunks["id"].to_numpy(), vectors_of(chunks))
-                self._index_version = self.chunks.version
+                self._follow()
+
+    def appended(self) -> None:
+        """Chunk rows were just added to Lance by a commit of fragments written elsewhere (their vectors never came
+        here): the index in memory is caught up from Lance by chunk id when next asked for (`current`)."""
+        if self._index is not None:
+            self._behind = True
+
+    def _follow(self) -> None:
+        """The index in memory is that of the table's version now, unless rows were appended that it lacks."""
+        if not self._behind:
+            self._index_version = self.chunks.version
 
     def removed(self, chunk_ids: list[int]) -> None:
         """These chunk rows were just deleted from Lance."""
         if self._index is not None:
             self._index.remove(chunk_ids)
-            self._index_version = self.chunks.version
+            self._follow()
 
     def compacted(self) -> None:
         """Lance just moved to a new version with the same rows (optimize)."""
         if self._index is not None:
-            self._index_version = self.chunks.version
+            self._follow()
 
     # ---- the index of a version --------------------------------------------------------------
     def current(self, version: int | None = None, chunk_ids: np.ndarray | None = None) -> VectorIndex:
@@ -108,7 +120,7 @@ class FaissLifecycle:
             if index is None or not self._catch_up(index, chunk_ids):
                 index = None  # freed before the new one is built
                 index = self._build()
-        self._index, self._index_version, self._unsaved = index, version, 0
+        self._index, self._index_version, self._unsaved, self._behind = index, version, 0, False
         return index
 
     def detached(self, version: int, chunk_ids: np.ndarray) -> VectorIndex:

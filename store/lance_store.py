@@ -5,14 +5,11 @@ and when compaction is due."""
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from lodex.store import base, lance_bridge
 from lodex.store.ann_policy import AnnPolicy
@@ -23,16 +20,17 @@ from lodex.store.errors import StoreError
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.heap import release_freed
 from lodex.store.keyword_delta import KeywordDelta
+from lodex.store.lance_commits import LanceCommits
 from lodex.store.lance_keywords import LanceKeywordSearch
 from lodex.store.lance_reads import LanceTableReads
-from lodex.store.lance_sql import equals, in_lists
+from lodex.store.lance_sql import in_lists
 from lodex.store.lancedb_import import import_lancedb
 from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.manifest import IndexManifest
 from lodex.store.origin import settle_origin
-from lodex.store.schema import chunks_schema, documents_schema, vectors_of, with_keywords
+from lodex.store.schema import chunks_schema, documents_schema, vectors_of
 from lodex.store.vector_index import VectorIndex
-from lodex.store.version_marks import IntervalMarks, VersionMarks, committed_here
+from lodex.store.version_marks import IntervalMarks, VersionMarks
 from lodex.store.writer_memory import KeptRecords, StaleChunks
 
 __all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "vectors_of", "version_keys"]
@@ -42,7 +40,7 @@ __all__ = ["AnnPolicy", "ChunkOwners", "DocRecord", "LanceStore", "vectors_of", 
 OPTIMIZE_ROWS = 500
 
 
-class LanceStore(LanceTableReads, base.Store):
+class LanceStore(LanceCommits, LanceTableReads, base.Store):
     """Lance tables plus the FAISS index over chunk vectors and keyword search of chunk text (`keywords`), under one
     data directory; with `remote`, the tables, the origin record and the persisted FAISS index live on object storage
     and data_dir is their local cache."""
@@ -162,62 +160,9 @@ class LanceStore(LanceTableReads, base.Store):
         """The keyword-indexed column of the chunk rows at these Lance row ids, by row id (ids not found left out)."""
         return self.keywords.texts_at_rows(row_ids)
 
-    # ---- writing (one writer at a time) --------------------------------------------------
-    @contextmanager
-    def _writing(self, action: str) -> Iterator[None]:
-        """Vendor errors mapped (`action`: what lodex was doing); on object storage, this process's readers of the
-        tables see the commit at their next refresh (another host's within `serve.refresh_s`)."""
-        try:
-            with lance_bridge.mapped_errors(action):
-                yield
-        finally:
-            if self.remote is not None:
-                committed_here(self.remote.uri)
-
-    def commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
-        """Add chunk rows, then upsert document rows (the commit point), then drop deleted documents."""
-        with self._writing("commit to the index"):
-            self._commit(chunks, documents, deleted_ids)
-
     def document_records(self) -> dict[str, DocRecord]:
         """Every document, keyed by its path (kept per documents table version, patched by this handle's commits)."""
         return self._records.get(self.documents.version, super().document_records)
-
-    def _commit(self, chunks: pa.Table | None, documents: list[dict[str, Any]], deleted_ids: list[str]) -> None:
-        self._stale.note([*deleted_ids, *(d["id"] for d in documents)])  # before writing: a commit that fails midway
-        if chunks is not None:  # leaves its chunks to the next collection
-            self._stale.note(pc.unique(chunks["document_id"]).to_pylist())
-        if chunks is not None and chunks.num_rows:
-            self.chunks.add(with_keywords(chunks, self.keyword_scheme.terms_version))
-            self._unoptimized_rows += chunks.num_rows
-            self._faiss.added(chunks)
-        before = self.documents.version
-        if documents:
-            rows = pa.Table.from_pylist(documents, schema=documents_schema(self.dim))
-            self.documents.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
-        for predicate in in_lists("id", deleted_ids):
-            self.documents.delete(predicate)
-        if documents or deleted_ids:
-            self._records.patch(self.documents, before, [d["id"] for d in documents], deleted_ids)
-
-    def set_document_fields(self, doc_id: str, *, title: str | None = None, metadata: str | None = None) -> None:
-        """Change a document's title and metadata (those given) and nothing else: its chunks stay."""
-        values = {name: value for name, value in (("metadata", metadata), ("title", title)) if value is not None}
-        if values:
-            with self._writing("update a document"):
-                self.documents.update(where=equals("id", doc_id), values=values)
-
-    def touch_documents(self, stats: Mapping[str, tuple[int, float]]) -> None:
-        """Record the new (size, mtime) of documents whose file was touched but not changed, all in one write
-        (ids not in the table are left out)."""
-        if not stats:
-            return
-        schema = documents_schema(self.dim)
-        rows = pa.table({"id": pa.array(list(stats), schema.field("id").type),
-                         "size": pa.array([size for size, _ in stats.values()], schema.field("size").type),
-                         "mtime": pa.array([mtime for _, mtime in stats.values()], schema.field("mtime").type)})
-        with self._writing("record touched files"):
-            self.documents.merge_insert("id").when_matched_update_all().execute(rows)
 
     # ---- upkeep --------------------------------------------------------------------------
     def collect_garbage(self) -> int:

@@ -26,7 +26,7 @@ def encode_pending(encoder: Encoder, lead: TitleLead, dim: int, cancel: threadin
     """Encode the chunks the pending files need (their vectors filled in place), a group of encoder batches at a
     time; between groups, stop when `cancel` is set (Interrupted) and drop files that changed or vanished meanwhile
     (they are failed through `fail`). Returns the files still wanted."""
-    fresh = [p for p in pending if p.vectors is None]
+    fresh = [p for p in pending if p.vectors is None and p.written is None]  # (written: encoded and stored by an actor)
     jobs = encoder_jobs(fresh, encoder, lead)
     for p in fresh:
         vectors = p.vectors = np.zeros((len(p.texts), dim), dtype=np.float32)

@@ -62,6 +62,7 @@ class Indexer:
         self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
         self._in_flight: tuple[Future[None], Callable[[], None]] | None = None  # the commit running, and what to do once it is done
         self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
+        self._fragments_committed: set[str] = set()  # during a run: the chunk fragments (written by Ray actors) committed
         self.reading = ReadPool(ReadBudget(cfg.max_seconds_per_file, cfg.max_memory_mb_per_file, cfg.max_memory_mb))  # files read whole
         self.language = cfg.language.lower() or None  # every document's language, when set; else each one detected
 
@@ -177,7 +178,7 @@ class Indexer:
     def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord], summary: RunSummary,
                  state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
         """Prepare, encode and commit the files to do; each commit runs in the background while the next files encode."""
-        self._progress = progress
+        self._progress, self._fragments_committed = progress, set()
         with ThreadPoolExecutor(1, thread_name_prefix="lodex-commit") as self._committer:
             try:
                 self._prepare_and_flush(todo, known, by_content, summary, state, progress, note, run_id)
@@ -216,7 +217,7 @@ class Indexer:
             else:
                 pending.append(item)
                 pending_tokens += sum(item.rows["token_count"][i] for i in item.to_encode())
-            if pending and pending_tokens >= limit:
+            if pending and pending_tokens >= limit and not self._joins_next_commit():
                 self._flush(pending, summary, state, note, run_id, fail)
                 pending, pending_tokens, limit = [], 0, self.flush_tokens
             if progress:
@@ -230,6 +231,10 @@ class Indexer:
         if progress:
             progress(state)
         self.store.touch_documents({document_id(entry.path): (entry.size, entry.mtime) for entry in touched})
+
+    def _joins_next_commit(self) -> bool:
+        """Whether a flush that is due waits to join the next one (commits of fragments, while one is in flight)."""
+        return False
 
     def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
         """The files to do, prepared (read and chunked, or matched to stored vectors) on a reader thread; the Ray engine
@@ -247,10 +252,14 @@ class Indexer:
             return
         encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) + (p.whole_tokens if p.whole is not None else 0)
                           for p in pending if (key := id(p)) in fresh_ids}
-        chunks, documents, finished = flush_rows(pending, self.store.dim, encoded_tokens, summary, state)
+        rows = flush_rows(pending, self.store.dim, encoded_tokens, summary, state, self._fragments_committed)
+        finished = rows.finished
 
         def commit() -> None:
-            self.store.commit(chunks, documents, [])
+            if rows.fragments:  # written by Ray actors: one commit of them all, with the rows made here
+                self.store.commit_fragments(rows.fragments, rows.owners, rows.documents, [], rows.chunks)
+            else:
+                self.store.commit(rows.chunks, rows.documents, [])
             self.store.after_commit(self.optimize_every_s)  # a long run while serving: keep keyword search on the full-text index
 
         def committed() -> None:  # on this thread: the job log and the callbacks stay on the indexing thread

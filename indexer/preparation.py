@@ -18,8 +18,8 @@ from lodex.indexer.chunking.chunker import Chunk, Chunker, token_spans_of
 from lodex.indexer.errors import ReadError
 from lodex.indexer.identity import content_hash, document_id
 from lodex.indexer.paths import read_limited
-from lodex.indexer.prepared import (CHANGED, VANISHED, Item, Outcome, Planner, Prepared, Skipped, Stream, WholePlanner, chunk_rows,
-                                    parts_of, shifted, stored_vector, unchanged_chunks)
+from lodex.indexer.prepared import (CHANGED, VANISHED, ChunkVectors, Item, Outcome, Planner, Prepared, Skipped, Stream, WholePlanner,
+                                    chunk_rows, parts_of, shifted, stored_vector, unchanged_chunks)
 from lodex.indexer.readers.decoding import OffsetMap
 from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.readers.read_budget import ReadPool
@@ -83,6 +83,7 @@ class Preparer:
     pool: ReadPool | None = None  # the budgeted reading processes files read whole go to (None: read here, as tests may)
     language: str | None = None  # every document's language (index.language); None: each detected from its text
     whole_text: WholePlanner | None = None  # chunking.document_vector "whole": which documents get a vector of their own
+    stored: ChunkVectors | None = None  # off the writer: where an edited file finds the vectors it keeps (None: the writer finds them)
 
     def language_of(self, text: str) -> str | None:
         """A document's language: the one set for the index, else detected from its text."""
@@ -175,8 +176,9 @@ class Preparer:
         prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
                             windows=self.plan(doc.text, clean, doc.title, spans) if self.plan else None)
         self.plan_whole(prepared, doc.text, clean)
-        if record is not None and self.store is not None:
-            prepared.known = unchanged_chunks(self.store, record, rows["text"])
+        stored = self.store if self.store is not None else self.stored
+        if record is not None and stored is not None:
+            prepared.known = unchanged_chunks(stored, record, rows["text"])
         return prepared
 
     def plan_whole(self, prepared: Prepared, text: str, chunks: list[Chunk]) -> None:

@@ -4,7 +4,7 @@ running totals — and the helpers that turn chunks into rows and find vectors a
 import errno
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -48,12 +48,24 @@ class Prepared:
     whole: str | None = None  # chunking.document_vector "whole": the text encoded for its own vector (None: its chunks' mean)
     whole_tokens: int = 0  # the tokens of `whole`
     doc_vector: np.ndarray | None = None  # its own vector once encoded (or copied with stored content); None: its chunks' mean
+    written: "Written | None" = None  # its chunk rows written as fragments off the writer (index.ray_writes "fragments")
 
     def to_encode(self) -> list[int]:
         """Indexes of the chunks that need the encoder (or needed it, when encoded off the writer)."""
         if self.encoded is not None:
             return self.encoded
         return [] if self.vectors is not None else [i for i in range(len(self.texts)) if i not in self.known]
+
+
+@dataclass
+class Written:
+    """A part's chunk rows written off the writer as fragments of the chunks table (a Ray actor's; committed by the
+    writer with the part): what the writer needs of them to commit them and write the document row."""
+
+    fragments: list[Any]  # the store's fragment descriptions (`store.fragments.write_chunk_fragments`), shared by the parts
+    owners: list[str]  # written in one call: the documents they hold chunks of; the first of the parts to be committed commits them
+    chunks: int  # its own chunk rows
+    vector_sum: np.ndarray  # the sum of its chunk vectors (a document's vector is their normalized mean)
 
 
 @dataclass
@@ -122,7 +134,13 @@ def shifted(chunks: list[Chunk], offsets: OffsetMap | None) -> list[Chunk]:
     return [Chunk(c.ordinal, offsets.start(c.char_start), offsets.end(c.char_end), c.token_count, c.text) for c in chunks]
 
 
-def unchanged_chunks(store: Store, record: DocRecord, texts: list[str]) -> dict[int, np.ndarray]:
+class ChunkVectors(Protocol):
+    """What finds the stored chunks of a document version: the store, or a worker's read of it (`StoredChunks`)."""
+
+    def chunk_vectors_of(self, doc_id: str, content_hash: str) -> tuple[list[str], np.ndarray]: ...
+
+
+def unchanged_chunks(store: ChunkVectors, record: DocRecord, texts: list[str]) -> dict[int, np.ndarray]:
     """Vectors of the previous version's chunks whose text an edited file still holds, by new chunk index."""
     old_texts, old_vectors = store.chunk_vectors_of(record.id, record.content_hash)
     if not old_texts:

@@ -1,5 +1,6 @@
 """`lodex index --ray`: a run's files read and chunked in Ray Data tasks and encoded by a pool of Ray actors (one model
-each, loaded once), gathered back to this process, which stays the one writer (scan, skips by content hash, commits)."""
+each, loaded once), which write their chunk rows as fragments of the chunks table (index.ray_writes "fragments") or send
+them back (the vectors too: "driver"); this process stays the one committer (scan, skips by content hash, commits)."""
 
 import logging
 import math
@@ -13,20 +14,24 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
 from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import TitleLead, WholeText, WindowPlanner, encoder_jobs, run_jobs
+from lodex.indexer.flush_rows import chunk_table
 from lodex.indexer.pipeline import Indexer
-from lodex.indexer.prepared import Prepared, Skipped, Stream, parts_of, unchanged_chunks
+from lodex.indexer.prepared import Prepared, Skipped, Stream, Written, parts_of, unchanged_chunks
 from lodex.indexer.preparation import Preparer
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
+from lodex.indexer.run_state import Progress, RunSummary
 from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.settings import IndexSettings
 from lodex.store.base import DocRecord, Store
 from lodex.store.errors import ConfigError, LodexError
-from lodex.store.job_log import JobLog
+from lodex.store.fragments import FragmentTarget, StoredChunks, fragment_key, write_chunk_fragments
+from lodex.store.job_log import FileRecord, JobLog
 
 READ_CPUS = 0.5  # what each reading-and-chunking task reserves; the default actor count leaves this much to them
 FILES_PER_TASK = 2  # files one reading task takes (a Ray Data block of the run's file list)
@@ -70,6 +75,7 @@ class ReadSide:
     rule: ChunkRule = LEGACY_RULE  # the index's chunk rule (chunking.whole_slack, overlap_at_breaks, whole_tokens)
     whole_vector: int = 0  # the index's chunking.document_vector "whole": the longest input encoded whole (0: off)
     unread: frozenset[str] = frozenset()  # languages whose documents keep their chunks' mean (the model cannot read them)
+    stored: StoredChunks | None = None  # where an edited file finds the vectors it keeps (None: the writer puts them in)
 
     def preparer(self) -> Preparer:
         """A store-less preparer with the writer's settings, reading within the per-file budget."""
@@ -77,7 +83,8 @@ class ReadSide:
         lead = TitleLead(self.title_prefix)
         plan = WindowPlanner(self.tokens, self.late, self.chunk_tokens, lead) if self.late else None
         return Preparer(None, chunker, self.rules, threading.Event(), self.flush_tokens, self.retries, self.retry_backoff_s, plan,
-                        task_pool(self.budget), self.language, WholeText(self.tokens, lead, self.whole_vector, self.unread) if self.whole_vector else None)
+                        task_pool(self.budget), self.language, WholeText(self.tokens, lead, self.whole_vector, self.unread) if self.whole_vector else None,
+                        self.stored)
 
 
 @lru_cache(maxsize=4)
@@ -95,11 +102,13 @@ def read_files(row: dict[str, Any], side: ReadSide, by_content: dict[tuple[str, 
 
 
 class EncodeActor:
-    """A Ray actor's work: its own encoder, built once, gives the prepared files of each call the vectors they need."""
+    """A Ray actor's work: its own encoder, built once, gives the prepared files of each call the vectors they need;
+    with a `target`, it writes their chunk rows there as fragments and sends back only what the writer commits."""
 
-    def __init__(self, make_encoder: Callable[[], Encoder], title_prefix: bool) -> None:
+    def __init__(self, make_encoder: Callable[[], Encoder], title_prefix: bool, target: FragmentTarget | None = None) -> None:
         self.encoder = make_encoder()
         self.lead = TitleLead(title_prefix)
+        self.target = target
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         items = [pickle.loads(blob) for blob in batch["item"]]
@@ -107,11 +116,26 @@ class EncodeActor:
         for p in fresh:
             p.encoded = p.to_encode()
             p.vectors = np.zeros((len(p.texts), self.encoder.dim), dtype=np.float32)
+            for i, vector in p.known.items():  # an edited file's unchanged chunks (found with index.ray_writes "fragments")
+                p.vectors[i] = vector
         jobs = encoder_jobs(fresh, self.encoder, self.lead)
         run_jobs(self.encoder, self.lead, sorted(jobs, key=lambda job: -job.length))  # embed() batches them by token budget
+        if self.target is not None and fresh:
+            self._write(fresh, self.target)
         out = np.empty(len(items), dtype=object)
         out[:] = [pickle.dumps(p) for p in items]
         return {"seq": batch["seq"], "part": batch["part"], "item": out}
+
+    def _write(self, parts: list[Prepared], target: FragmentTarget) -> None:
+        """Write these encoded parts' chunk rows as fragments of the chunks table (one call's, together), and keep of
+        each part only what the writer needs to commit it: its chunks' count, token counts, language and vector sum."""
+        vectors = [p.vectors if p.vectors is not None else np.zeros((0, self.encoder.dim), np.float32) for p in parts]
+        fragments = write_chunk_fragments(target, pa.concat_tables([chunk_table(p, v, target.dim) for p, v in zip(parts, vectors)]))
+        owners = sorted({p.doc_id for p in parts})
+        for p, v in zip(parts, vectors):
+            p.written = Written(fragments, owners, len(p.texts), v.sum(axis=0))
+            p.vectors, p.texts, p.windows, p.known = None, [], None, {}
+            p.rows = {key: p.rows[key] for key in ("token_count", "language")}
 
 
 class RayIndexer(Indexer):
@@ -126,10 +150,14 @@ class RayIndexer(Indexer):
         self.ray = import_ray()
         self.address, self.actors, self.cpus_per_actor = cfg.ray_address, cfg.ray_actors, cfg.ray_cpus_per_actor
         self.make_encoder = make_encoder
+        self.target = store.fragment_target() if cfg.ray_writes == "fragments" else None  # where the actors write chunk rows
+        self._fragments_received: set[str] = set()  # during a run: the fragments the actors wrote (`fragment_key`)
 
     def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
         if not todo:
             return
+        if self.target is not None:  # what a run killed before its commit left (no worker of this run has written yet)
+            self.store.sweep_fragments()
         ray = self.ray
         started_here = not ray.is_initialized()
         if started_here:
@@ -153,7 +181,7 @@ class RayIndexer(Indexer):
         ray = self.ray
         side = ReadSide(self.encoder.tokenizer_only(), self.chunker.max_tokens, self.chunker.overlap, self.rules, self.flush_tokens,
                         self.retries, self.retry_backoff_s, self.late, self.title_prefix, self.reading.budget, self.language,
-                        self.chunker.rule, self.whole_vector, self.unread)
+                        self.chunker.rule, self.whole_vector, self.unread, StoredChunks(self.target) if self.target else None)
         cpus = float(ray.cluster_resources().get("CPU", 1))
         actors = self.actors or max(1, int((cpus - READ_CPUS) // self.cpus_per_actor))
         rows = [{"seq": i, "file": pickle.dumps((entry, known.get(entry.path)))} for i, entry in enumerate(todo)]
@@ -161,7 +189,8 @@ class RayIndexer(Indexer):
         parts = files.flat_map(read_files, fn_kwargs={"side": side, "by_content": by_content}, num_cpus=READ_CPUS)
         # an actor that dies is restarted and its calls run again: Ray Data's defaults for actors (max_restarts and
         # max_task_retries -1); a reading task that dies is run again too (max_retries -1)
-        return parts.map_batches(EncodeActor, fn_constructor_kwargs={"make_encoder": self.make_encoder, "title_prefix": self.title_prefix},
+        actor = {"make_encoder": self.make_encoder, "title_prefix": self.title_prefix, "target": self.target}
+        return parts.map_batches(EncodeActor, fn_constructor_kwargs=actor,
                                  batch_size=PARTS_PER_CALL, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors),
                                  num_cpus=self.cpus_per_actor)
 
@@ -186,6 +215,8 @@ class RayIndexer(Indexer):
                     yield item
                     continue
                 item.started = started  # the worker's clock is not this one: a file's seconds count from the run's start
+                if item.written is not None:
+                    self._fragments_received.update(fragment_key(f) for f in item.written.fragments)
                 if item.copy_of is not None:
                     yield from self.preparer().reuse(item.entry, item.content_hash, item.copy_of, item.outcome, started)
                     continue
@@ -197,6 +228,22 @@ class RayIndexer(Indexer):
                 yield item
         finally:
             context.execution_options.preserve_order, context.enable_progress_bars, context.print_on_execution_start = kept
+
+    def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord], summary: RunSummary,
+                 state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
+        """The local path's, then the fragments the actors wrote that no commit took (a run stopped or failed) deleted."""
+        self._fragments_received = set()
+        try:
+            super()._process(todo, known, by_content, summary, state, progress, note, run_id)
+        finally:
+            if self.target is not None and self._fragments_received - self._fragments_committed:
+                self.store.sweep_fragments()
+
+    def _joins_next_commit(self) -> bool:
+        """Fragments: while a commit is in flight, a flush that is due joins the next one (a commit holds what came
+        meanwhile: commits/s stay what the store allows however many actors write)."""
+        in_flight = self._in_flight
+        return self.target is not None and in_flight is not None and not in_flight[0].done()
 
     def _keep_unchanged(self, item: Prepared, record: DocRecord | None) -> None:
         """An edited file keeps the stored vectors of the chunks it still holds, as on the local path (the actor encoded

@@ -41,6 +41,7 @@ class IndexSettings(Section):
     ray_address: str = ""
     ray_actors: int = Field(0, ge=0)
     ray_cpus_per_actor: float = Field(1.0, gt=0)
+    ray_writes: Literal["fragments", "driver"] = "fragments"
 
 
 class WatchSettings(Section):

@@ -1,8 +1,9 @@
 """`lodex index --ray` on a local Ray cluster (2 CPUs, one session for the module): the index it builds and updates is the
-local path's (documents, chunks by (document, ordinal), texts, offsets, vectors), an actor killed mid-run included."""
+local path's (documents, chunks by (document, ordinal), texts, offsets, vectors, top passages), its actors writing the
+chunk rows as fragments (index.ray_writes "fragments") or sending them back ("driver": an actor killed mid-run included),
+and a driver killed at each of five points of its commits converges on a rerun."""
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,16 +13,18 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import lodex
 from lodex.api.factory import open_reader
 from lodex.api.write_side import WriteSide
 from lodex.api.settings import Settings
 from lodex.indexer.pipeline import RunSummary
 from lodex.store.errors import ConfigError, LodexError
-from tests.fakes import GATE_ENV, EncodeGate, FakeEncoder
+from tests.fakes import FakeEncoder
 from tests.invariants import check_index
 from tests.waiting import Wake, wait_until
 
 ray = pytest.importorskip("ray", reason="Ray Data is in the cluster extra")
+import lance  # noqa: E402 - pylance, with lancedb
 REPO = Path(__file__).resolve().parents[1]
 CHUNK_COLUMNS = ["document_id", "ordinal", "text", "char_start", "char_end", "token_count", "page", "page_end", "section", "vector"]
 
@@ -88,6 +91,17 @@ def _assert_same(ray_index: dict[str, Any], local: dict[str, Any], atol: float =
             assert other == {k: v for k, v in row.items() if k != "vector"}, f"{kind} {key}"
 
 
+QUERIES = ["lift", "drag on the wing", "boundary layer", "heat transfer", "shock wave pressure", "nozzle flow", "turbulence",
+           "wing lift and drag", "pressure in the nozzle", "a new paragraph"]
+
+
+def _top_passages(settings: Settings) -> list[tuple[str, str, int]]:
+    """The best document and passage of each of QUERIES, by vectors alone (the FAISS index)."""
+    with lodex.open(Path(settings.index.data_dir), encoder__backend="tests.fakes:fake_encoder") as index:
+        return [(hit.path, hit.passages[0].text, hit.passages[0].char_start)
+                for hit in (index.search(query, 1, mode="dense").results[0] for query in QUERIES)]
+
+
 def _counts(summary: RunSummary) -> dict[str, Any]:
     return {k: v for k, v in summary.to_dict().items() if k not in ("seconds", "phases")}  # times differ
 
@@ -98,7 +112,8 @@ def test_ray_index_is_the_local_index_and_updates_alike(cluster: Path, tmp_path:
     (local_summary, local_index), (ray_summary, ray_index) = _index(local, root), _index(on_ray, root)
     assert _counts(ray_summary) == _counts(local_summary)
     assert ray_summary.added == 11 and ray_summary.failed == 1 and len(ray_index["chunks"]) > 40
-    _assert_same(ray_index, local_index)
+    _assert_same(ray_index, local_index, atol=1e-6)
+    assert _top_passages(on_ray) == _top_passages(local)  # the vector index the fragments' commits left: the same answers
 
     (root / "doc1.txt").write_text((root / "doc1.txt").read_text() + "\n\nA new closing paragraph about nozzles.\n")  # edited
     (root / "sub" / "doc3.md").unlink()  # deleted
@@ -115,7 +130,9 @@ def test_ray_index_is_the_local_index_and_updates_alike(cluster: Path, tmp_path:
 def test_an_actor_killed_mid_run_still_gives_the_local_index(cluster: Path, tmp_path: Path) -> None:
     root = _folder(tmp_path / "docs")
     _, local_index = _index(_settings(tmp_path, "local", "local"), root)
-    ray_summary, ray_index = _index(_settings(tmp_path, "ray", "ray", backend="tests.fakes:dying_encoder"), root)
+    on_ray = _settings(tmp_path, "ray", "ray", backend="tests.fakes:dying_encoder")
+    on_ray.index.ray_writes = "driver"  # the vectors sent back to this process (the other tests have the actors write them)
+    ray_summary, ray_index = _index(on_ray, root)
     assert cluster.exists(), "no actor was killed"
     assert ray_summary.failed == 1 and not ray_summary.interrupted
     _assert_same(ray_index, local_index)
@@ -126,83 +143,105 @@ def test_cli_index_ray_on_a_running_cluster(cluster: Path, tmp_path: Path, cli_h
 
     root = _folder(tmp_path / "docs")
     monkeypatch.setenv("LODEX_ENCODER__BACKEND", "tests.fakes:fake_encoder")
+    monkeypatch.setenv("LODEX_INDEX__RAY_WRITES", "driver")  # the vectors sent back, as before fragments (the other tests write them)
     result = CliRunner().invoke(app, ["index", str(root), "--ray", "--ray-actors", "1", "--json"])
     assert result.exit_code == 0, result.output
     assert '"added": 11' in result.stdout and '"failed": 1' in result.stdout
 
 
 _DRIVER = """
-import sys, ray
+import os, sys, ray
 from pathlib import Path
-from lodex.api.factory import open_reader
 from lodex.api.write_side import WriteSide
 from lodex.api.settings import load_settings
-ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": sys.argv[4]}})
-settings = load_settings(None, {"index.data_dir": sys.argv[2], "index.engine": "ray", "index.ray_actors": 1,
-                                "index.flush_tokens": 256, "index.stream_above_mb": 0.02, "encoder.backend": "tests.fakes:fake_encoder",
-                                "encoder.model": "gate:" + sys.argv[5]})
-with WriteSide(settings, Path(sys.argv[3])) as side:
-    side.indexer.run(Path(sys.argv[3]))
+from lodex.indexer.pipeline import Indexer
+from lodex.indexer.ray_engine import RayIndexer
+from lodex.store import fragments
+from lodex.store.lance_store import LanceStore
+
+address, data_dir, root, repo, point, log = sys.argv[1:7]
+
+
+def die_at(owner, name, after=0):  # the driver dies (os._exit, as kill -9: nothing cleaned up) as `name` is called,
+    original, calls = getattr(owner, name), [0]  # or once it has returned `after` times
+
+    def wrapped(*args, **kwargs):
+        if not after:
+            os._exit(9)
+        result = original(*args, **kwargs)
+        calls[0] += 1
+        if calls[0] == after:
+            os._exit(9)
+        return result
+    setattr(owner, name, wrapped)
+
+
+owner, name, after = {"flush": (Indexer, "_flush", 0), "chunks": (fragments, "commit_fragments", 1),
+                      "commit": (LanceStore, "commit_fragments", 1), "commits": (LanceStore, "commit_fragments", 3),
+                      "last": (LanceStore, "after_run", 0)}[point]
+die_at(owner, name, after)
+gathered = RayIndexer._gathered
+
+
+def logged(self, *args):  # the files the actors encoded in this run
+    with open(log, "a") as out:
+        for item in gathered(self, *args):
+            if getattr(item, "written", None) is not None:
+                out.write(item.entry.path + "\\n")
+                out.flush()
+            yield item
+
+
+RayIndexer._gathered = logged
+ray.init(address=address, logging_level="ERROR", log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": repo}})
+settings = load_settings(None, {"index.data_dir": data_dir, "index.engine": "ray", "index.ray_actors": 1,
+                                "index.flush_tokens": 256, "index.stream_above_mb": 0.02, "encoder.backend": "tests.fakes:fake_encoder"})
+with WriteSide(settings, Path(root)) as side:
+    side.indexer.background_commits = False  # a commit per flush, in turn: the kill points fall where they are named
+    side.indexer.run(Path(root))
 """
+# Where the driver dies, in turn, each run resuming what the one before left: at its first flush (its actors have
+# written fragments, nothing is committed); inside its first commit, the chunk fragments appended and the document rows
+# not (the commit point); right after its first commit (before its job records); after its third commit (mid-way through
+# several); after its last commit (before the finishing collection, optimize and vector index save).
+KILL_POINTS = ["flush", "chunks", "commit", "commits", "last"]
 
 
-def test_a_driver_killed_mid_run_resumes_like_a_local_run(cluster: Path, tmp_path: Path) -> None:
+def test_a_driver_killed_at_each_point_converges_on_a_rerun(cluster: Path, tmp_path: Path) -> None:
     # The driver's actor needs a CPU the tests before may still hold (their actors are let go asynchronously).
     wait_until(lambda: ray.available_resources().get("CPU", 0) >= ray.cluster_resources().get("CPU", 0), Wake(), 120,
                "the cluster's CPUs released by the tests before", ray.available_resources)
     root = _folder(tmp_path / "docs")
-    for attempt in range(ATTEMPTS):
-        on_ray = _settings(tmp_path, f"ray{attempt}", "ray")
-        on_ray.index.flush_tokens = 256  # as the driver below: a commit every file or so
-        if _kill_the_driver_mid_run(on_ray, root, tmp_path / f"gate{attempt}", cluster.parent):
-            break
-    else:  # each run was complete and correct, but the test could not stop one mid-way: what it tests did not happen
-        pytest.skip(f"{ATTEMPTS} times the driver finished without its actor asking the test's gate (driver.err in {tmp_path})")
-    before = _committed(on_ray)
-    assert 3 <= before < 11, "killed too late to test a resume"
+    on_ray = _settings(tmp_path, "ray", "ray")
+    on_ray.index.flush_tokens = 256  # as the driver's: a commit every file or so
+    committed = []
+    for point in KILL_POINTS:
+        before = _committed(on_ray)
+        log = tmp_path / f"encoded-{point}.log"
+        driver = subprocess.run([sys.executable, "-c", _DRIVER, ray.get_runtime_context().gcs_address, on_ray.index.data_dir, str(root),
+                                 str(REPO), point, str(log)], env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+        assert driver.returncode == 9, f"{point}: the driver was not killed there: {driver.stderr.decode()[-2000:]}"
+        encoded = set(log.read_text().split()) if log.exists() else set()
+        assert encoded and not encoded & before, f"{point}: no file encoded, or a committed one encoded again"
+        committed.append(len(_committed(on_ray)))
+    assert committed[0] == committed[1] == 0 and 0 < committed[2] < committed[3] < committed[4] == 11, committed
     summary, ray_index = _index(on_ray, root)
-    assert summary.unchanged == before and summary.added + summary.reused == 11 - before and summary.failed == 1
+    assert (summary.unchanged, summary.added, summary.failed) == (11, 0, 1)
     _, local_index = _index(_settings(tmp_path, "local", "local"), root)
     _assert_same(ray_index, local_index)
+    chunks = str(Path(on_ray.index.data_dir) / "lance" / "chunks.lance")
+    referenced = {f.path for v in lance.dataset(chunks).versions()
+                  for fragment in lance.dataset(chunks, version=v["version"]).get_fragments() for f in fragment.metadata.files}
+    assert {p.name for p in (Path(chunks) / "data").iterdir()} == referenced, "fragments of the killed runs are left"
 
 
-ATTEMPTS = 4  # runs of the driver tried before the test gives up on stopping one mid-way (a skip, not a pass)
-
-
-def _kill_the_driver_mid_run(on_ray: Settings, root: Path, gate_dir: Path, home: Path) -> bool:
-    """Run a driver indexing `root` on the cluster, its actor's batches let through one at a time, and SIGKILL it after
-    three commits, while its actor holds the next batch: True. False when the driver finished the whole run without its
-    actor ever asking the gate (seen in about one run of this module in eight, whether the gate's folder came by an
-    environment variable or by the settings; its cause is not found; the run itself was complete and correct): there
-    was nothing to kill mid-way. Its stderr is then kept in `gate_dir`/driver.err."""
-    address = ray.get_runtime_context().gcs_address
-    gate = EncodeGate(gate_dir)  # the actor's batches go on only as the test lets them
-    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, address, on_ray.index.data_dir, str(root), str(REPO), gate.env[GATE_ENV]],
-                              env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _committed(settings: Settings) -> set[str]:
+    """The paths of the documents committed so far in the settings' index (none before there is one)."""
     try:
-        while _committed(on_ray) < 3:  # a batch at a time until three commits; the batch asked for next is held
-            if not any(gate.next_ask(5) for _ in range(36) if driver.poll() is None):  # 180 s, less once it has ended
-                if driver.poll() == 0 and _committed(on_ray) == 11:
-                    (gate_dir / "driver.err").write_bytes(driver.stderr.read() if driver.stderr else b"")
-                    return False
-                raise AssertionError(f"the driver's actor asked for no batch: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}")
-            if _committed(on_ray) < 3:
-                gate.grant()
-        assert driver.poll() is None, f"the driver ended before it was killed: {driver.stderr.read().decode()[-2000:] if driver.stderr else ''}"
-        driver.send_signal(signal.SIGKILL)  # mid-run: its actor holds a batch
-        return True
-    finally:
-        driver.wait(30)
-        gate.close()  # an actor left holding a batch lets it go
-
-
-def _committed(settings: Settings) -> int:
-    """Documents committed so far in the settings' index (0 before there is one)."""
-    try:
-        return open_reader(settings, FakeEncoder.dim).counts()["documents"]
+        return set(open_reader(settings, FakeEncoder.dim).document_records())
     except (LodexError, OSError, ValueError):
-        return 0
+        return set()
 
 
 @pytest.mark.slow

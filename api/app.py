@@ -1,4 +1,4 @@
-"""The HTTP API and search page of `lodex serve`, built by a factory around a running LodexService."""
+"""The HTTP API and search page of `lodex serve`, built by a factory around the application object opened to serve."""
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
@@ -12,45 +12,47 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from lodex.api.application import Application
 from lodex.api.forward import Identity
 from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
 from lodex.api.metrics import Metrics, Timing
-from lodex.api.read_side import ServedReads
-from lodex.api.request import Limits
 from lodex.api.route_helpers import lodex_version
 from lodex.api.routes_admin import router as admin_routes
 from lodex.api.routes_documents import router as document_routes
 from lodex.api.routes_search import router as search_routes
-from lodex.api.service import LodexService
 
 PAGE = Path(__file__).parent / "static" / "index.html"
 
 
-def _mcp_app(service: LodexService) -> Any:
-    """The MCP server over this service's reads (and its writer, with mcp.allow_writes), as a streamable HTTP app at
-    /mcp, its sessions bounded; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
+def _mcp_app(lodex: Application) -> Any:
+    """The MCP server over the application (and its writer, with mcp.allow_writes), as a streamable HTTP app at /mcp,
+    its sessions bounded; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
     from lodex.api.mcp_http import mcp_http_app
     from lodex.api.mcp_server import add_write_tools, build_mcp
 
-    settings = service.settings
-    server = build_mcp(ServedReads(service), Limits.of(settings), lodex_version())
-    if settings.mcp.allow_writes and not service.read_only:
-        add_write_tools(server, service)
+    settings = lodex.settings
+    server = build_mcp(lodex, lodex.limits, lodex_version())
+    if settings.mcp.allow_writes and lodex.served.writer is not None:
+        add_write_tools(server, lodex)
     return mcp_http_app(server, settings.api.max_body_kb * 1024, settings.mcp.max_sessions, settings.mcp.session_idle_s)
 
 
-def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = None, host: str | None = None,
+def _failed(lodex: Application) -> int:
+    """Files that failed, as the job log says now."""
+    with lodex.job_log() as jobs:
+        return len(jobs.failed())
+
+
+def create_app(lodex: Application, on_shutdown: Callable[[], None] | None = None, host: str | None = None,
                identity: Identity | None = None) -> FastAPI:
-    """A FastAPI app serving `service` (started by the caller); `on_shutdown` runs when the server stops; `host`, the
+    """A FastAPI app serving `lodex`, an application opened to serve (started by the caller); `on_shutdown` runs when the server stops; `host`, the
     address it is served on (default api.host): on a loopback address only loopback Host names (and
     api.allowed_hosts) are answered; `identity`, what GET /identity proves (the one `lodex serve` records in
     server.json; default: a new one)."""
-    settings = service.settings
+    settings, serving = lodex.settings, lodex.served
     identity = identity or Identity.new()
     limits = settings.api
-    reads = ServedReads(service)
-
-    mcp_app = _mcp_app(service)
+    mcp_app = _mcp_app(lodex)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -61,8 +63,8 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
 
     app = FastAPI(title="lodex", version=lodex_version(), docs_url=None, redoc_url=None, lifespan=lifespan,
                   description="Local semantic search for folders of long documents. Errors: {\"error\": {\"code\", \"message\"}}.")
-    metrics = Metrics(lambda: {**service.counts(), "failed_files": len(service.jobs.failed()), "queue_depth": service.queue_depth,
-                               "encode_tokens_per_second": service.encode_tokens_per_s, "encoded_tokens": service.encoded_tokens})
+    metrics = Metrics(lambda: {**serving.reader().counts(), "failed_files": _failed(lodex), "queue_depth": serving.queue_depth,
+                               "encode_tokens_per_second": serving.encode_tokens_per_s, "encoded_tokens": serving.encoded_tokens})
     install_error_handlers(app)
     if limits.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=limits.cors_origins, allow_methods=["*"], allow_headers=["*"])
@@ -70,7 +72,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
     app.add_middleware(LimitsAndAuth, api_key=limits.api_key, max_body_bytes=limits.max_body_kb * 1024, allowed_hosts=allowed)
     app.add_middleware(Timing, metrics=metrics)  # outermost: rejected requests are timed too
 
-    app.state.service, app.state.reads, app.state.identity, app.state.metrics = service, reads, identity, metrics
+    app.state.lodex, app.state.identity, app.state.metrics = lodex, identity, metrics
     for router in (search_routes, document_routes, admin_routes):  # their routes take these from app.state
         app.include_router(router)
 
@@ -80,7 +82,7 @@ def create_app(service: LodexService, on_shutdown: Callable[[], None] | None = N
 
     from lodex.api.embeddings import embeddings_router
 
-    app.include_router(embeddings_router(service))
+    app.include_router(embeddings_router(lodex))
     app.router.routes.extend(mcp_app.routes)  # /mcp, behind the same key and Host checks
 
     from swagger_ui_bundle import swagger_ui_path

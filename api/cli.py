@@ -40,12 +40,13 @@ def _root(settings: "Settings", directory: Path | None) -> Path:
 
 
 def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool = False) -> Any:
-    """The index's write side for `root` (a WriteSide: lock, job log, encoder, store, indexer), for a `with` block."""
+    """The index opened to write `root` (the application object's write role: lock, job log, encoder, store, indexer),
+    for a `with` block."""
+    from lodex.api.factory import open_app
     from lodex.api.render import runtime_line
-    from lodex.api.write_side import WriteSide
 
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
-    side = WriteSide(settings, root, rebuild=rebuild, long_lived=long_lived)
+    side = open_app(settings, "write", root, rebuild=rebuild, long_lived=long_lived)
     err.print(runtime_line(side.encoder.runtime()), highlight=False, markup=False)
     return side
 
@@ -74,9 +75,8 @@ def index(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
-    from lodex.api.progress import progress_bar
     from lodex.api.model_cache import encoder_languages
-    from lodex.api.progress import process_seconds
+    from lodex.api.progress import process_seconds, progress_bar
     from lodex.indexer.encoders.model_languages import language_note
 
     settings = command_settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
@@ -129,13 +129,14 @@ def watch(
     import signal
     import threading
 
+    from lodex.api.factory import build_watch
     from lodex.api.logs import file_logger, scan_logger
     from lodex.indexer.writer import RunHooks
 
     settings = command_settings(ctx, config, data_dir, watch__polling=polling)
     root = _root(settings, directory)
     with _writing(settings, root, long_lived=True) as side:
-        service = side.watch(RunHooks(on_file=file_logger(err), progress=scan_logger(err)))
+        service = build_watch(settings, side.indexer, root, RunHooks(on_file=file_logger(err), progress=scan_logger(err)))
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
@@ -164,11 +165,11 @@ def serve(
     import uvicorn
 
     from lodex.api.app import create_app
+    from lodex.api.factory import open_app
     from lodex.api.forward import Identity, forget_server, record_server
     from lodex.api.http_errors import HaltingServer, JsonErrorsProtocol, is_loopback
     from lodex.api.logs import file_logger
     from lodex.api.render import runtime_line
-    from lodex.api.service import LodexService
 
     settings = command_settings(ctx, config, data_dir, serve__read_only=read_only)
     host = host or settings.api.host
@@ -182,7 +183,7 @@ def serve(
     read_only = settings.serve.read_only
     root = _root(settings, directory) if not read_only else None
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
-    service = LodexService(settings, root, watch=not no_watch, on_file=file_logger(err))
+    service = open_app(settings, "serve", root, watch=not no_watch, on_file=file_logger(err))
     try:
         following = f"read-only, refreshed every {settings.serve.refresh_s:g} s" if read_only else f"{'watching' if not no_watch else 'not watching'} {root}"
         err.print(f"model {service.encoder.model_id} ({service.encoder.dim} dims); index {settings.location}; {following}", highlight=False)
@@ -254,11 +255,11 @@ def search(
 
 
 def _search_here(settings: Any, asked: Any) -> Any:
-    """Search the index in this process: its read side (query encoder, read-only store, searcher), built once."""
-    from lodex.api.read_side import ReadSide
+    """Search the index in this process: the application object's read role (query encoder, read-only store, searcher)."""
+    from lodex.api.factory import open_app
 
-    with ReadSide(settings) as reads:
-        return reads.search(asked.query, asked.k, asked.filters, asked.mode)
+    with open_app(settings, "read") as index:
+        return index.run_search(asked)
 
 
 @app.command()
@@ -272,15 +273,14 @@ def mcp(
     resources). Register it in the agent's MCP config as the command `lodex mcp --data-dir DIR`."""
     import anyio
 
-    from lodex.api.route_helpers import lodex_version
+    from lodex.api.factory import open_app
     from lodex.api.mcp_server import build_mcp
-    from lodex.api.read_side import ReadSide
-    from lodex.api.request import Limits
+    from lodex.api.route_helpers import lodex_version
 
     settings = command_settings(ctx, config, data_dir)
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
-    with ReadSide(settings) as reads:
-        server = build_mcp(reads, Limits.of(settings), lodex_version())
+    with open_app(settings, "read") as index:
+        server = build_mcp(index, index.limits, lodex_version())
         err.print("lodex mcp: serving on stdio", highlight=False)
         anyio.run(server.run_stdio_async)
 

@@ -1,5 +1,5 @@
-"""The Python API over HTTP: `lodex.Client(url, key)` asks a running `lodex serve` and answers with the same types as
-`lodex.open` (an error answer is raised as a LodexError with the server's message)."""
+"""The Python API over HTTP: `lodex.Client(url, key)` asks a running `lodex serve` the one method list (LodexAPI) and
+answers with the same types as `lodex.open` (an error answer is raised as a LodexError with the server's message)."""
 
 from datetime import datetime
 from types import TracebackType
@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from lodex.api.models import DocumentListOut, DocumentOut, IndexStatus, TextOut
+from lodex.api.models import DeletedOut, DocumentListOut, DocumentOut, IndexStatus, PushOut, RunOut, TextOut
 from lodex.api.request import search_request
 from lodex.search.context import MAX_WINDOW_CHARS
 from lodex.search.names import Mode
@@ -48,31 +48,44 @@ class Client:
         return response.json()
 
     def search(self, query: str, k: int | None = None, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None,
-               modified_after: datetime | float | None = None, mode: Mode | None = None,
+               modified_after: datetime | float | str | None = None, mode: Mode | None = None,
                lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
-        """As `Index.search`, answered (and checked) by the server; values of the wrong type raise InvalidRequest here."""
+        """As `LodexAPI.search`, answered (and checked) by the server; values of the wrong type raise InvalidRequest here."""
         request = search_request(q=query, k=k, path=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
         return SearchResponse.from_dict(self._ask("POST", "/search", json=request.body()))
 
     def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
                   ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:
-        """As `Index.documents`."""
+        """As `LodexAPI.documents`."""
         params: dict[str, Any] = {"offset": offset, "limit": limit, "path": path_glob, "ext": list(ext or ()) or None}
         return DocumentListOut.model_validate(self._ask("GET", "/documents", params={k: v for k, v in params.items() if v is not None}))
 
     def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None,
              max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
-        """As `Index.read`."""
+        """As `LodexAPI.read`."""
         params: dict[str, Any] = {"start": start, "end": end, "page": page, "max_chars": max_chars}
         return TextOut.model_validate(self._ask("GET", f"/documents/{doc_id}/text", params={k: v for k, v in params.items() if v is not None}))
 
     def document(self, doc_id: str) -> DocumentOut:
-        """As `Index.document`."""
+        """As `LodexAPI.document`."""
         return DocumentOut.model_validate({k: v for k, v in self._ask("GET", f"/documents/{doc_id}").items() if k != "chunks"})
 
     def status(self) -> IndexStatus:
-        """As `Index.status`."""
+        """As `LodexAPI.status`."""
         return IndexStatus.model_validate(self._ask("GET", "/status"))
+
+    def push(self, name: str, text: str, *, title: str = "", metadata: dict[str, Any] | None = None) -> PushOut:
+        """As `LodexAPI.push`: POST /documents, answered once the document is indexed."""
+        body = {"name": name, "text": text, "title": title, "metadata": metadata or {}}
+        return PushOut.model_validate(self._ask("POST", "/documents", params={"wait": "true"}, json=body))
+
+    def delete(self, doc_id: str) -> DeletedOut:
+        """As `LodexAPI.delete`."""
+        return DeletedOut.model_validate(self._ask("DELETE", f"/documents/{doc_id}"))
+
+    def reindex(self) -> RunOut:
+        """As `LodexAPI.reindex`: POST /reindex, answered once the run is done."""
+        return RunOut.model_validate(self._ask("POST", "/reindex", params={"wait": "true"}))
 
     def close(self) -> None:
         """Close the connections."""

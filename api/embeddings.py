@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, field_validator
 from pydantic_core import PydanticCustomError, to_json
 
 from lodex.api.models import ErrorOut, valid_text
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 
 Kind = Literal["query", "document"]
 SUFFIXES: dict[str, Kind] = {":query": "query", ":document": "document"}  # a model name with one picks the kind
@@ -111,11 +111,11 @@ def embeddings_json(vectors: np.ndarray, tokens: int, model: str, encoding: str)
     return b'{"object":"list","data":[' + b",".join(pieces) + b'],"model":' + to_json(model) + b',"usage":' + usage + b"}"
 
 
-def embeddings_router(service: LodexService) -> APIRouter:
-    """The /v1 routes over `service`'s encoder."""
+def embeddings_router(app: Application) -> APIRouter:
+    """The /v1 routes over the serving application's encoder."""
     router = APIRouter(prefix="/v1", tags=["embeddings"])
-    model_id = service.encoder.model_id
-    limits = service.settings.api
+    model_id = app.encoder.model_id
+    limits = app.settings.api
 
     def kind_of(body: EmbeddingsIn) -> Kind:
         base, suffix = body.model, None
@@ -143,9 +143,9 @@ def embeddings_router(service: LodexService) -> APIRouter:
         if (longest := max(len(t) for t in texts)) > limits.max_embed_chars:
             raise HTTPException(413, f"an input of {longest} characters: at most {limits.max_embed_chars} (api.max_embed_chars); "
                                      "cut it into smaller texts")
-        if body.dimensions is not None and body.dimensions != service.encoder.dim:
-            raise HTTPException(422, f"dimensions {body.dimensions}: this model gives {service.encoder.dim} (leave it out)")
-        vectors, tokens = await asyncio.wrap_future(service.embed(texts, kind))  # BusyError (429) past the queue's bound
+        if body.dimensions is not None and body.dimensions != app.encoder.dim:
+            raise HTTPException(422, f"dimensions {body.dimensions}: this model gives {app.encoder.dim} (leave it out)")
+        vectors, tokens = await asyncio.wrap_future(app.served.embed(texts, kind))  # BusyError (429) past the queue's bound
         content = await asyncio.to_thread(embeddings_json, vectors, tokens, body.model, body.encoding_format)
         return Response(content, media_type="application/json")  # the EmbeddingsOut shape, built off the event loop
 

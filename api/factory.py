@@ -1,6 +1,7 @@
-"""The composition root: builds the core objects (encoder, store, indexer, writer, watcher, searcher) from settings,
-and `WriteSide`, the one owner of an index's write side; the only place that does (CLI, service, eval and benches
-use it). Builders never change what they are given."""
+"""The composition root: `open_app` opens an index as the application object (api/application.py) in a read, write
+or serve role, from the core objects built here from settings (encoder, store, indexer, writer, watcher, searcher);
+the only place that builds them (the CLI, the HTTP app, MCP, `lodex.open`, eval, benches and tests' fixtures take the
+object or these builders). Builders never change what they are given."""
 
 import importlib
 from collections.abc import Callable
@@ -8,16 +9,18 @@ from functools import partial
 from typing import cast
 from pathlib import Path
 
-from lodex.api.index_files import index_manifest, remote_store
+from lodex.api.application import Application, Role
+from lodex.api.index_files import index_manifest, read_job_log, remote_store, require_index, wipe_index
+from lodex.api.index_policy import ann_policy, chunk_rule, chunk_tokens, late_plan, scan_rules, whole_vector_tokens
 from lodex.api.model_cache import encoder_languages, model_path
+from lodex.api.serving import ServeBuilders, Serving
 from lodex.api.settings import EncoderSettings, Settings
-from lodex.indexer.chunking.chunker import Chunker, ChunkRule
-from lodex.indexer.chunking.late_chunking import LateChunking, late_chunking
+from lodex.indexer.chunking.chunker import Chunker
+from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoders.model_languages import unread_languages
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.readers.readers import reader_versions
-from lodex.indexer.scanner import ScanRules
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.indexer.writer import IndexWriter, RunHooks
@@ -26,10 +29,11 @@ from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.base import PERSIST_EVERY_S, Store
 from lodex.store.blas_threads import single_threaded_numpy_blas
 from lodex.store.errors import ConfigError
-from lodex.store.job_log import JobLog
-from lodex.store.lance_store import AnnPolicy, LanceStore
+from lodex.store.job_log import FileRecord, JobLog
+from lodex.store.lance_store import LanceStore
 from lodex.store.manifest import IndexManifest
 from lodex.store.origin import make_origin
+from lodex.store.write_lock import WriteLock
 
 single_threaded_numpy_blas()  # every process that loads the search or index stack (a forwarded CLI search does not)
 
@@ -101,9 +105,6 @@ def build_query_encoder(settings: Settings, manifest: IndexManifest | None = Non
     return build_encoder(settings, manifest=manifest)
 
 
-def chunk_tokens(settings: Settings, encoder: Encoder) -> int:
-    """Chunk length in content tokens: the configured length, capped by the model, less special tokens."""
-    return min(settings.chunking.max_tokens, encoder.max_length) - encoder.special_tokens
 
 
 def build_chunker(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> Chunker:
@@ -114,36 +115,10 @@ def build_chunker(settings: Settings, encoder: Encoder, manifest: IndexManifest)
     return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap, rule=chunk_rule(settings, encoder, manifest))
 
 
-def chunk_rule(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> ChunkRule:
-    """Where chunks end (chunking.whole_slack, chunking.overlap_at_breaks, chunking.whole_tokens) for a new index; an
-    existing index keeps the rule it was built with (`IndexManifest.chunk_rule`; one from before these options: the
-    legacy rule), so an upgrade never re-cuts its documents (`lodex index --rebuild` applies the configured rule). The
-    slack and a whole text stay within what the model reads."""
-    size = chunk_tokens(settings, encoder)
-    room = max(encoder.max_length - encoder.special_tokens - size, 0)
-    whole = min(settings.chunking.whole_tokens, encoder.max_length) - encoder.special_tokens
-    configured = ChunkRule(min(settings.chunking.whole_slack, room), settings.chunking.overlap_at_breaks, whole if whole > size else 0)
-    return ChunkRule.recorded(manifest.chunk_rule(configured.origin()))
 
 
-def late_plan(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> LateChunking | None:
-    """Late chunking as configured (chunking.late, encoder.window_tokens, chunking.late_margin), checked against the
-    model; None when off. "auto": as the index of `manifest` was built (an index from before late chunking keeps
-    plain chunking, an index built with it keeps it and its rule, so an upgrade never forces a rebuild), off for a new one."""
-    chunking = settings.chunking
-    enabled = manifest.late_chunking(chunking.late)
-    long_only = manifest.late_for(chunking.late_for) == "long"
-    return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
-                         encoder.window_limit, encoder.pooling, long_only)
 
 
-def whole_vector_tokens(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> int:
-    """chunking.document_vector for the index of `manifest`: the longest input (special tokens included) a document's
-    own vector is encoded whole from (a late-chunking window: encoder.window_tokens, else twice a chunk, within the
-    model), or 0 (its chunks' mean). An existing index keeps what it was built with (`IndexManifest.whole_vector_tokens`;
-    one from before the option: the mean); `lodex index --rebuild` applies the setting."""
-    window = settings.encoder.window_tokens or 2 * min(settings.chunking.max_tokens, encoder.max_length)
-    return manifest.whole_vector_tokens(min(window, encoder.max_length) if settings.chunking.document_vector == "whole" else 0)
 
 
 def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool, long_lived: bool = False,
@@ -165,16 +140,8 @@ def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: boo
                            manifest=manifest)
 
 
-def ann_policy(settings: Settings) -> AnnPolicy:
-    """Which FAISS index to keep (index.ann, index.ann_above, index.compress_above, index.compressed_codes) and how an
-    IVF one searches (search.nprobe, search.refine_factor)."""
-    index, search = settings.index, settings.search
-    return AnnPolicy(index.ann, index.ann_above, search.nprobe, index.compress_above, search.refine_factor, index.compressed_codes)
 
 
-def scan_rules(settings: Settings) -> ScanRules:
-    """Which files the indexer takes."""
-    return ScanRules.from_settings(settings.index)
 
 
 def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False,
@@ -240,3 +207,86 @@ def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: S
                     top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates, keyword_passages=cfg.keyword_passages)
     return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion,
                     source=source, languages=encoder_languages(settings))
+
+
+def open_app(settings: Settings, role: Role, root: Path | None = None, *, encoder: Encoder | None = None, rebuild: bool = False,
+             long_lived: bool = False, watch: bool = True, on_file: Callable[[FileRecord], None] | None = None) -> Application:
+    """The index of `settings` as the application object, in `role`: "read" (StoreError where there is no index),
+    "write" for the folder `root` (`rebuild`: wiped first; `long_lived`: watch), or "serve" (`lodex serve`: the write
+    side for `root` and its writer, `watch` with the watcher; a read-only replica with serve.read_only). `encoder`:
+    one already loaded (tests, benches); `on_file`: told of each file the serving writer indexes or fails."""
+    if role == "read":
+        return _open_read(settings, encoder)
+    if role == "write":
+        assert root is not None, "a write side mirrors a folder"
+        return _open_write(settings, root, rebuild, encoder, long_lived)
+    if settings.serve.read_only:
+        app = _open_replica(settings, encoder)
+    else:
+        assert root is not None, "a writing service mirrors a folder"
+        # optimize_apart: its seconds of compaction kept off the query threads' runtime
+        app = _open_write(settings, root, encoder=encoder, long_lived=True, optimize_apart=True, role="serve")
+    try:
+        return app.serve(Serving(settings, app.encoder, app.store if isinstance(app.store, LanceStore) else None,
+                                 _serve_builders(settings, app), watch, on_file))
+    except BaseException:
+        app.release()
+        raise
+
+
+def _open_read(settings: Settings, encoder: Encoder | None) -> Application:
+    """The query encoder (the light ONNX one when it exists), a read-only store at the latest committed version, and a
+    searcher over it, built on first use."""
+    manifest = require_index(settings)  # read once, before the encoder
+    encoder = encoder or build_query_encoder(settings, manifest)
+    store = open_store(settings, encoder, settings.data_dir, create=False, manifest=manifest)
+    return Application(settings, "read", encoder, store, None, None, partial(build_searcher, settings, encoder, store))
+
+
+def _open_write(settings: Settings, root: Path, rebuild: bool = False, encoder: Encoder | None = None, long_lived: bool = False,
+                optimize_apart: bool = False, role: Role = "write") -> Application:
+    """The write side of one index: the write lock (one writing process), the job log (checked against the folder the
+    index mirrors), the encoder, the store and the indexer; `long_lived` and `optimize_apart` as open_store takes them."""
+    remote = remote_store(settings)
+    lock = WriteLock(settings.data_dir, remote).acquire()
+    try:
+        if rebuild:
+            wipe_index(settings.data_dir, remote)
+        manifest = index_manifest(settings)  # read once (pulled from object storage first), before the encoder
+        jobs = JobLog(settings.data_dir, remote)
+        try:
+            if jobs.root and Path(jobs.root) != root:
+                raise ConfigError(f"the index in {settings.location} mirrors {jobs.root}, not {root}",
+                                  "give that folder, use another --data-dir for this one, or `lodex index --rebuild` to replace the index")
+            encoder = encoder or build_encoder(settings, manifest=manifest)
+            store = open_store(settings, encoder, settings.data_dir, create=True, long_lived=long_lived, optimize_apart=optimize_apart,
+                               manifest=manifest)
+            jobs.set_root(str(root))
+            indexer = build_indexer(settings, encoder, store, jobs, long_lived)
+        except BaseException:
+            jobs.close()
+            raise
+    except BaseException:
+        lock.release()
+        raise
+    return Application(settings, role, encoder, store, jobs, root, partial(build_searcher, settings, encoder, store), indexer, lock)
+
+
+def _open_replica(settings: Settings, encoder: Encoder | None) -> Application:
+    """A read-only replica's reads (serve.read_only): the encoder and the job log of an index another process writes."""
+    manifest = index_manifest(settings)  # read once (pulled from object storage first), before the encoder
+    encoder = encoder or build_encoder(settings, manifest=manifest)
+    open_store(settings, encoder, settings.data_dir, create=False, manifest=manifest).close()  # an index there, for this encoder
+    jobs = read_job_log(settings, manifest)
+    reader = partial(open_reader, settings, encoder.dim)
+    return Application(settings, "serve", encoder, None, jobs, Path(jobs.root or ""), lambda: build_searcher(settings, encoder, reader()))
+
+
+def _serve_builders(settings: Settings, app: Application) -> ServeBuilders:
+    """What the serve role builds as it starts: readers' store handles, their searchers and the writer or watcher."""
+    encoder, indexer, root = app.encoder, app.indexer, app.root
+    searcher = partial(build_searcher, settings, encoder)
+    if indexer is None or root is None:
+        return ServeBuilders(partial(open_reader, settings, encoder.dim), searcher)
+    return ServeBuilders(partial(open_reader, settings, encoder.dim), searcher, partial(build_watch, settings, indexer, root),
+                         partial(build_writer, settings, indexer, root))

@@ -1,6 +1,7 @@
 """`lodex mcp`: the index as an MCP server (the official `mcp` SDK) for agents: tools to search, read a window of a
 document, list documents and show the index's status, and documents as resources; over stdio (this process's read
-side) or streamable HTTP mounted on `lodex serve` at /mcp (its query threads, its key and Host checks)."""
+side) or streamable HTTP mounted on `lodex serve` at /mcp (its query threads, its key and Host checks); its tools call
+the one method list (LodexAPI) of the application object, or of anything that has it."""
 
 import re
 from collections.abc import Callable
@@ -13,15 +14,14 @@ from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field, ValidationError
 
 from lodex.api.mcp_cursor import Cursors
-from lodex.api.read_side import Reads
 from lodex.api.models import Text
-from lodex.api.request import Limits, check_document_text, check_extensions, check_search, one_line
+from lodex.api.protocol import LodexAPI
+from lodex.api.request import Limits, check_extensions, one_line
 from lodex.search.names import Mode
-from lodex.search.results import SearchFilters
 from lodex.store.errors import ConfigError, LodexError
 
 if TYPE_CHECKING:
-    from lodex.api.service import LodexService
+    from lodex.api.application import Application
 
 T = TypeVar("T")
 CITATION = re.compile(r"lodex://documents/(?P<id>[0-9a-f]{16})(?:#chars=(?P<start>[0-9]{1,12})-(?P<end>[0-9]{1,12}))?", re.ASCII)
@@ -83,16 +83,16 @@ def _read_range(first: int, last: int | None, window_start: int, window_end: int
                           f"pass a start below {window_end}")
 
 
-def build_mcp(reads: Reads, limits: Limits = Limits(), version: str = "") -> MCPServer:
-    """The MCP server over `reads` (read-only tools and the documents as resources); its searches checked against
-    `limits`, as the HTTP API's are."""
+def build_mcp(index: LodexAPI, limits: Limits = Limits(), version: str = "") -> MCPServer:
+    """The MCP server over `index` (read-only tools and the documents as resources); `limits`: what its tools
+    describe (the index checks each search against its own, as the HTTP API does)."""
     server: MCPServer = LodexMCP("lodex", instructions=INSTRUCTIONS, version=version, log_level="WARNING")
-    _add_search_and_read(server, reads, limits)
-    _add_listings(server, reads)
+    _add_search_and_read(server, index, limits)
+    _add_listings(server, index)
     return server
 
 
-def _add_search_and_read(server: MCPServer, reads: Reads, limits: Limits) -> None:
+def _add_search_and_read(server: MCPServer, index: LodexAPI, limits: Limits) -> None:
     """The `search` and `read` tools."""
 
     @server.tool(description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
@@ -108,8 +108,7 @@ def _add_search_and_read(server: MCPServer, reads: Reads, limits: Limits) -> Non
         lang: Annotated[list[str] | None, Field(description="Only documents in these languages (ISO 639-1 codes, e.g. ['zh', 'de']; status() lists the index's).")] = None,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            search = check_search(limits, q=query, k=k, path=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
-            response = reads.search(search.query, search.k, search.filters, search.mode)
+            response = index.search(query, k, path_glob=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
             return {"query": response.query, "mode": response.mode, "results": [
                 {"id": hit.doc_id, "path": hit.path, "title": hit.title, "score": hit.score, "uri": f"lodex://documents/{hit.doc_id}",
                  "passages": [{"text": p.text, "score": p.score, "page": p.page, "page_end": p.page_end, "section": p.section,
@@ -133,7 +132,7 @@ def _add_search_and_read(server: MCPServer, reads: Reads, limits: Limits) -> Non
             doc_id, cited_start, cited_end = parse_document(document)
             first = start if start is not None else cited_start or 0
             last = end if end is not None else (cited_end if start is None else None)
-            window = reads.read(doc_id, first, last, page, max_chars)
+            window = index.read(doc_id, first, last, page=page, max_chars=max_chars)
             if page is None:
                 _read_range(first, last, window.start, window.end, window.path)
             asked_end = window.start + max_chars if last is None or page is not None else last
@@ -145,7 +144,7 @@ def _add_search_and_read(server: MCPServer, reads: Reads, limits: Limits) -> Non
         return _answer(run)
 
 
-def _add_listings(server: MCPServer, reads: Reads) -> None:
+def _add_listings(server: MCPServer, index: LodexAPI) -> None:
     """The `list_documents` (its cursors signed) and `status` tools, and the documents as resources."""
     cursors = Cursors()
 
@@ -161,7 +160,8 @@ def _add_listings(server: MCPServer, reads: Reads) -> None:
             check_extensions(ext)
             listing = cursors.listing(path_glob, ext)
             offset = cursors.offset(cursor, listing)
-            total, docs = reads.documents(offset, limit, SearchFilters(path_glob, tuple(ext or ())))
+            page = index.documents(offset, limit, path_glob=path_glob, ext=ext)
+            total, docs = page.total, page.documents
             following = offset + len(docs)
             return {"total": total, "documents": [{"id": d.id, "path": d.path, "title": d.title, "format": d.format, "size": d.size,
                                                    "mtime": d.mtime, "chunks": d.chunk_count, "uri": f"lodex://documents/{d.id}"} for d in docs],
@@ -171,16 +171,16 @@ def _add_listings(server: MCPServer, reads: Reads) -> None:
 
     @server.tool(description="What the index holds: documents, chunks, failed files, the model, the folder and the last indexing run.")
     def status() -> dict[str, Any]:
-        return _answer(lambda: reads.status().model_dump())
+        return _answer(lambda: index.status().model_dump())
 
     @server.resource("lodex://documents/{doc_id}", name="document", mime_type="text/plain",
                      description="A document's extracted text (its first 20,000 characters; the `read` tool reads further).")
     def document(doc_id: str) -> str:
-        return _answer(lambda: reads.read(doc_id, 0, None, None, MAX_READ_CHARS).text, ResourceError)
+        return _answer(lambda: index.read(doc_id, 0, None, max_chars=MAX_READ_CHARS).text, ResourceError)
 
 
-def add_write_tools(server: MCPServer, service: "LodexService") -> None:
-    """The write tools (mcp.allow_writes), through `lodex serve`'s one writer."""
+def add_write_tools(server: MCPServer, app: "Application") -> None:
+    """The write tools (mcp.allow_writes), through the application's one writer."""
 
     @server.tool(description="Add or replace a text document in the index (same name replaces it); answers once it is indexed.")
     def push_text(
@@ -189,33 +189,19 @@ def add_write_tools(server: MCPServer, service: "LodexService") -> None:
         title: Annotated[Text, Field(description="Its title (default: none).", max_length=1000)] = "",
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            from lodex.api.models import valid_name
-
-            try:
-                clean = valid_name(name)
-            except ValueError as exc:
-                raise ConfigError(str(exc), "pick a printable relative name without '.' or '..' segments") from exc
-            check_document_text(text, service.settings.api.max_document_kb)
-            doc_id, done = service.push(clean, text, title, {})
-            record = done.result()
-            return {"id": doc_id, "status": record.status, "chunks": record.chunks, "uri": f"lodex://documents/{doc_id}"}
+            pushed = app.push(name, text, title=title)
+            return {"id": pushed.id, "status": pushed.status, "chunks": pushed.chunks, "uri": f"lodex://documents/{pushed.id}"}
 
         return _answer(run)
 
     @server.tool(description="Delete a document pushed with push_text (files of the watched folder are removed by deleting the file).")
     def delete_document(document: Annotated[str, Field(description="The document's id or a citation of it.")]) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            from lodex.api.reading import document_row
-            from lodex.indexer.paths import PUSHED_PREFIX
-
             doc_id = parse_document(document)[0]
-            row = document_row(service.reader(), doc_id)
-            if not row["path"].startswith(PUSHED_PREFIX):
-                raise ConfigError(f"{row['path']} is a file of the watched folder", "delete the file instead")
-            return {"deleted": doc_id, "existed": service.delete(doc_id).result()}
+            return {"deleted": doc_id, "existed": app.queue_delete(doc_id).result()}
 
         return _answer(run)
 
     @server.tool(description="Reconcile the index with its folder now (new, changed and deleted files); answers with the run's summary.")
     def reindex() -> dict[str, Any]:
-        return _answer(lambda: service.reindex().result().to_dict())
+        return _answer(lambda: app.queue_reindex().result().to_dict())

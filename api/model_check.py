@@ -5,7 +5,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from lodex.api.factory import late_plan
+from lodex.api.index_policy import late_plan
 from lodex.api.model_cache import cached_model, is_model_id, model_path, named_model
 from lodex.api.model_import import NAMED
 from lodex.api.render import print_model_check

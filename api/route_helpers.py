@@ -1,5 +1,6 @@
-"""What the HTTP routers share: what a route is given (the app's service and reads, as FastAPI dependencies), the
-error responses they document, lodex's version, the query thread, and waiting on a write queued on the writer."""
+"""What the HTTP routers share: what a route is given (the application object and its serve role's pieces, as FastAPI
+dependencies), the error responses they document, lodex's version, the query thread, and waiting on a write queued on
+the writer."""
 
 import asyncio
 from collections.abc import Callable
@@ -9,26 +10,26 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 
+from lodex.api.application import Application
 from lodex.api.models import ErrorOut
-from lodex.api.read_side import ServedReads
-from lodex.api.service import LodexService
+from lodex.api.serving import Serving
 from lodex.indexer.errors import Interrupted
 
 T = TypeVar("T")
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 
 
-def _service(request: Request) -> LodexService:
-    return request.app.state.service  # type: ignore[no-any-return]
+def _app(request: Request) -> Application:
+    return request.app.state.lodex  # type: ignore[no-any-return]
 
 
-def _reads(request: Request) -> ServedReads:
-    return request.app.state.reads  # type: ignore[no-any-return]
+def _serving(request: Request) -> Serving:
+    return _app(request).served
 
 
-# What a route takes to reach the running service and its reads (set on app.state by `create_app`).
-Service = Annotated[LodexService, Depends(_service)]
-Reads = Annotated[ServedReads, Depends(_reads)]
+# What a route takes to reach the served application and its serve role's pieces (set on app.state by `create_app`).
+App = Annotated[Application, Depends(_app)]
+Served = Annotated[Serving, Depends(_serving)]
 
 
 def lodex_version() -> str:
@@ -39,9 +40,9 @@ def lodex_version() -> str:
         return "dev"
 
 
-async def on_query_thread(service: LodexService, fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)` run on `service`'s query threads, off the event loop."""
-    return await asyncio.get_running_loop().run_in_executor(service.queries, fn, *args)
+async def on_query_thread(serving: Serving, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` run on the serve role's query threads, off the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(serving.queries, fn, *args)
 
 
 async def writer_result(done: "Future[T]") -> T:

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from lodex.api.forward import CHALLENGE_PATTERN, Identity
 from lodex.api.metrics import Metrics
 from lodex.api.models import HealthOut, IdentityOut, IndexStatus, QueuedOut, ReadyOut, RunOut, StatsOut
-from lodex.api.route_helpers import ERRORS, Reads, Service, lodex_version, on_query_thread, writer_result
+from lodex.api.route_helpers import ERRORS, App, Served, lodex_version, on_query_thread, writer_result
 
 
 router = APIRouter(tags=["admin"])
@@ -26,13 +26,14 @@ def _metrics(request: Request) -> Metrics:
 @router.post("/reindex", response_model=QueuedOut, status_code=202,
              responses={**ERRORS, 200: {"model": RunOut, "description": "With wait=true: the run is done."}})
 async def reindex(
-    service: Service,
+    app: App,
+    serving: Served,
     wait: Annotated[bool, Query(description="Answer once the reconciliation is done (200, with its summary) instead of once it is queued (202).")] = False,
 ) -> Response:
     """Queue a reconciliation of the index with the folder now."""
-    done = service.reindex()
+    done = app.queue_reindex()
     if not wait:
-        return JSONResponse(QueuedOut(queued=True, queue_depth=service.queue_depth).model_dump(), 202)
+        return JSONResponse(QueuedOut(queued=True, queue_depth=serving.queue_depth).model_dump(), 202)
     summary = await writer_result(done)
     return JSONResponse(RunOut(**{k: v for k, v in summary.to_dict().items() if k in RunOut.model_fields}).model_dump())
 
@@ -55,34 +56,36 @@ async def prove_identity(
 
 
 @router.get("/ready", response_model=ReadyOut, responses=ERRORS)
-async def ready(service: Service) -> ReadyOut:
+async def ready(app: App, serving: Served) -> ReadyOut:
     """Readiness: the model is loaded and the index opens; `indexing` says whether changes (the startup
     reconciliation of the folder among them) are still being applied."""
-    counts = await on_query_thread(service, service.counts)
-    indexing, left = service.indexing()
-    return ReadyOut(ready=True, model=service.encoder.model_id, documents=counts["documents"], indexing=indexing, files_left=left)
+    counts = await on_query_thread(serving, lambda: serving.reader().counts())
+    indexing, left = serving.indexing()
+    return ReadyOut(ready=True, model=app.encoder.model_id, documents=counts["documents"], indexing=indexing, files_left=left)
 
 
 @router.get("/stats", response_model=StatsOut, responses=ERRORS)
-async def stats(service: Service) -> StatsOut:
+async def stats(app: App, serving: Served) -> StatsOut:
     """Counts, queue depth, last run, model and version."""
-    counts = await on_query_thread(service, service.counts)
-    languages = await on_query_thread(service, service.language_mix)
-    segmented = await on_query_thread(service, lambda: service.reader().keyword_scheme.segmented)
-    return StatsOut(languages=languages, keywords_segmented=segmented, version=lodex_version(), model=service.encoder.model_id, dim=service.encoder.dim, data_dir=str(service.data_dir),
-                    root=str(service.root), failed=len(service.jobs.failed()), queue_depth=service.queue_depth,
-                    encode_tokens_per_s=round(service.encode_tokens_per_s, 1), uptime_s=round(time.time() - service.started_at, 1),
-                    last_run=service.jobs.last_run(), **counts)
+    counts = await on_query_thread(serving, lambda: serving.reader().counts())
+    languages = await on_query_thread(serving, lambda: serving.reader().language_mix())
+    segmented = await on_query_thread(serving, lambda: serving.reader().keyword_scheme.segmented)
+    with app.job_log() as jobs:
+        failed, last_run = len(jobs.failed()), jobs.last_run()
+    return StatsOut(languages=languages, keywords_segmented=segmented, version=lodex_version(), model=app.encoder.model_id, dim=app.encoder.dim,
+                    data_dir=str(app.settings.data_dir), root=str(app.root), failed=failed, queue_depth=serving.queue_depth,
+                    encode_tokens_per_s=round(serving.encode_tokens_per_s, 1), uptime_s=round(time.time() - serving.started_at, 1),
+                    last_run=last_run, **counts)
 
 
 @router.get("/status", response_model=IndexStatus, responses=ERRORS)
-async def index_status(service: Service, reads: Reads) -> IndexStatus:
+async def index_status(app: App, serving: Served) -> IndexStatus:
     """What the index holds: counts, model, folder, failures and the last run (what `lodex.Client.status()` gives)."""
-    return await on_query_thread(service, reads.status)
+    return await on_query_thread(serving, app.status)
 
 
 @router.get("/metrics", response_class=Response, responses=ERRORS)
-async def prometheus(service: Service, metrics: Annotated[Metrics, Depends(_metrics)]) -> Response:
+async def prometheus(serving: Served, metrics: Annotated[Metrics, Depends(_metrics)]) -> Response:
     """Prometheus text: request latency histogram, documents, chunks, queue depth, encoder tokens/s."""
-    body = await on_query_thread(service, metrics.render)
+    body = await on_query_thread(serving, metrics.render)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,16 +1,15 @@
 """The /documents routes: list, one document with its chunks, a window of its text, push a text, delete a pushed one."""
 
 import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from lodex.api.models import DeletedOut, DocumentDetailOut, DocumentListOut, FailedOut, PushIn, PushOut, TextOut
 from lodex.api.reading import MAX_PAGE, document_out, document_row
-from lodex.api.request import MAX_GLOB_CHARS, check_document_text, check_extensions
-from lodex.api.route_helpers import ERRORS, Reads, Service, on_query_thread, writer_result
-from lodex.api.service import LodexService
+from lodex.api.request import MAX_GLOB_CHARS, check_extensions
+from lodex.api.route_helpers import ERRORS, App, Served, on_query_thread, writer_result
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.search.results import SearchFilters
 from lodex.store.schema import LOCATION_COLUMNS
@@ -19,16 +18,10 @@ from lodex.store.schema import LOCATION_COLUMNS
 router = APIRouter(tags=["documents"])
 
 
-def one_document(service: LodexService, doc_id: str) -> dict[str, Any]:
-    """A document's row (a NotFound error when there is none) and the store handle it was read from."""
-    store = service.reader()
-    return {"row": document_row(store, doc_id), "store": store}
-
-
 @router.get("/documents", response_model=DocumentListOut, responses=ERRORS)
 async def list_documents(
-    service: Service,
-    reads: Reads,
+    app: App,
+    serving: Served,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     status: Annotated[str, Query(pattern="^(indexed|failed|all)$", description="indexed, failed or all")] = "indexed",
@@ -39,33 +32,34 @@ async def list_documents(
     the files that failed."""
     check_extensions(ext)
     filters = SearchFilters(path, tuple(ext or ()))
-    total, docs = await on_query_thread(service, lambda: reads.documents(offset, limit, filters)) if status != "failed" else (0, [])
-    failed = [FailedOut(path=p, reason=f["reason"], attempts=f["attempts"]) for p, f in service.jobs.failed().items()] if status != "indexed" else []
+    total, docs = await on_query_thread(serving, lambda: app.list_documents(offset, limit, filters)) if status != "failed" else (0, [])
+    with app.job_log() as jobs:
+        failed = [FailedOut(path=p, reason=f["reason"], attempts=f["attempts"]) for p, f in jobs.failed().items()] if status != "indexed" else []
     return DocumentListOut(total=total, offset=offset, limit=limit, documents=docs, failed=failed)
 
 
 @router.get("/documents/{doc_id}", response_model=DocumentDetailOut,
             responses={**ERRORS, 202: {"model": PushOut, "description": "A pushed document still queued for indexing."}})
-async def get_document(service: Service, doc_id: str) -> Response | DocumentDetailOut:
+async def get_document(app: App, serving: Served, doc_id: str) -> Response | DocumentDetailOut:
     """A document's metadata and its chunks, in order; a pushed document still queued answers 202 (status queued)."""
-    queued = service.queued_push(doc_id)
+    queued = app.queued_push(doc_id)
     if queued is not None:
         return JSONResponse(PushOut(id=doc_id, path=queued, status="queued", chunks=0).model_dump(), 202)
 
     def read() -> DocumentDetailOut:
-        found = one_document(service, doc_id)
-        row, store = found["row"], found["store"]
+        store = serving.reader()
+        row = document_row(store, doc_id)
         chunks = store.chunks_of(doc_id, row["content_hash"],
                                  ["ordinal", "char_start", "char_end", "token_count", "text", *LOCATION_COLUMNS]).sort_by("ordinal").to_pylist()
         return DocumentDetailOut(**document_out(row).model_dump(), chunks=chunks)
 
-    return await on_query_thread(service, read)
+    return await on_query_thread(serving, read)
 
 
 @router.get("/documents/{doc_id}/text", response_model=TextOut, responses=ERRORS)
 async def document_text(
-    service: Service,
-    reads: Reads,
+    app: App,
+    serving: Served,
     doc_id: str,
     start: Annotated[int, Query(ge=0, le=1 << 40, description="First character (offset in the extracted text).")] = 0,
     end: Annotated[int | None, Query(ge=0, le=1 << 40, description="Character after the last (default: start + max_chars).")] = None,
@@ -74,23 +68,23 @@ async def document_text(
 ) -> TextOut:
     """A window of a document's extracted text (offsets as in passages, or a page), to read a passage in context,
     with the page and section where it starts."""
-    return await on_query_thread(service, lambda: reads.read(doc_id, start, end, page, max_chars))
+    return await on_query_thread(serving, lambda: app.read(doc_id, start, end, page=page, max_chars=max_chars))
 
 
 @router.post("/documents", response_model=PushOut, status_code=202,
              responses={**ERRORS, 201: {"model": PushOut, "description": "With wait=true: the document is indexed."}})
 async def push_document(
-    service: Service,
+    app: App,
+    serving: Served,
     body: PushIn,
     wait: Annotated[bool, Query(description="Answer once the document is indexed (201) instead of once it is queued (202).")] = False,
 ) -> Response:
     """Index a text document sent by a tool, through the same write path as files; same name replaces. Answers
     once the document is queued (202; GET /documents/{id} says 202 while it waits, 200 once indexed), or with
     wait=true once it is indexed (201)."""
-    check_document_text(body.text, service.settings.api.max_document_kb)
     name = body.name  # checked by PushIn: printable, relative, no '.' or '..' segment
     loop = asyncio.get_running_loop()  # kept on disk (fsync) off the event loop; queued without waiting for the writer
-    doc_id, done = await loop.run_in_executor(service.writes, service.push, name, body.text, body.title, body.metadata)
+    doc_id, done = await loop.run_in_executor(serving.writes, app.queue_push, name, body.text, body.title, body.metadata)
     if not wait:
         return JSONResponse(PushOut(id=doc_id, path=PUSHED_PREFIX + name, status="queued", chunks=0).model_dump(), 202)
     record = await writer_result(done)
@@ -99,13 +93,9 @@ async def push_document(
 
 
 @router.delete("/documents/{doc_id}", response_model=DeletedOut, responses=ERRORS)
-async def delete_document(service: Service, doc_id: str) -> DeletedOut:
-    """Delete a pushed document (files of the folder are removed by deleting the file); one still queued is
+async def delete_document(app: App, serving: Served, doc_id: str) -> DeletedOut:
+    """Delete a pushed document (files of the folder are removed by deleting the file; 409); one still queued is
     deleted once its push is applied."""
-    service.require_writer()  # a read-only replica refuses before looking the document up
-    if service.queued_push(doc_id) is None:
-        found = await on_query_thread(service, one_document, service, doc_id)
-        if not found["row"]["path"].startswith(PUSHED_PREFIX):
-            raise HTTPException(409, f"{found['row']['path']} is a file of the watched folder: delete the file instead")
-    await writer_result(service.delete(doc_id))
+    serving.require_door()  # a read-only replica refuses before looking the document up
+    await writer_result(await on_query_thread(serving, app.queue_delete, doc_id))
     return DeletedOut(deleted=doc_id)

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from lodex.api.request import Limits, SearchRequest, search_request
-from lodex.api.route_helpers import ERRORS, Service
-from lodex.api.service import LodexService
+from lodex.api.application import Application
+from lodex.api.request import SearchRequest, search_request
+from lodex.api.route_helpers import ERRORS, App
 from lodex.search.names import Mode
 from lodex.search.results import SearchResponse
 
@@ -16,16 +16,17 @@ from lodex.search.results import SearchResponse
 router = APIRouter(tags=["search"])
 
 
-async def run_search(service: LodexService, request: SearchRequest) -> Response:
-    """One search, within the request limits of the service's settings, answered as JSON."""
-    search = request.checked(Limits.of(service.settings))
-    response = await asyncio.wrap_future(service.search(search.query, search.k, search.filters, search.mode))
+async def run_search(app: Application, request: SearchRequest) -> Response:
+    """One search, within the application's request limits, answered as JSON (waiting on the query batcher off the
+    event loop)."""
+    search = request.checked(app.limits)
+    response = await asyncio.wrap_future(app.served.search(search.query, search.k, search.filters, search.mode))
     return Response(response.to_json(), media_type="application/json")  # already the SearchResponse shape: no second validation
 
 
 @router.get("/search", response_model=SearchResponse, responses=ERRORS)
 async def search_get(
-    service: Service,
+    app: App,
     q: Annotated[str, Query(description="The query, in plain words.", max_length=100_000)],
     k: Annotated[int | None, Query(description="Documents to return.")] = None,
     path: Annotated[str | None, Query(description="Glob on the relative path.")] = None,
@@ -35,10 +36,10 @@ async def search_get(
     lang: Annotated[list[str] | None, Query(description="Only documents in these languages (ISO 639-1, repeatable).")] = None,
 ) -> Response:
     """Rank documents (dense, keyword or hybrid retrieval); return each with its best passages."""
-    return await run_search(service, search_request(q=q, k=k, path=path, ext=ext, modified_after=modified_after, mode=mode, lang=lang))
+    return await run_search(app, search_request(q=q, k=k, path=path, ext=ext, modified_after=modified_after, mode=mode, lang=lang))
 
 
 @router.post("/search", response_model=SearchResponse, responses=ERRORS)
-async def search_post(service: Service, body: SearchRequest) -> Response:
+async def search_post(app: App, body: SearchRequest) -> Response:
     """Same as GET /search, with a JSON body."""
-    return await run_search(service, body)
+    return await run_search(app, body)

@@ -1,5 +1,6 @@
 """lodex: local semantic search for folders of long documents. The Python API: `lodex.open(data_dir)` searches and
-reads an index in this process, `lodex.Client(url, key)` a running `lodex serve`, with the same methods and types.
+reads an index in this process, `lodex.Client(url, key)` a running `lodex serve`, with the same methods (`LodexAPI`)
+and types.
 Its names load on first use, so that `import lodex.api.cli` (the `lodex` command) stays quick."""
 
 from importlib import import_module as _import_module
@@ -8,18 +9,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lodex.api.client import Client, RemoteError
-    from lodex.api.library import Index, open
+    from lodex.api.application import Application as Index
+    from lodex.api.library import open
     from lodex.api.models import DocumentListOut as DocumentPage
     from lodex.api.models import DocumentOut as Document
     from lodex.api.models import IndexStatus
     from lodex.api.models import TextOut as TextWindow
+    from lodex.api.protocol import LodexAPI
     from lodex.search.results import DocumentHit, Passage, SearchResponse
     from lodex.store.errors import LodexError
 
 # public name → (module, its name there)
 _NAMES = {
     "Client": ("lodex.api.client", "Client"), "RemoteError": ("lodex.api.client", "RemoteError"),
-    "Index": ("lodex.api.library", "Index"), "open": ("lodex.api.library", "open"),
+    "Index": ("lodex.api.application", "Application"), "open": ("lodex.api.library", "open"),
+    "LodexAPI": ("lodex.api.protocol", "LodexAPI"),
     "Document": ("lodex.api.models", "DocumentOut"), "DocumentPage": ("lodex.api.models", "DocumentListOut"),
     "IndexStatus": ("lodex.api.models", "IndexStatus"), "TextWindow": ("lodex.api.models", "TextOut"),
     "SearchResponse": ("lodex.search.results", "SearchResponse"), "DocumentHit": ("lodex.search.results", "DocumentHit"),

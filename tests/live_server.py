@@ -9,7 +9,7 @@ import uvicorn
 
 from lodex.api.app import create_app
 from lodex.api.forward import Identity, record_server
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 from tests.waiting import Wake, wait_until
 
 
@@ -44,14 +44,14 @@ class StartingServer(uvicorn.Server):
 
 
 @contextmanager
-def live_server(service: LodexService) -> Iterator[tuple[Identity, int]]:
+def live_server(service: Application) -> Iterator[tuple[Identity, int]]:
     """Serve `service` until the block ends (then stop the server and close the service); yields its identity and port."""
     identity = Identity.new()
     server = StartingServer(uvicorn.Config(create_app(service, identity=identity, host="127.0.0.1"), host="127.0.0.1", port=0,
                                            log_level="warning", access_log=False))
     thread = server.run_in_thread()
     port = server.servers[0].sockets[0].getsockname()[1]
-    record_server(service.data_dir, "127.0.0.1", port, identity)
+    record_server(service.settings.data_dir, "127.0.0.1", port, identity)
     try:
         yield identity, port
     finally:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from lodex.api.factory import ann_policy
+from lodex.api.index_policy import ann_policy
 from lodex.api.settings import Settings
 from lodex.store import exact_vectors, faiss_lifecycle
 from lodex.store.faiss_lifecycle import FaissLifecycle

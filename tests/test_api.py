@@ -9,14 +9,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lodex.api.app import create_app
-from lodex.api.service import LodexService
+from lodex.api.application import Application
+from lodex.api.factory import open_app
 from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder
 from tests.waiting import Wake, wait_until
 
 
 def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0,
-             encoder: FakeEncoder | None = None, start: bool = True) -> LodexService:
+             encoder: FakeEncoder | None = None, start: bool = True) -> Application:
     root = tmp_path / "docs"
     root.mkdir(exist_ok=True)
     (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 8)
@@ -31,9 +32,9 @@ def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=Non
     settings.api.max_document_kb = 4
     settings.api.max_body_kb = 16
     settings.watch.quiet_s = quiet_s
-    service = LodexService(settings, root, watch=watch, encoder=encoder or FakeEncoder(), on_file=on_file)
+    service = open_app(settings, "serve", root, watch=watch, encoder=encoder or FakeEncoder(), on_file=on_file)
     if start:  # started, with the folder indexed
-        service.start().writer.reconcile().result(timeout=60)
+        service.start().served.writer.reconcile().result(timeout=60)
     return service
 
 
@@ -193,7 +194,7 @@ def test_cors_is_off_unless_configured(client: TestClient) -> None:
 def test_failed_files_are_listed(tmp_path: Path) -> None:
     service = _service(tmp_path)
     (service.root / "blob.txt").write_bytes(b"\x00\x01 binary" * 40)
-    service.writer.reconcile().result(timeout=60)
+    service.served.writer.reconcile().result(timeout=60)
     try:
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             body = client.get("/documents", params={"status": "failed"}).json()
@@ -229,8 +230,8 @@ def test_ready_says_when_changes_are_still_being_applied(tmp_path: Path) -> None
     release = threading.Event()
     try:
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
-            blocked = service.writer.submit(lambda ix: release.wait(30))  # the writer is busy with a change
-            queued = service.writer.reconcile()  # and another waits behind it
+            blocked = service.served.writer.submit(lambda ix: release.wait(30))  # the writer is busy with a change
+            queued = service.served.writer.reconcile()  # and another waits behind it
             ready = client.get("/ready").json()
             assert ready["ready"] is True and ready["indexing"] is True
             release.set()
@@ -245,13 +246,13 @@ def test_ready_says_indexing_while_a_saved_file_is_still_settling(tmp_path: Path
     service = _service(tmp_path, watch=True, quiet_s=60)  # the watcher holds changes back until quiet for 60 s
     try:
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
-            service.watch.startup.result(timeout=60)
+            service.served.watch.startup.result(timeout=60)
             assert client.get("/ready").json()["indexing"] is False
-            seen, add = Wake(), service.watch.collector.add
-            service.watch.collector.add = lambda rel: (add(rel), seen.notify())  # type: ignore[method-assign]
+            seen, add = Wake(), service.served.watch.collector.add
+            service.served.watch.collector.add = lambda rel: (add(rel), seen.notify())  # type: ignore[method-assign]
             (tmp_path / "docs" / "new.txt").write_text("Freshly saved notes on flutter. " * 8)
-            wait_until(lambda: len(service.watch.collector), seen, what="the watcher to see the new file")
-            assert not service.writer.busy  # seen, not handed to the writer yet
+            wait_until(lambda: len(service.served.watch.collector), seen, what="the watcher to see the new file")
+            assert not service.served.writer.busy  # seen, not handed to the writer yet
             assert client.get("/ready").json()["indexing"] is True
     finally:
         service.close()
@@ -273,7 +274,7 @@ def test_ready_counts_the_files_the_run_has_left(tmp_path: Path) -> None:
         for i in range(5):
             (tmp_path / "docs" / "batch" / f"b{i}.txt").write_text(f"batch{i} " + "filler words " * 3000)
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
-            run = service.writer.reconcile()
+            run = service.served.writer.reconcile()
             assert reached.wait(60)
             ready = client.get("/ready").json()
             assert ready["indexing"] is True and 1 <= ready["files_left"] <= 4, ready
@@ -311,7 +312,7 @@ def test_a_service_leaves_what_loading_made_out_of_the_collectors_full_passes(tm
     service = _service(tmp_path)
     try:
         assert gc.get_freeze_count() > 1000
-        assert service.search("swept wings", 1, SearchFilters(), None).result(timeout=60).results[0].path == "wings.md"
+        assert service.served.search("swept wings", 1, SearchFilters(), None).result(timeout=60).results[0].path == "wings.md"
     finally:
         service.close()
     assert gc.get_freeze_count() == 0

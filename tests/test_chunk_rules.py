@@ -163,7 +163,8 @@ def test_an_index_built_under_the_old_rules_opens_and_updates_the_old_way(tmp_pa
 def test_whole_tokens_stays_within_what_the_model_reads(real_encoder, tmp_path: Path) -> None:
     """chunking.whole_tokens counts the model's special tokens and is capped by its window (256 for MiniLM); one no
     longer than a chunk changes nothing (the legacy rule); a short real abstract is then one chunk, a long one cut."""
-    from lodex.api.factory import build_chunker, chunk_rule
+    from lodex.api.factory import build_chunker
+    from lodex.api.index_policy import chunk_rule
     from lodex.api.settings import Settings
     from lodex.store.manifest import IndexManifest
 

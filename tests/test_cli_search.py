@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from lodex.api.cli import app as cli_app
 from lodex.api.forward import Identity, record_server
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 from tests.live_server import live_server
 from tests.test_api import _service
 from tests.test_forward_trust import Listener, _read_request
@@ -21,12 +21,12 @@ KEY = "sesame-" + "k" * 20
 
 
 @pytest.fixture
-def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[LodexService, int]]:
+def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Application, int]]:
     """A real lodex app (fake encoder, api.max_k 20, api.max_query_chars 200) under uvicorn on 127.0.0.1, recorded in
     its data dir's server.json; the CLI pointed at that data dir with the default limits (max_k 100)."""
     service = _service(tmp_path, api_key=KEY)
     with live_server(service) as (_, port):
-        monkeypatch.setenv("LODEX_DATA_DIR", str(service.data_dir))
+        monkeypatch.setenv("LODEX_DATA_DIR", str(service.settings.data_dir))
         monkeypatch.setenv("LODEX_ENCODER__BACKEND", "tests.fakes:fake_encoder")
         monkeypatch.setenv("LODEX_API__API_KEY", KEY)
         yield service, port
@@ -44,7 +44,7 @@ def _error_line(stderr: str) -> str:
     return lines[0]
 
 
-def test_a_request_the_server_refuses_is_shown_as_its_error(served: tuple[LodexService, int]) -> None:
+def test_a_request_the_server_refuses_is_shown_as_its_error(served: tuple[Application, int]) -> None:
     _, port = served
     code, out, err = _cli("swept wings", "--json", "-k", "3")
     assert code == 0 and json.loads(out)["results"][0]["path"] == "wings.md", err
@@ -57,7 +57,7 @@ def test_a_request_the_server_refuses_is_shown_as_its_error(served: tuple[LodexS
     assert code == 2 and "answered 400: q is longer than 200 characters (api.max_query_chars)" in _error_line(err)
 
 
-def test_a_wrong_key_is_shown_with_the_fix(served: tuple[LodexService, int], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_key_is_shown_with_the_fix(served: tuple[Application, int], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LODEX_API__API_KEY", "wrong")
     code, out, err = _cli("swept wings", "--json")
     line = _error_line(err)
@@ -66,7 +66,7 @@ def test_a_wrong_key_is_shown_with_the_fix(served: tuple[LodexService, int], mon
     assert code == 0 and json.loads(out)["results"][0]["path"] == "wings.md"
 
 
-def test_bad_values_are_refused_before_anything_is_asked(served: tuple[LodexService, int]) -> None:
+def test_bad_values_are_refused_before_anything_is_asked(served: tuple[Application, int]) -> None:
     for args, expected in ((["   "], "q is empty"), (["wings", "-k", "0"], "k must be between 1 and 100"),
                            (["wings", "--mode", "fuzzy"], "mode: Input should be"),
                            (["wings", "--modified-after", "yesterday"], "modified_after:"),
@@ -76,7 +76,7 @@ def test_bad_values_are_refused_before_anything_is_asked(served: tuple[LodexServ
         assert code == 2 and expected in line and "the server" not in line, (args, line)
 
 
-def test_modified_after_as_the_http_parameter(served: tuple[LodexService, int]) -> None:
+def test_modified_after_as_the_http_parameter(served: tuple[Application, int]) -> None:
     for moment, finds in (("2999-01-01", False), ("0001-01-01T00:00:00+14:00", True), ("1", True), ("2999-01-01T00:00:00Z", False)):
         for where in ((), ("--local",)):
             code, out, err = _cli("drag", "--json", "--modified-after", moment, *where)
@@ -108,12 +108,12 @@ def _failing_server(identity: Identity, status: int) -> "Listener":
 
 
 @pytest.mark.parametrize("status", [500, 503])
-def test_a_failing_server_makes_the_cli_search_by_itself(served: tuple[LodexService, int], status: int) -> None:
+def test_a_failing_server_makes_the_cli_search_by_itself(served: tuple[Application, int], status: int) -> None:
     service, _ = served
     identity = Identity.new()
     listener = _failing_server(identity, status)
     try:
-        record_server(service.data_dir, "127.0.0.1", listener.port, identity)
+        record_server(service.settings.data_dir, "127.0.0.1", listener.port, identity)
         code, out, err = _cli("swept wings", "--json")
         assert code == 0, err
         assert f"answered {status}; searching the index here" in err

@@ -79,19 +79,19 @@ def test_a_helper_that_dies_fails_that_optimize_only(tmp_path: Path) -> None:
 
 
 def test_serve_optimizes_its_large_tables_apart_and_stops_the_helper_when_it_closes(tmp_path: Path) -> None:
-    from lodex.api.service import LodexService
+    from lodex.api.factory import open_app
 
     root, settings = notes_and_settings(tmp_path, 4)
     settings.watch.writer_nice = 5
-    service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
+    service = open_app(settings, "serve", root, watch=False, encoder=FakeEncoder()).start()
     try:
-        compactor = service.side.store._compactor
+        compactor = service.store._compactor
         assert compactor.nice == 5
         compactor.apart_rows = 1
-        service.writer.reconcile().result(timeout=60)  # a full run: optimized
+        service.served.writer.reconcile().result(timeout=60)  # a full run: optimized
         helper = compactor.pid
         assert helper is not None
-        assert [h.path for h in service.search("topic3", 1, SearchFilters(), "bm25").result(timeout=60).results] == ["3.txt"]
+        assert [h.path for h in service.served.search("topic3", 1, SearchFilters(), "bm25").result(timeout=60).results] == ["3.txt"]
     finally:
         service.close()
     assert compactor.pid is None and not Path(f"/proc/{helper}").exists()

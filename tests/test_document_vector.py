@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lodex.api.write_side import WriteSide
+from lodex.api.application import Application
+from lodex.api.factory import open_app
 from lodex.api.settings import Settings
 from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.encoders.model_languages import unread_languages
@@ -72,7 +73,7 @@ def _settings(tmp_path: Path, name: str, **chunking: Any) -> Settings:
     return settings
 
 
-def _vectors(side: WriteSide) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _vectors(side: Application) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each document's stored vector and its chunks' vectors in order, by path."""
     docs = side.store.scan_documents(["id", "path", "vector"]).to_pylist()
     chunks = side.store.chunks_of_documents([d["id"] for d in docs], ["document_id", "ordinal", "vector"]).to_pylist()
@@ -98,7 +99,7 @@ def _folder(tmp_path: Path, texts: dict[str, str]) -> Path:
 
 def test_a_short_documents_vector_is_its_whole_text_encoded(real_encoder, texts: dict[str, str], tmp_path: Path) -> None:
     root = _folder(tmp_path, texts)
-    with WriteSide(_settings(tmp_path, "data"), root) as side:
+    with open_app(_settings(tmp_path, "data"), "write", root) as side:
         summary = side.indexer.run(root)
         stored = _vectors(side)
         origin = json.loads((tmp_path / "data" / "origin.json").read_text())
@@ -112,7 +113,7 @@ def test_a_short_documents_vector_is_its_whole_text_encoded(real_encoder, texts:
         vector, chunks = stored[name]
         np.testing.assert_allclose(vector, _mean(chunks), atol=1e-6)
     assert len(stored["one.txt"][1]) == 1 and len(stored["long.txt"][1]) > 8 and len(stored["向量.txt"][1]) == 2
-    with WriteSide(_settings(tmp_path, "data"), root) as side:  # the encoded tokens count the whole text too
+    with open_app(_settings(tmp_path, "data"), "write", root) as side:  # the encoded tokens count the whole text too
         chunk_tokens = int(sum(side.store.scan_documents(["token_count"]).column("token_count").to_pylist()))
     assert summary.tokens == chunk_tokens + len(real_encoder.token_spans([texts["short.txt"]])[0])
 
@@ -125,7 +126,7 @@ def test_a_model_that_reads_chinese_gets_a_chinese_documents_whole_text(real_enc
     root = _folder(tmp_path, {"向量.txt": texts["向量.txt"]})
     settings = _settings(tmp_path, "data")
     settings.encoder.model = str(model)
-    with WriteSide(settings, root) as side:
+    with open_app(settings, "write", root) as side:
         side.indexer.run(root)
         vector, chunks = _vectors(side)["向量.txt"]
     assert len(chunks) == 2
@@ -136,7 +137,7 @@ def test_edits_copies_and_pushed_texts_get_the_same_vector_as_a_fresh_index(real
     root = _folder(tmp_path, texts)
     settings = _settings(tmp_path, "data")
     edited = texts["short.txt"] + " The results agree with experiment."
-    with WriteSide(settings, root) as side:
+    with open_app(settings, "write", root) as side:
         side.indexer.run(root)
         first = _vectors(side)
         (root / "copy.txt").write_text(texts["short.txt"])  # a copy: its vectors re-used, the document's own too
@@ -148,7 +149,7 @@ def test_edits_copies_and_pushed_texts_get_the_same_vector_as_a_fresh_index(real
         grown = _vectors(side)
     fresh = _folder(tmp_path / "fresh", {"short.txt": edited, "long.txt": texts["long.txt"] + "\n\nA closing remark.",
                                          "copy.txt": texts["short.txt"]})
-    with WriteSide(_settings(tmp_path / "fresh", "data"), fresh) as side:
+    with open_app(_settings(tmp_path / "fresh", "data"), "write", fresh) as side:
         side.indexer.run(fresh)
         built = _vectors(side)
     for name in ("short.txt", "long.txt", "copy.txt"):
@@ -161,17 +162,17 @@ def test_edits_copies_and_pushed_texts_get_the_same_vector_as_a_fresh_index(real
 
 def test_an_index_keeps_the_document_vector_it_was_built_with(texts: dict[str, str], tmp_path: Path) -> None:
     root = _folder(tmp_path, {"one.txt": texts["one.txt"]})
-    with WriteSide(_settings(tmp_path, "data", document_vector="mean"), root) as side:
+    with open_app(_settings(tmp_path, "data", document_vector="mean"), "write", root) as side:
         side.indexer.run(root)
     origin = json.loads((tmp_path / "data" / "origin.json").read_text())
     assert "document_vector" not in origin  # as an index from before the option
     (root / "short.txt").write_text(texts["short.txt"])
-    with WriteSide(_settings(tmp_path, "data"), root) as side:  # today's default, "whole": the index keeps the mean
+    with open_app(_settings(tmp_path, "data"), "write", root) as side:  # today's default, "whole": the index keeps the mean
         side.indexer.run(root)
         vector, chunks = _vectors(side)["short.txt"]
         np.testing.assert_allclose(vector, _mean(chunks), atol=1e-6)
     assert json.loads((tmp_path / "data" / "origin.json").read_text()) == origin
-    with WriteSide(_settings(tmp_path, "data"), root, rebuild=True) as side:  # --rebuild applies the setting
+    with open_app(_settings(tmp_path, "data"), "write", root, rebuild=True) as side:  # --rebuild applies the setting
         side.indexer.run(root)
         vector, chunks = _vectors(side)["short.txt"]
         assert float(vector @ _mean(chunks)) < 0.999
@@ -180,7 +181,7 @@ def test_an_index_keeps_the_document_vector_it_was_built_with(texts: dict[str, s
 
 def test_with_title_prefix_the_whole_text_is_led_by_the_title(real_encoder, texts: dict[str, str], tmp_path: Path) -> None:
     root = _folder(tmp_path, {"short.txt": "Shock waves\n\n" + texts["short.txt"]})
-    with WriteSide(_settings(tmp_path, "data", title_prefix=True), root) as side:
+    with open_app(_settings(tmp_path, "data", title_prefix=True), "write", root) as side:
         side.indexer.run(root)
         title = side.store.scan_documents(["title"]).column("title").to_pylist()[0]
         vector, chunks = _vectors(side)["short.txt"]

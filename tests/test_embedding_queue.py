@@ -51,9 +51,9 @@ def gated(tmp_path: Path):
 def test_a_search_is_encoded_between_the_slices_of_a_large_embedding_batch(gated: Any) -> None:
     service, encoder = gated
     texts = [f"passage {i} on the drag of swept wings" for i in range(256)]
-    embedding = service.embed(texts, "document")
+    embedding = service.served.embed(texts, "document")
     assert encoder.holding.wait(30)  # the encoder thread is inside the batch
-    search = service.search("swept wings", 5, SearchFilters())
+    search = service.served.search("swept wings", 5, SearchFilters())
     encoder.go.set()
     assert search.result(timeout=60).results
     vectors, tokens = embedding.result(timeout=60)
@@ -63,25 +63,25 @@ def test_a_search_is_encoded_between_the_slices_of_a_large_embedding_batch(gated
     assert max(n for kind, n in encoder.calls if kind == "document") == service.settings.api.embed_slice_inputs
     assert np.array_equal(vectors, FakeEncoder().embed(texts, kind="document"))  # the slices, put back in order
     assert tokens == sum(encoder.input_tokens(texts, "document"))
-    assert service.batcher.embeds.queued == 0
+    assert service.served.batcher.embeds.queued == 0
 
 
 def test_texts_past_the_queue_bound_answer_429_and_the_bound_frees_as_jobs_end(gated: Any) -> None:
     service, encoder = gated
-    service.batcher.embeds.max_inputs = 300
-    held = service.embed(["kites"] * 200, "document")
+    service.served.batcher.embeds.max_inputs = 300
+    held = service.served.embed(["kites"] * 200, "document")
     assert encoder.holding.wait(30)
-    second = service.embed(["gliders"] * 100, "document")  # 300 waiting: at the bound, not past it
+    second = service.served.embed(["gliders"] * 100, "document")  # 300 waiting: at the bound, not past it
     with pytest.raises(BusyError):
-        service.embed(["balloons"], "query")
+        service.served.embed(["balloons"], "query")
     with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
         refused = client.post("/v1/embeddings", json={"model": "lodex", "input": ["balloons", "rockets"]})
         message = _error(refused, 429, "busy")
         assert "api.max_queued_embed_inputs" in message and int(refused.headers["retry-after"]) >= 1
-        assert service.batcher.embeds.queued == 300  # the refused texts were never counted in
+        assert service.served.batcher.embeds.queued == 300  # the refused texts were never counted in
         encoder.go.set()
         assert len(held.result(timeout=60)[0]) == 200 and len(second.result(timeout=60)[0]) == 100
-        assert service.batcher.embeds.queued == 0
+        assert service.served.batcher.embeds.queued == 0
         again = client.post("/v1/embeddings", json={"model": "lodex", "input": ["balloons", "rockets"]})
         assert again.status_code == 200 and len(again.json()["data"]) == 2
 

@@ -114,7 +114,7 @@ def test_a_search_over_http_is_answered_while_a_large_batch_is_embedded(tmp_path
             assert encoder.holding.wait(30)
             search = threading.Thread(target=lambda: answers.update(searched=client.get("/search", params={"q": "swept wings"})))
             search.start()
-            while not service.batcher.waiting:  # the search waits for the encoder thread (join's timeout bounds the test)
+            while not service.served.batcher.waiting:  # the search waits for the encoder thread (join's timeout bounds the test)
                 threading.Event().wait(0.01)
             encoder.go.set()
             search.join(60)

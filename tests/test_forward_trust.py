@@ -21,7 +21,7 @@ from lodex.api import forward
 from lodex.api.cli import app as cli_app
 from lodex.api.app import create_app
 from lodex.api.forward import SERVER_FILE, Identity, ask_server, read_server, record_server, running_server
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 from tests.live_server import live_server
 from tests.test_api import _service
 
@@ -258,24 +258,24 @@ def test_the_record_is_private_and_written_whole(tmp_path: Path) -> None:
 
 # ---- the real server ---------------------------------------------------------------------------------------------
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[LodexService, Identity, int]]:
+def served(tmp_path: Path) -> Iterator[tuple[Application, Identity, int]]:
     """A real lodex app (fake encoder, api key KEY) under uvicorn on 127.0.0.1, recorded in its data dir's server.json."""
     service = _service(tmp_path, api_key=KEY)
     with live_server(service) as (identity, port):
         yield service, identity, port
 
 
-def test_the_real_server_proves_itself_and_gets_the_key(served: tuple[LodexService, Identity, int]) -> None:
+def test_the_real_server_proves_itself_and_gets_the_key(served: tuple[Application, Identity, int]) -> None:
     service, _, port = served
     started = time.monotonic()
-    answer = ask_server(service.data_dir, KEY, "POST", "/search", {"q": "swept wings lift", "k": 2})
+    answer = ask_server(service.settings.data_dir, KEY, "POST", "/search", {"q": "swept wings lift", "k": 2})
     assert answer.body is not None, answer.reason
     assert answer.body["results"][0]["path"] == "wings.md" and time.monotonic() - started < 5
-    refused = ask_server(service.data_dir, "wrong", "GET", "/stats")
+    refused = ask_server(service.settings.data_dir, "wrong", "GET", "/stats")
     assert refused.body is None and "answered 401 (check api.api_key)" in refused.reason
     stolen = Identity.new()  # a record whose secret is not the server's: the server cannot prove it, and is not asked
-    record_server(service.data_dir, "127.0.0.1", port, stolen)
-    assert "did not prove" in ask_server(service.data_dir, KEY, "GET", "/stats").reason
+    record_server(service.settings.data_dir, "127.0.0.1", port, stolen)
+    assert "did not prove" in ask_server(service.settings.data_dir, KEY, "GET", "/stats").reason
 
 
 def test_the_identity_endpoint(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     from fastapi.testclient import TestClient
 
     from lodex.api.app import create_app
-    from lodex.api.service import LodexService
+    from lodex.api.factory import open_app
     from lodex.api.settings import Settings
     from tests.fakes import FakeEncoder
 
@@ -40,8 +40,8 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         (root / name).write_text(text)
     settings = Settings(base_dir=tmp_path)
     settings.index.data_dir = str(tmp_path / "data")
-    service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
-    service.writer.reconcile().result(timeout=60)
+    service = open_app(settings, "serve", root, watch=False, encoder=FakeEncoder()).start()
+    service.served.writer.reconcile().result(timeout=60)
     out = {}
     try:
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:

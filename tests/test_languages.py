@@ -183,7 +183,7 @@ def test_api_lang_filter_and_stats(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
     from lodex.api.app import create_app
-    from lodex.api.service import LodexService
+    from lodex.api.factory import open_app
     from lodex.api.settings import Settings
     from tests.fakes import FakeEncoder
 
@@ -191,8 +191,8 @@ def test_api_lang_filter_and_stats(tmp_path: Path) -> None:
     _mixed_folder(root)
     settings = Settings(base_dir=tmp_path)
     settings.index.data_dir = str(tmp_path / "data")
-    service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
-    service.writer.reconcile().result(timeout=60)
+    service = open_app(settings, "serve", root, watch=False, encoder=FakeEncoder()).start()
+    service.served.writer.reconcile().result(timeout=60)
     try:
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             assert client.get("/stats").json()["languages"] == {"zh": 4, "en": 1}

@@ -222,7 +222,8 @@ def test_auto_keeps_an_existing_index_as_it_was_built(tmp_path: Path) -> None:
     """An index built before late chunking (or with it off) opens and grows with plain chunking under "auto", and an
     index built with it keeps it; a new index gets plain chunking (issue 39: late chunking lost on short abstracts);
     an explicit setting that differs from the index is refused with the rebuild hint."""
-    from lodex.api.factory import build_encoder, late_plan, open_store
+    from lodex.api.factory import build_encoder, open_store
+    from lodex.api.index_policy import late_plan
     from lodex.api.settings import Settings
     from lodex.store.errors import OriginMismatchError
 

@@ -16,9 +16,8 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from lodex.api.app import create_app
 from lodex.api.mcp_server import add_write_tools, build_mcp
-from lodex.api.read_side import ServedReads
 from lodex.api.request import Limits
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 from tests.test_api import _service
 
 BASE = "http://127.0.0.1:8765"
@@ -29,7 +28,7 @@ MAX_SESSIONS = 100  # mcp.max_sessions' default
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LodexService]:
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Application]:
     svc = _service(tmp_path_factory.mktemp("mcp-hostile"))  # three documents; api.max_document_kb = 4
     try:
         yield svc
@@ -38,8 +37,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LodexService]:
 
 
 @pytest.fixture(scope="module")
-def server(service: LodexService) -> MCPServer:
-    mcp = build_mcp(ServedReads(service), Limits.of(service.settings))
+def server(service: Application) -> MCPServer:
+    mcp = build_mcp(service, Limits.of(service.settings))
     add_write_tools(mcp, service)
     return mcp
 
@@ -63,7 +62,7 @@ def _session_manager(client: TestClient) -> Any:
 
 
 @pytest.mark.slow  # 2,000 sessions opened
-def test_thousands_of_sessions_stay_bounded(service: LodexService) -> None:
+def test_thousands_of_sessions_stay_bounded(service: Application) -> None:
     """A client that opens 2,000 sessions and closes none: at most mcp.max_sessions are kept (the idlest closed,
     answering 404 after), each new one still opens, and the closed ones are freed (memory stops growing)."""
     with TestClient(create_app(service), base_url=BASE) as client:
@@ -86,7 +85,7 @@ def test_thousands_of_sessions_stay_bounded(service: LodexService) -> None:
         assert oldest.status_code == 404  # closed to make room: its client initializes a new one
 
 
-def test_cursors_are_bound_to_their_listing_and_unforgeable(server: MCPServer, service: LodexService) -> None:
+def test_cursors_are_bound_to_their_listing_and_unforgeable(server: MCPServer, service: Application) -> None:
     seen, cursor = [], None
     while True:
         page = _call(server, "list_documents", {"limit": 1, **({"cursor": cursor} if cursor else {})})
@@ -104,7 +103,7 @@ def test_cursors_are_bound_to_their_listing_and_unforgeable(server: MCPServer, s
     borrowed = _call(server, "list_documents", {"limit": 1, "path_glob": "*"})["next_cursor"]
     assert "another listing" in _refused(server, "list_documents", {"limit": 1, "cursor": borrowed})
     assert "another listing" in _refused(server, "list_documents", {"limit": 1, "cursor": first, "ext": ["md"]})
-    other_run = build_mcp(ServedReads(service), Limits())  # a restarted server: a new key
+    other_run = build_mcp(service, Limits())  # a restarted server: a new key
     assert "earlier run" in _refused(other_run, "list_documents", {"limit": 1, "cursor": first})
 
 
@@ -142,7 +141,7 @@ def test_a_missing_document_resource_says_so(server: MCPServer) -> None:
         anyio.run(server.read_resource, "lodex://documents/0123456789abcdef")
 
 
-def test_push_text_keeps_the_document_size_limit(server: MCPServer, service: LodexService) -> None:
+def test_push_text_keeps_the_document_size_limit(server: MCPServer, service: Application) -> None:
     """api.max_document_kb (4 KiB here) holds for push_text as for POST /documents."""
     message = _refused(server, "push_text", {"name": "big.md", "text": "Albatross flight. " * 300})
     assert "over 4 KiB (api.max_document_kb)" in message

@@ -8,14 +8,13 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from lodex.api.mcp_server import add_write_tools, build_mcp
-from lodex.api.read_side import ServedReads
 from tests.test_api import _service
 
 
 def test_write_tools_only_when_allowed(tmp_path: Path) -> None:
     service = _service(tmp_path)
     try:
-        server = build_mcp(ServedReads(service))
+        server = build_mcp(service)
         assert {t.name for t in anyio.run(server.list_tools)} == {"search", "read", "list_documents", "status"}
         add_write_tools(server, service)
         assert {"push_text", "delete_document", "reindex"} <= {t.name for t in anyio.run(server.list_tools)}

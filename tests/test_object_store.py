@@ -249,15 +249,15 @@ def test_a_writing_server_on_s3_sees_its_own_pushes_at_once(s3: str, tmp_path: P
     from fastapi.testclient import TestClient
 
     from lodex.api.app import create_app
-    from lodex.api.service import LodexService
+    from lodex.api.factory import open_app
     from lodex.api.settings import load_settings
 
     folder = _folder(tmp_path / "docs")
     settings = load_settings(None, {"index.data_dir": s3, "serve.refresh_s": 600.0})  # another host's commits: 10 min late
-    service = LodexService(settings, folder, watch=False).start()
+    service = open_app(settings, "serve", folder, watch=False).start()
     try:
-        assert service.writer is not None
-        service.writer.reconcile().result(timeout=60)
+        assert service.served.writer is not None
+        service.served.writer.reconcile().result(timeout=60)
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             assert client.get("/search", params={"q": "kites coastal winds", "k": 1}).json()["results"][0]["path"] != "@api/kites.txt"
             assert client.post("/documents?wait=true", json={"name": "kites.txt", "text": "Kites ride coastal winds."}).status_code == 201

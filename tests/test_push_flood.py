@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from lodex.api.app import create_app
 from lodex.api.push_spool import SPOOL_DIR, PushSpool
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 from lodex.indexer import writer
 from lodex.indexer.identity import document_id
 from lodex.store.errors import BusyError
@@ -44,26 +44,26 @@ def _until(condition: Callable[[], bool]) -> bool:
     return True
 
 
-def _stuck(service: LodexService) -> threading.Event:
+def _stuck(service: Application) -> threading.Event:
     """Hold the writer on a job until the returned event is set."""
     gate = threading.Event()
-    assert service.writer is not None
-    service.writer.submit(lambda ix: gate.wait(120))
+    assert service.served.writer is not None
+    service.served.writer.submit(lambda ix: gate.wait(120))
     return gate
 
 
 def test_pushes_past_the_writers_queue_never_block_the_event_loop(tmp_path: Path) -> None:
     service = _service(tmp_path)
     service.settings.api.max_queued_pushes = 30
-    service.spool.max_files = 30
-    assert service.writer is not None and service.door is not None
+    service.served.pushes.spool.max_files = 30
+    assert service.served.writer is not None and service.served.door is not None
     gate = _stuck(service)
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
             def flood() -> list[Any]:  # more than the writer's queue holds: the old server waited there
                 return [client.post("/documents", json={"name": f"memo-{i}", "text": f"memo {i} on kites"}) for i in range(40)]
 
-            assert service.writer.capacity == WRITER_QUEUE < 30
+            assert service.served.writer.capacity == WRITER_QUEUE < 30
             answers = _within(60, flood)
             assert [a.status_code for a in answers[:30]] == [202] * 30
             refused = answers[30:]
@@ -127,7 +127,7 @@ def test_reindex_requests_waiting_together_share_one_run(tmp_path: Path) -> None
     service = _service(tmp_path)
     gate = _stuck(service)
     try:
-        first, second = service.reindex(), service.reindex()
+        first, second = service.queue_reindex(), service.queue_reindex()
         assert first is second
         gate.set()
         summary = first.result(timeout=60)

@@ -46,7 +46,7 @@ def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
     encoder = HeldEncoder()
     service = _service(tmp_path, encoder=encoder)
     encoder.hold()
-    ids = [service.push(f"memo-{i}", f"memo {i} about airship number{i} " * 40, "", {"i": i})[0] for i in range(5)]
+    ids = [service.served.pushes.push(f"memo-{i}", f"memo {i} about airship number{i} " * 40, "", {"i": i})[0] for i in range(5)]
     assert encoder.encoding.wait(30)  # the first one is being encoded, the others wait
     service.halt()
     encoder.gate.set()
@@ -72,7 +72,7 @@ def test_a_request_waiting_on_the_writer_answers_503_when_lodex_stops(tmp_path: 
     answers: list = []
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
-            service.push("ahead", "a long document about zeppelins " * 400, "", {})  # keeps the writer busy
+            service.served.pushes.push("ahead", "a long document about zeppelins " * 400, "", {})  # keeps the writer busy
             waiting = threading.Thread(target=lambda: answers.append(
                 client.post("/documents?wait=true", json={"name": "behind", "text": "kites and gliders " * 20})))
             waiting.start()
@@ -98,8 +98,8 @@ def test_deleting_a_queued_push_deletes_it_once_it_is_applied(tmp_path: Path) ->
             client.post("/documents", json={"name": "ahead", "text": "a long document about zeppelins " * 100})
             queued = client.post("/documents", json={"name": "doomed", "text": "kites and gliders " * 20}).json()
             assert client.get(f"/documents/{queued['id']}").status_code == 202
-            assert service.door is not None and service.writer is not None
-            queued_now, submit = Wake(), service.door.submit
+            assert service.served.door is not None and service.served.writer is not None
+            queued_now, submit = Wake(), service.served.door.submit
 
             def submitted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
                 try:
@@ -107,15 +107,15 @@ def test_deleting_a_queued_push_deletes_it_once_it_is_applied(tmp_path: Path) ->
                 finally:
                     queued_now.notify()  # a job reached the door: its depth has changed
 
-            service.door.submit = submitted  # type: ignore[method-assign]
+            service.served.door.submit = submitted  # type: ignore[method-assign]
             deleted: list = []  # the delete answers once applied, behind the push ahead and the doomed one
             deleting = threading.Thread(target=lambda: deleted.append(client.delete(f"/documents/{queued['id']}")))
             deleting.start()
-            wait_until(lambda: service.door.depth + service.writer.depth >= 2, queued_now, what="the doomed push and its delete queued")
+            wait_until(lambda: service.served.door.depth + service.served.writer.depth >= 2, queued_now, what="the doomed push and its delete queued")
             encoder.gate.set()
             deleting.join(30)
             assert deleted[0].json() == {"deleted": queued["id"]}
-            wait_until(lambda: service.queued_push(queued["id"]) is None and not service.writer.busy, [tmp_path / "data"],
+            wait_until(lambda: service.queued_push(queued["id"]) is None and not service.served.writer.busy, [tmp_path / "data"],
                        what="the queued push applied")
             _error(client.get(f"/documents/{queued['id']}"), 404, "not_found")
     finally:

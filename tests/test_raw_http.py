@@ -11,7 +11,7 @@ import uvicorn
 
 from lodex.api.app import create_app
 from lodex.api.http_errors import JsonErrorsProtocol
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 from tests.live_server import StartingServer
 from tests.test_api import _service
 from tests.test_request_fuzz import _shape
@@ -20,7 +20,7 @@ from tests.test_request_fuzz import _shape
 class ThreadServer:
     """uvicorn with lodex's JsonErrorsProtocol on a free loopback port, in a background thread of this process."""
 
-    def __init__(self, service: LodexService) -> None:
+    def __init__(self, service: Application) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]

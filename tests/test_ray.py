@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import lodex
 from lodex.api.factory import open_reader
-from lodex.api.write_side import WriteSide
+from lodex.api.factory import open_app
 from lodex.api.settings import Settings
 from lodex.indexer.pipeline import RunSummary
 from lodex.store.errors import ConfigError, LodexError
@@ -68,7 +68,7 @@ def _settings(tmp_path: Path, name: str, engine: str, backend: str = "tests.fake
 
 
 def _index(settings: Settings, root: Path) -> tuple[RunSummary, dict[str, Any]]:
-    with WriteSide(settings, root) as side:
+    with open_app(settings, "write", root) as side:
         summary = side.indexer.run(root)
         check_index(side.store)  # (the folder holds a bad file too: the identity with the local index says the rest)
         return summary, _contents(side.store)
@@ -152,7 +152,7 @@ def test_cli_index_ray_on_a_running_cluster(cluster: Path, tmp_path: Path, cli_h
 _DRIVER = """
 import os, sys, ray
 from pathlib import Path
-from lodex.api.write_side import WriteSide
+from lodex.api.factory import open_app
 from lodex.api.settings import load_settings
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.ray_engine import RayIndexer
@@ -196,7 +196,7 @@ RayIndexer._gathered = logged
 ray.init(address=address, logging_level="ERROR", log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": repo}})
 settings = load_settings(None, {"index.data_dir": data_dir, "index.engine": "ray", "index.ray_actors": 1,
                                 "index.flush_tokens": 256, "index.stream_above_mb": 0.02, "encoder.backend": "tests.fakes:fake_encoder"})
-with WriteSide(settings, Path(root)) as side:
+with open_app(settings, "write", Path(root)) as side:
     side.indexer.background_commits = False  # a commit per flush, in turn: the kill points fall where they are named
     side.indexer.run(Path(root))
 """

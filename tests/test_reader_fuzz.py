@@ -1,4 +1,4 @@
-"""Reader fuzzing through the indexing path `lodex index` uses (WriteSide's indexer, the fake encoder): a folder of a
+"""Reader fuzzing through the indexing path `lodex index` uses (the write role's indexer, the fake encoder): a folder of a
 few hundred hostile files (tests/fuzz_files: amplification, nesting, filters, repeats, corruption, odd encodings)
 beside normal files. The run ends, nothing escapes, every hostile file is indexed or failed with a reason a person
 can read, the normal files are searchable, and the process stays within its memory bound."""
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from lodex.api.factory import build_searcher
-from lodex.api.write_side import WriteSide
+from lodex.api.application import Application
+from lodex.api.factory import open_app
 from lodex.api.settings import Settings
 from lodex.indexer.run_state import RunSummary
 from lodex.store.job_log import FileRecord
@@ -73,7 +74,7 @@ def _write_controls(root: Path) -> None:
                         else line * 3)
 
 
-def _run_with_deadline(side: WriteSide, root: Path, seconds: float) -> RunSummary:
+def _run_with_deadline(side: Application, root: Path, seconds: float) -> RunSummary:
     """The indexer's run over `root` on a thread; the test fails (and the run is asked to stop) past the deadline."""
     result: dict = {}
 
@@ -122,7 +123,7 @@ def _growth_mb(start_kb: int) -> float:
 
 def index_cases(tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple[str, str]] = frozenset(),
                 budget: tuple[float, int] | None = None) -> dict[str, FileRecord]:
-    """Index a folder of these cases and the controls through WriteSide (as `lodex index` does), with this per-file
+    """Index a folder of these cases and the controls through the application's write role (as `lodex index` does), with this per-file
     `budget` (seconds, MB) when given; check the run and every file's record; {file name: record} of the cases."""
     root = tmp_path / "docs"
     by_name = write_cases(root / "fuzz", chosen)
@@ -133,7 +134,7 @@ def index_cases(tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple
         settings.index.max_seconds_per_file, settings.index.max_memory_mb_per_file = budget
     start_kb = _reset_peak()
     encoder = FakeEncoder()
-    with WriteSide(settings, root, encoder=encoder) as side:
+    with open_app(settings, "write", root, encoder=encoder) as side:
         summary = _run_with_deadline(side, root, RUN_SECONDS)
         last = side.jobs.last_run()
         assert last is not None and not summary.interrupted

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lodex.api.app import create_app
-from lodex.api.service import LodexService
+from lodex.api.application import Application
 from lodex.api.settings import Settings
 from lodex.search.results import SearchFilters
 from tests.test_api import _service
@@ -54,7 +54,7 @@ def _nested(levels: int, leaf: object = "leaf") -> object:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[LodexService]:
+def service(tmp_path: Path) -> Iterator[Application]:
     svc = _service(tmp_path)
     try:
         yield svc
@@ -63,7 +63,7 @@ def service(tmp_path: Path) -> Iterator[LodexService]:
 
 
 @pytest.fixture
-def client(service: LodexService) -> Iterator[TestClient]:
+def client(service: Application) -> Iterator[TestClient]:
     with TestClient(create_app(service), base_url=BASE) as c:
         yield c
 
@@ -80,7 +80,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def roomy_client(service: LodexService) -> Iterator[TestClient]:
+def roomy_client(service: Application) -> Iterator[TestClient]:
     """A client of an app whose body limit (api.max_body_kb, read at app creation) lets 1 MiB bodies through to
     the JSON parser and the models, so the checks past it are reached."""
     service.settings.api.max_body_kb = 1024
@@ -237,16 +237,16 @@ def test_good_and_bad_http_searches_at_once(client: TestClient) -> None:
             _error(response, 422, "invalid_request")
 
 
-def test_bad_queries_in_the_batcher_fail_alone(service: LodexService) -> None:
+def test_bad_queries_in_the_batcher_fail_alone(service: Application) -> None:
     """Queries with a lone surrogate, past the HTTP checks, reach the batcher, BM25 and the tokenizer in the same
     batches as good ones: each bad one fails, every good one is answered."""
     for _ in range(3):  # several rounds: the batches form differently each time
         futures = []
         for i in range(40):
             if i % 2:
-                futures.append(("bad", service.search(f"drag \ud800 {i}", 3, SearchFilters(), None)))
+                futures.append(("bad", service.served.search(f"drag \ud800 {i}", 3, SearchFilters(), None)))
             else:
-                futures.append(("good", service.search(GOOD_QUERIES[i // 2 % len(GOOD_QUERIES)], 3, SearchFilters(), None)))
+                futures.append(("good", service.served.search(GOOD_QUERIES[i // 2 % len(GOOD_QUERIES)], 3, SearchFilters(), None)))
         for i, (kind, future) in enumerate(futures):
             if kind == "good":
                 failed = future.exception(timeout=30)
@@ -255,12 +255,12 @@ def test_bad_queries_in_the_batcher_fail_alone(service: LodexService) -> None:
             else:
                 assert future.exception(timeout=30) is not None, i
     for mode in ("dense", "bm25", "hybrid"):  # each mode alone too
-        good = [service.search(q, 3, SearchFilters(), mode) for q in GOOD_QUERIES]
-        bad = [service.search(f"fins \ud800 {i}", 3, SearchFilters(), mode) for i in range(8)]
+        good = [service.served.search(q, 3, SearchFilters(), mode) for q in GOOD_QUERIES]
+        bad = [service.served.search(f"fins \ud800 {i}", 3, SearchFilters(), mode) for i in range(8)]
         assert [f.exception(timeout=30) for f in good] == [None] * len(good), mode
         assert all(f.result().results for f in good), mode
         assert all(f.exception(timeout=30) is not None for f in bad), mode
-    assert service.search("swept wings", 3, SearchFilters(), None).result(timeout=30).results  # still serving
+    assert service.served.search("swept wings", 3, SearchFilters(), None).result(timeout=30).results  # still serving
 
 
 # ---- 3. the Host rule of a loopback server ----------------------------------------------------------------------
@@ -283,7 +283,7 @@ def test_loopback_hosts_are_answered(shared: TestClient, host: str) -> None:
     assert response.json()["total"] == 3
 
 
-def test_allowed_hosts_are_answered(service: LodexService) -> None:
+def test_allowed_hosts_are_answered(service: Application) -> None:
     service.settings.api.allowed_hosts = ["lodex.lan", "Search.Example"]
     with TestClient(create_app(service), base_url=BASE) as client:
         for host in ("lodex.lan", "lodex.lan:8765", "LODEX.LAN:8765", "search.example:80", "localhost:8765"):

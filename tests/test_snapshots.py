@@ -305,7 +305,7 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
     import gc
     import weakref
 
-    from lodex.api.service import LodexService
+    from lodex.api.factory import open_app
     from lodex.store.vector_index import VectorIndex
     from tests.invariants import check_index
 
@@ -316,18 +316,18 @@ def test_serve_keeps_one_vector_index_for_the_writer_and_every_query_thread(tmp_
     made: list = []  # every vector index made from here on (earlier tests' may still be alive in this process)
     init = VectorIndex.__init__
     monkeypatch.setattr(VectorIndex, "__init__", lambda self, *a, **k: made.append(weakref.ref(self)) or init(self, *a, **k))
-    service = LodexService(settings, root, watch=False, encoder=FakeEncoder()).start()
+    service = open_app(settings, "serve", root, watch=False, encoder=FakeEncoder()).start()
     try:
-        service.writer.reconcile().result(timeout=60)
-        assert [h.path for h in service.search("topic3", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
+        service.served.writer.reconcile().result(timeout=60)
+        assert [h.path for h in service.served.search("topic3", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
         (root / "3.txt").write_text("rewritten: zeppelins and airships " * 4)
-        service.writer.reconcile().result(timeout=60)  # the writer saves the index: the searchers' one
-        assert [h.path for h in service.search("zeppelins", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
+        service.served.writer.reconcile().result(timeout=60)  # the writer saves the index: the searchers' one
+        assert [h.path for h in service.served.search("zeppelins", 1, SearchFilters(), "dense").result(timeout=60).results] == ["3.txt"]
         gc.collect()
         held = [o for o in (ref() for ref in made) if o is not None]
-        assert len(held) == 1 and held[0] is service.snapshots.snapshot().index.index  # type: ignore[attr-defined]
+        assert len(held) == 1 and held[0] is service.served.snapshots.snapshot().index.index  # type: ignore[attr-defined]
         assert held[0].kind == ("compressed" if kind == "compressed" else "flat")
-        check_index(service.side.store, root, persisted=True, vector_atol=1e-6)  # the saved file: exactly this version's chunks
+        check_index(service.store, root, persisted=True, vector_atol=1e-6)  # the saved file: exactly this version's chunks
     finally:
         service.close()
 

@@ -224,7 +224,7 @@ def test_a_watching_writers_small_updates_save_the_index_at_most_every_save_inde
     root, settings = notes_and_settings(tmp_path, 6)
     settings.watch.save_index_every_s = 3600.0
     encoder = FakeEncoder()
-    store = open_store(settings, encoder, tmp_path / "data", create=True, long_lived=True)  # as WriteSide(long_lived=True)
+    store = open_store(settings, encoder, tmp_path / "data", create=True, long_lived=True)  # as open_app(..., "write", long_lived=True)
     plain = open_store(settings, encoder, tmp_path / "data", create=True)  # as `lodex index`'s
     assert plain.persist_every_s == PERSIST_EVERY_S and store.persist_every_s == 3600.0
     plain.close()

@@ -76,17 +76,17 @@ def _windows_worker(precision: str, scratch: Path, folder: Path | None) -> None:
     print(json.dumps({"seconds": time.perf_counter() - started, "tokens": tokens}))
 
 
-def _write_side(precision: str, late: bool, scratch: Path, folder: Path):  # noqa: ANN202 - a WriteSide
+def _write_side(precision: str, late: bool, scratch: Path, folder: Path):  # noqa: ANN202 - an Application (write role)
     """The write side `lodex index` opens, for this mode, on a scratch data dir."""
-    from lodex.api.write_side import WriteSide
+    from lodex.api.factory import open_app
     from lodex.api.settings import load_settings
 
     settings = load_settings(overrides={"encoder.precision": precision, "encoder.cache_dir": str(scratch.parent / "model-cache"),
                                         "index.data_dir": str(scratch), "chunking.late": late})
-    return WriteSide(settings, folder)
+    return open_app(settings, "write", folder)
 
 
-def _windows(side, folder: Path) -> tuple[list, list[str], int]:  # noqa: ANN001 - a WriteSide
+def _windows(side, folder: Path) -> tuple[list, list[str], int]:  # noqa: ANN001 - an Application (write role)
     """The late-chunking windows (and leads) `lodex index` plans for the files of `folder`, and their chunk tokens."""
     from lodex.indexer.encoding_jobs import encoder_jobs
     from lodex.indexer.prepared import Prepared
@@ -103,7 +103,7 @@ def pair_worker(mode: str, scratch: Path, folder: Path, repeats: int = 3) -> Non
     minute to the next; a pair measured back to back shares the drift): the run `lodex index --rebuild` makes (scan,
     read, chunk, encode, commit, optimize, save) with the model already loaded, against the encoder alone on the same
     work. Prints the ratios."""
-    from lodex.api.write_side import WriteSide
+    from lodex.api.factory import open_app
 
     precision, late = mode.split("-")[0], not mode.endswith("plain")
     with _write_side(precision, late, scratch, folder) as side:
@@ -121,7 +121,7 @@ def pair_worker(mode: str, scratch: Path, folder: Path, repeats: int = 3) -> Non
         started = time.perf_counter()
         alone()
         alone_s = time.perf_counter() - started
-        with WriteSide(settings, folder, rebuild=True, encoder=encoder) as side:
+        with open_app(settings, "write", folder, rebuild=True, encoder=encoder) as side:
             summary = side.indexer.run(folder)
         ratios.append(alone_s / summary.seconds)
     print(json.dumps({"ratios": ratios}))

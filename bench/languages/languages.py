@@ -4,7 +4,7 @@ usage: python bench/languages/languages.py [--langs zh,ja,de,ja-faq] [--work DIR
                                  [--no-baseline] [--out FILE]
 Builds each language's folder from Debian's debian-reference package (bench/languages/langdata.py: one file per <h2> section of
 the manual, the .deb fetched with apt-get into --work), indexes it with lodex through its public Python API (the same
-WriteSide the CLI's `lodex index` opens; settings from --config or ./config.toml), asks the committed questions
+write role of the application object the CLI's `lodex index` opens; settings from --config or ./config.toml), asks the committed questions
 (bench/data/langdata/LANG.json, one target file each) in each search mode, and prints top-1 / top-3 / MRR@10 next to the
 hand-rolled baselines of bench/languages/lang_baseline.py measured in the same run. A --variant indexes the folder again with
 settings overridden (e.g. `--variant "de-stem:index.language=de"` once lodex has such a key); keys this lodex does not
@@ -77,12 +77,12 @@ def run_lodex(folder: Path, data: Path, config: Path | None, overrides: dict[str
               qs: list[dict[str, str]]) -> dict[str, Any]:
     """Index `folder` into `data` as `lodex index` does, optimize, then every question in every mode."""
     from lodex.api.factory import build_searcher
-    from lodex.api.write_side import WriteSide
+    from lodex.api.factory import open_app
     from lodex.api.settings import load_settings
 
     settings = load_settings(config, {"index.data_dir": str(data)} | overrides)
     started = time.perf_counter()
-    with WriteSide(settings, folder.resolve(), rebuild=True) as side:
+    with open_app(settings, "write", folder.resolve(), rebuild=True) as side:
         summary = side.indexer.run(folder.resolve())
         side.store.maybe_optimize(force=True)
         index_s = time.perf_counter() - started

@@ -98,8 +98,7 @@ Cell = dict[str, dict[str, Any]]  # mode → {"ndcg@10", "mrr@10", "top1": float
 def run(folder: Folder, overrides: dict[str, Any], precision: str, keep: Path | None = None) -> Cell:
     """Index `folder` with `overrides` (afresh, or reuse the index kept under `keep`), then ask its questions in each
     mode: documents ranked by path."""
-    from lodex.api.write_side import WriteSide
-    from lodex.api.read_side import ReadSide
+    from lodex.api.factory import open_app
     from lodex.api.settings import load_settings
 
     root = folder.path.resolve()
@@ -112,12 +111,12 @@ def run(folder: Folder, overrides: dict[str, Any], precision: str, keep: Path | 
         settings = load_settings(None, {"index.data_dir": str(data), "encoder.precision": precision,
                                         "search.passages": 0} | overrides)
         out: Cell = {}
-        with WriteSide(settings, root, rebuild=not done.exists()) as side:
+        with open_app(settings, "write", root, rebuild=not done.exists()) as side:
             if not done.exists():
                 side.indexer.run(root)
                 side.store.maybe_optimize(force=True)
                 done.write_text(json.dumps(built))
-            searcher = ReadSide(settings, side.encoder, side.store).searcher
+            searcher = side.searcher
             for mode in MODES:
                 runs = {qid: [_relative(hit.path, root) for hit in searcher.search(text, k=10, mode=mode).results]
                         for qid, text in folder.queries.items()}

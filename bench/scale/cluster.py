@@ -22,8 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.scale.object_store import cpu_flags, moto_s3  # noqa: E402
-from lodex.api.write_side import WriteSide  # noqa: E402
-from lodex.api.write_side import WriteSide
+from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
 
 
@@ -38,7 +37,7 @@ def run(folder: Path, data_dir: str, backend: str, engine: str = "local", actors
     if flush_tokens:
         overrides["index.flush_tokens"] = flush_tokens
     settings = load_settings(None, overrides)
-    with WriteSide(settings, folder, rebuild=True) as side:
+    with open_app(settings, "write", folder, rebuild=True) as side:
         commits: list[float] = []
         commit = side.store.commit
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from lodex.api.factory import build_searcher, open_store  # noqa: E402
-from lodex.api.write_side import WriteSide
+from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
 from lodex.indexer.encoders.encoder import Encoder  # noqa: E402
 
@@ -41,7 +41,7 @@ def measure(data_dir: str, folder: Path, encoder: Encoder | None, args: argparse
     """Index, search and commit timings against one data dir (a folder or an s3:// URI)."""
     settings = load_settings(None, {"index.data_dir": data_dir, "encoder.backend": args.backend, "storage.cache_dir": str(cache)})
     started = time.perf_counter()
-    with WriteSide(settings, folder, rebuild=True, encoder=encoder) as side:
+    with open_app(settings, "write", folder, rebuild=True, encoder=encoder) as side:
         summary = side.indexer.run(folder)
         index_s = time.perf_counter() - started
         encoder = side.encoder

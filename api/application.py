@@ -82,7 +82,7 @@ class Application:
                modified_after: datetime | float | str | None = None, mode: Mode | None = None,
                lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
         """See LodexAPI.search."""
-        return self.run_search(check_search(self.limits, q=query, k=k, path=path_glob, ext=ext, modified_after=modified_after,
+        return self.run_search(check_search(self.limits, q=query, k=k, path_glob=path_glob, ext=ext, modified_after=modified_after,
                                             mode=mode, lang=lang))
 
     def run_search(self, search: Search) -> SearchResponse:

@@ -213,7 +213,7 @@ def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
     k: Annotated[int | None, typer.Option("-k", "--k", help="Documents to return (default: search.k; at most api.max_k).")] = None,
-    path: Annotated[str | None, typer.Option("--path", help="Only documents whose relative path matches this glob.")] = None,
+    path_glob: Annotated[str | None, typer.Option("--path-glob", "--path", help="Only documents whose relative path matches this glob.")] = None,
     ext: Annotated[list[str] | None, typer.Option("--ext", help="Only these file extensions (repeatable).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="dense, bm25 or hybrid (default: search.mode).")] = None,
     lang: Annotated[list[str] | None, typer.Option("--lang", help="Only documents in this language (ISO 639-1, e.g. zh; repeatable).")] = None,
@@ -234,7 +234,7 @@ def search(
 
     settings = command_settings(ctx, config, data_dir)
     query = query.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes the shell gave that are not UTF-8
-    request = search_request(q=query, k=k, path=path, ext=ext, modified_after=modified_after, mode=mode or settings.search.mode, lang=lang)
+    request = search_request(q=query, k=k, path_glob=path_glob, ext=ext, modified_after=modified_after, mode=mode or settings.search.mode, lang=lang)
     asked = request.checked(Limits.of(settings))  # checked here as the server checks it: its k is this config's default
     answer = None if local else ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", request.model_copy(update={"k": asked.k}).body())
     if answer is not None and answer.refused:

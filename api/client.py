@@ -51,13 +51,13 @@ class Client:
                modified_after: datetime | float | str | None = None, mode: Mode | None = None,
                lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
         """As `LodexAPI.search`, answered (and checked) by the server; values of the wrong type raise InvalidRequest here."""
-        request = search_request(q=query, k=k, path=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
+        request = search_request(q=query, k=k, path_glob=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
         return SearchResponse.from_dict(self._ask("POST", "/search", json=request.body()))
 
     def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
                   ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:
         """As `LodexAPI.documents`."""
-        params: dict[str, Any] = {"offset": offset, "limit": limit, "path": path_glob, "ext": list(ext or ()) or None}
+        params: dict[str, Any] = {"offset": offset, "limit": limit, "path_glob": path_glob, "ext": list(ext or ()) or None}
         return DocumentListOut.model_validate(self._ask("GET", "/documents", params={k: v for k, v in params.items() if v is not None}))
 
     def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None,

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from lodex.api.models import Text
 from lodex.api.settings import Settings
@@ -71,7 +71,8 @@ class SearchRequest(BaseModel):
 
     q: Text = Field(description="The query, in plain words.")
     k: int | None = Field(None, strict=True, description="Documents to return (default: search.k; at most api.max_k).")
-    path: Text | None = Field(None, description="Only documents whose relative path matches this glob.")
+    path_glob: Text | None = Field(None, validation_alias=AliasChoices("path_glob", "path"),
+                                   description="Only documents whose relative path matches this glob (`path`, its former name, is still read).")
     ext: list[Text] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
     modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds; "
                                                                "a time without a zone is this machine's local time).")
@@ -80,11 +81,11 @@ class SearchRequest(BaseModel):
 
     def checked(self, limits: Limits) -> Search:
         """The search this request asks for, or BadRequest saying which value is out of bounds and how to fix it."""
-        q, path, ext, lang = self.q, self.path, self.ext, self.lang
+        q, path, ext, lang = self.q, self.path_glob, self.ext, self.lang
         if not q.strip():
             raise BadRequest("q is empty", "pass some words to look for")
         if path is not None and len(path) > MAX_GLOB_CHARS:
-            raise BadRequest(f"path is longer than {MAX_GLOB_CHARS} characters", "pass a shorter glob")
+            raise BadRequest(f"path_glob is longer than {MAX_GLOB_CHARS} characters", "pass a shorter glob")
         check_extensions(ext)
         if lang and (len(lang) > MAX_EXTENSIONS or any(not 2 <= len(c) <= 3 or not c.isalpha() or not c.isascii() for c in lang)):
             raise BadRequest(f"lang takes at most {MAX_EXTENSIONS} language codes of 2 or 3 letters (ISO 639)", "pass codes such as zh or en")

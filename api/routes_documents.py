@@ -25,13 +25,14 @@ async def list_documents(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     status: Annotated[str, Query(pattern="^(indexed|failed|all)$", description="indexed, failed or all")] = "indexed",
-    path: Annotated[str | None, Query(description="Only documents whose relative path matches this glob.", max_length=MAX_GLOB_CHARS)] = None,
+    path_glob: Annotated[str | None, Query(description="Only documents whose relative path matches this glob.", max_length=MAX_GLOB_CHARS)] = None,
+    path: Annotated[str | None, Query(description="path_glob's former name.", max_length=MAX_GLOB_CHARS, deprecated=True)] = None,
     ext: Annotated[list[str] | None, Query(description="Only these file extensions (repeatable).")] = None,
 ) -> DocumentListOut:
     """Indexed documents, by path, paged (and filtered by path glob and extension); and (status=failed or all)
     the files that failed."""
     check_extensions(ext)
-    filters = SearchFilters(path, tuple(ext or ()))
+    filters = SearchFilters(path if path_glob is None else path_glob, tuple(ext or ()))
     total, docs = await on_query_thread(serving, lambda: app.list_documents(offset, limit, filters)) if status != "failed" else (0, [])
     with app.job_log() as jobs:
         failed = [FailedOut(path=p, reason=f["reason"], attempts=f["attempts"]) for p, f in jobs.failed().items()] if status != "indexed" else []

@@ -29,14 +29,15 @@ async def search_get(
     app: App,
     q: Annotated[str, Query(description="The query, in plain words.", max_length=100_000)],
     k: Annotated[int | None, Query(description="Documents to return.")] = None,
-    path: Annotated[str | None, Query(description="Glob on the relative path.")] = None,
+    path_glob: Annotated[str | None, Query(description="Only documents whose relative path matches this glob.")] = None,
+    path: Annotated[str | None, Query(description="path_glob's former name.", deprecated=True)] = None,
     ext: Annotated[list[str] | None, Query(description="File extensions (repeatable).")] = None,
     modified_after: Annotated[datetime | None, Query(description="ISO 8601 time or epoch seconds.")] = None,
     mode: Annotated[Mode | None, Query(description="Retrieval mode (default: search.mode).")] = None,
     lang: Annotated[list[str] | None, Query(description="Only documents in these languages (ISO 639-1, repeatable).")] = None,
 ) -> Response:
     """Rank documents (dense, keyword or hybrid retrieval); return each with its best passages."""
-    return await run_search(app, search_request(q=q, k=k, path=path, ext=ext, modified_after=modified_after, mode=mode, lang=lang))
+    return await run_search(app, search_request(q=q, k=k, path_glob=path if path_glob is None else path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang))
 
 
 @router.post("/search", response_model=SearchResponse, responses=ERRORS)

@@ -67,8 +67,12 @@ def test_search_get_and_post(client: TestClient) -> None:
         assert got["mode"] == mode and got["results"][0]["path"] == "wings.md"
         assert client.post("/search", json={"q": "swept wings lift", "k": 1, "mode": mode}).json()["mode"] == mode
     assert _error(client.get("/search", params={"q": "x", "mode": "fuzzy"}), 422, "invalid_request")
-    posted = client.post("/search", json={"q": "rocket fins drag", "k": 1, "path": "notes/*"}).json()
-    assert [r["path"] for r in posted["results"]] == ["notes/fins.txt"]
+    for where in ({"path_glob": "notes/*"}, {"path": "notes/*"}):  # path: path_glob's former name, still read
+        posted = client.post("/search", json={"q": "rocket fins drag", "k": 1, **where}).json()
+        assert [r["path"] for r in posted["results"]] == ["notes/fins.txt"]
+        got = client.get("/search", params={"q": "rocket fins drag", "k": 1, **where}).json()
+        assert [r["path"] for r in got["results"]] == ["notes/fins.txt"]
+        assert client.get("/documents", params=where).json()["total"] == 1
     only_md = client.get("/search", params={"q": "drag", "ext": ["md"]}).json()
     assert {r["path"] for r in only_md["results"]} == {"wings.md"}
     future = client.post("/search", json={"q": "drag", "modified_after": "2999-01-01T00:00:00Z"}).json()

@@ -2,7 +2,8 @@
 secret (a file only its owner reads), and `lodex search` / `lodex status` ask it over loopback instead of loading the
 model and opening the index themselves, once the listener has proven it holds that secret (before the API key is
 sent); anything amiss (no server, a stale or hostile record, no proof, 401, past the deadline) and they do it
-themselves. Standard library only: this runs before any heavy import."""
+themselves. Standard library only: this runs before any heavy import (api/http_client.py, lodex's one HTTP client of
+its own API, gives the connection and reads the error shape)."""
 
 import hashlib
 import hmac
@@ -17,6 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from lodex.api.http_client import connection as new_connection
+from lodex.api.http_client import error_of
 
 SERVER_FILE = "server.json"
 DEADLINE_S = 3.0  # the whole forward (connect, proof, request, answer), then the CLI searches by itself
@@ -214,7 +218,7 @@ def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dic
         return Forwarded(reason=reason)
     host, port, where = found.host, found.port, f"{found.host}:{found.port}"
     headers = {"Accept": "application/json", "Host": f"{host}:{port}" if ":" not in host else f"[{host}]:{port}"}
-    connection = http.client.HTTPConnection(host, port, timeout=min(_CONNECT_S, deadline_s))
+    connection = new_connection(host, port, min(_CONNECT_S, deadline_s))
     connection.auto_open = 0  # never reconnect: the key goes only over the connection that proved itself
     started = time.monotonic()
     cutter = _Cutter(connection, started)
@@ -255,15 +259,6 @@ def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dic
     return _answered(response.status, data, where)
 
 
-def _error_message(data: bytes) -> str:
-    """The message of an answer in lodex's error shape {"error": {"code", "message"}} ("" for anything else)."""
-    try:
-        message = json.loads(data)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        return ""
-    return " ".join(str(message).split())[:500]  # one line, however the answer came
-
-
 class _Cutter:
     """Ends a connection's reads at a deadline counted from `started`: a trickling listener keeps every read short, so
     a per-read timeout alone would never end the exchange."""
@@ -291,7 +286,7 @@ def _answered(status: int, data: bytes, where: str) -> "Forwarded":
     """The server's answer (its JSON), or the reason it is not one: an error status or something other than JSON."""
     if 400 <= status < 500:
         return Forwarded(reason=f"the server on {where} answered {status}" + (" (check api.api_key)" if status == 401 else ""),
-                         status=status, error=_error_message(data))
+                         status=status, error=(error_of(data) or ("", ""))[1])
     if status != 200:
         return Forwarded(reason=f"the server on {where} answered {status}", status=status)
     try:

@@ -86,6 +86,14 @@ def test_client_against_a_real_server_gives_equal_objects(indexed: Path, cli_hom
             with pytest.raises(lodex.RemoteError, match="no document") as caught:
                 client.read("0" * 16)
             assert caught.value.status == 404
+            pushed = client.push("memo.md", "Albatross gliding flight over the southern ocean. " * 5, title="Memo")
+            assert (pushed.path, pushed.status) == ("@api/memo.md", "indexed") and client.document(pushed.id).title == "Memo"
+            with pytest.raises(lodex.RemoteError, match="watched folder") as refused:
+                client.delete(doc.id)
+            assert (refused.value.status, refused.value.code) == (409, "conflict")
+            assert client.delete(pushed.id).deleted == pushed.id and client.reindex().unchanged == 15
+            with pytest.raises(lodex.LodexError, match="open for reading"):
+                index.push("memo.md", "text")
     finally:
         server.stop()
 

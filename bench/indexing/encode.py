@@ -24,7 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-DEFAULT_DATA = ROOT.parent / "shared" / "evaldata" / "cranfield"
+
+from bench.harness import EVALDATA, LODEX_CLI, machine_line  # noqa: E402
+
+DEFAULT_DATA = EVALDATA / "cranfield"
 
 
 def _chunk_texts(data_dir: Path) -> tuple[list[str], int]:
@@ -194,8 +197,7 @@ def _round(folder: Path, tmp: Path, round_: int, env: dict[str, str]) -> dict[st
     cache = str(tmp / "model-cache")
     for name, (precision, late) in INDEX_RUNS.items():
         run_env = {**env, "LODEX_ENCODER__PRECISION": precision, "LODEX_CHUNKING__LATE": late, "LODEX_ENCODER__CACHE_DIR": cache}
-        out, rss = _timed_child([sys.executable, "-m", "lodex.api.cli", "index", str(folder), "--json", "--data-dir",
-                                 str(tmp / f"{name}-{round_}")], run_env)
+        out, rss = _timed_child([*LODEX_CLI, "index", str(folder), "--json", "--data-dir", str(tmp / f"{name}-{round_}")], run_env)
         summary = json.loads(out)
         results[name] = (summary["tokens"] / summary["seconds"], rss)
     steps = ["st", "exact", "fast", "exact-windows", "fast-windows"]
@@ -222,7 +224,6 @@ def main() -> None:
     if args.worker:
         return worker(args.worker, args.data, args.folder, args.pairs)
 
-    from lodex.indexer.encoders.cpu import cpu_info
     from lodex.search.collections import load_collection, write_files
 
     collection = load_collection(args.dataset)
@@ -250,7 +251,7 @@ def main() -> None:
     per_token = flops_per_token(lengths)
     print(f"{args.docs} abstracts of {args.dataset.name} as long documents of {args.bundle}; {sum(lengths) - 2 * len(lengths):,} chunk "
           f"tokens; best of {args.rounds} round(s); {os.cpu_count()} CPUs")
-    print(cpu_info().line())
+    print(machine_line())
     if choices:
         print("fast path: " + "; ".join(f"{entry['path']} chosen of " + ", ".join(f"{t['path']} {t['seconds']:.3f} s" if t["seconds"] else
               f"{t['path']} ({t['error']})" for t in entry["trials"]) for entry in choices.values()))

@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-EVALDATA = ROOT.parent / "shared" / "evaldata"
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import EVALDATA, LODEX_CLI  # noqa: E402
 
 
 def abstracts() -> list[str]:
@@ -100,7 +102,7 @@ def main() -> None:
             env["LODEX_BENCH_MODEL_EVERY"] = str(args.model_every)
         log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - the child's stderr, shown if it fails
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "index", str(folder), "--json", "--data-dir", str(data)],
+        proc = subprocess.Popen([*LODEX_CLI, "index", str(folder), "--json", "--data-dir", str(data)],
                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
         out = proc.stdout.read() if proc.stdout else ""
         _, status, usage = os.wait4(proc.pid, 0)

@@ -20,7 +20,6 @@ import argparse
 import datetime
 import json
 import os
-import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -30,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bench.harness import LODEX_CLI, command_line, machine_line  # noqa: E402
 from bench.indexing.pipeline_folders import NAMES, Folder, build, files_of, limited  # noqa: E402
 from bench.indexing.pipeline_runs import Measured, measure, peers_python  # noqa: E402
 from bench.indexing.pipeline_scores import DEPTH, quality, quality_line  # noqa: E402
@@ -57,7 +57,7 @@ def base_env(threads: int | None = None) -> dict[str, str]:
 
 def lodex_cmd() -> list[str]:
     script = Path(sys.executable).parent / "lodex"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "lodex.api.cli"]
+    return [str(script)] if script.exists() else LODEX_CLI
 
 
 def index_cmd(pipeline: str, folder: Path, work: Path) -> tuple[list[str], dict[str, str]]:
@@ -186,11 +186,8 @@ def cores_table(folder: Folder, cores: list[int]) -> tuple[str, list[dict]]:
 
 
 def header() -> list[str]:
-    from lodex.indexer.encoders.cpu import cpu_info
-
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return [f"- date: {now}", f"- machine: {cpu_info().line()}; os.cpu_count() {os.cpu_count()}",
-            f"- command: `{shlex.join(['python', *[a if i else 'bench/indexing/pipelines.py' for i, a in enumerate(sys.argv)]])}`", ""]
+    return [f"- date: {now}", f"- machine: {machine_line()}; os.cpu_count() {os.cpu_count()}", f"- command: `{command_line()}`", ""]
 
 
 def main() -> None:

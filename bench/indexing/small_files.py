@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import EVALDATA, alternating, machine_line  # noqa: E402
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 _ST = """
@@ -57,17 +59,16 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int, s
 
 
 def main() -> None:
-    from lodex.indexer.encoders.cpu import cpu_info
     from lodex.search.collections import load_collection, write_files
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", nargs="?", type=Path,
-                        default=Path(os.environ.get("LODEX_EVALDATA", ROOT.parent / "shared" / "evaldata")) / "cranfield")
+                        default=EVALDATA / "cranfield")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--precision", default="", help="encoder.precision for lodex (default: its default)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N files (a quick check)")
     args = parser.parse_args()
-    print(cpu_info().line())
+    print(machine_line())
     print(f"date: {time.strftime('%Y-%m-%d %H:%M')}; load average before: {os.getloadavg()[0]:.2f}")
     env = dict(os.environ)
     if args.precision:
@@ -84,20 +85,20 @@ def main() -> None:
         warm.mkdir()
         (warm / "a.txt").write_text("A short note on swept wings, to load and check the model once.")
         timed([*lodex, str(warm), "--data-dir", str(work / "warm-data"), "--json"], env, work)
-        best: dict[str, dict] = {}
-        for round_ in range(args.rounds):
-            for name in (("lodex", "st") if round_ % 2 == 0 else ("st", "lodex")):
-                if name == "lodex":
-                    wall, rss, out = timed([*lodex, str(folder), "--data-dir", str(work / f"data{round_}"), "--json"], env, work)
-                    report = json.loads(out.strip().splitlines()[-1])
-                    run = {"wall_s": wall, "rss_mb": rss, "tokens": report["tokens"], "chunks": report["chunks"],
-                           "phases": report.get("phases", {}), "added": report["added"]}
-                else:
-                    wall, rss, out = timed([sys.executable, "-c", _ST, str(folder)], env, work)
-                    run = {"wall_s": wall, "rss_mb": rss, **json.loads(out.strip().splitlines()[-1])}
-                print(f"round {round_ + 1} {name}: {json.dumps(run)}", flush=True)
-                if name not in best or run["wall_s"] < best[name]["wall_s"]:
-                    best[name] = run
+
+        def one(name: str, round_: int) -> dict:
+            if name == "lodex":
+                wall, rss, out = timed([*lodex, str(folder), "--data-dir", str(work / f"data{round_}"), "--json"], env, work)
+                report = json.loads(out.strip().splitlines()[-1])
+                run = {"wall_s": wall, "rss_mb": rss, "tokens": report["tokens"], "chunks": report["chunks"],
+                       "phases": report.get("phases", {}), "added": report["added"]}
+            else:
+                wall, rss, out = timed([sys.executable, "-c", _ST, str(folder)], env, work)
+                run = {"wall_s": wall, "rss_mb": rss, **json.loads(out.strip().splitlines()[-1])}
+            print(f"round {round_ + 1} {name}: {json.dumps(run)}", flush=True)
+            return run
+
+        best = alternating(("lodex", "st"), args.rounds, one, lambda new, kept: new["wall_s"] < kept["wall_s"])
     lo, st = best["lodex"], best["st"]
     print(f"\n{files:,} files of {args.dataset.name}, best of {args.rounds} rounds each")
     print("| pipeline | wall s (start included) | tokens | peak RSS MiB | notes |")

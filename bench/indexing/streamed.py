@@ -25,8 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.readers.extract import peak_rss_mib  # noqa: E402
-from bench.readers.extract_figures import cpu_line  # noqa: E402
+from bench.harness import machine_line, peak_rss_mib  # noqa: E402
 
 WORDS = ("wing lift drag flow boundary layer heat transfer pressure shock wave laminar turbulent plate cylinder velocity "
          "surface temperature model test tunnel number mach reynolds jet stream free body angle attack edge leading "
@@ -120,7 +119,7 @@ def main() -> None:
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="lodex-streamed-")
     model = build_model(Path(args.workdir) / "model", args.layers, args.hidden)
     size = fp32_bytes(tensor_index(model))
-    print(cpu_line())
+    print(machine_line())
     print(f"model: random BERT {args.layers} x {args.hidden}, {size / 1e9:.2f} GB float32 in {model}")
     print(f"input: {args.chunks:,} chunks of ~{args.chunk_tokens} tokens; memory_budget_mb = {args.budget_mb}")
     figures = {}
@@ -139,7 +138,7 @@ def main() -> None:
           f"in memory - baseline: {memory['rss'] - base['rss']:,.0f} MiB")
     speed = {m: figures[m]["tokens"] / figures[m]["seconds"] for m in figures}
     print(f"throughput vs in memory: warm {speed['streamed'] / speed['memory']:.2f}x, cold {speed['streamed-cold'] / speed['memory']:.2f}x "
-          f"({cpu_line().split('; ')[1]})")
+          f"({machine_line().split('; ')[1]})")
     full = FULL_CHUNKS * (FULL_TOKENS + 2)
     print(f"{FULL_CHUNKS:,} chunks of {FULL_TOKENS} tokens would take: in memory {full / speed['memory'] / 3600:.1f} h, "
           f"streamed {full / speed['streamed'] / 3600:.1f} h (at these tokens/s)")

@@ -14,13 +14,10 @@ know are reported and the variant skipped, so the script runs unchanged on older
 import argparse
 import json
 import os
-import platform
-import shlex
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from bench.harness import result_block  # noqa: E402
 from bench.languages.lang_baseline import PassageBM25, baselines  # noqa: E402
 from bench.languages.langdata import MANUALS, build_folder, questions  # noqa: E402
 
@@ -44,15 +42,6 @@ def scores(ranked: list[list[str]], targets: list[str]) -> dict[str, float]:
         rr += 1 / rank if rank else 0.0
     n = max(len(targets), 1)
     return {"top1": top1 / n, "top3": top3 / n, "mrr10": rr / n}
-
-
-def publish(lines: list[str], out: Path | None) -> None:
-    """Print a Markdown report, and append it to `out` when given."""
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if out:
-        with out.open("a", encoding="utf-8") as handle:
-            handle.write(report)
 
 
 def parse_value(text: str) -> Any:
@@ -122,18 +111,6 @@ def check_targets(folder: Path, qs: list[dict[str, str]]) -> list[str]:
     return bad
 
 
-def cpu_flags() -> str:
-    """The model name and the vector flags of this CPU (what speed figures depend on)."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor()
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    wanted = [f for f in flags if f.startswith(("avx", "amx")) or f in ("fma", "f16c", "sse4_2")]
-    return f"{model}; {os.cpu_count()} CPUs; flags: {' '.join(wanted)}"
-
-
 def table(lang: str, version: str, n: int, lodex: dict[str, dict[str, Any]], base: dict[str, dict[str, float]]) -> str:
     """One language's results as a Markdown table."""
     lines = [f"### {lang} — {MANUALS[lang].package} {version}, {n} questions", "",
@@ -163,8 +140,7 @@ def main() -> None:
     args = parser.parse_args()
     variants = [parse_variant(v) for v in args.variant] or [("default", {})]
     commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    report = [f"## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — lodex {commit or '?'}", "",
-              f"- machine: {cpu_flags()}", f"- command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`", ""]
+    report = result_block(f"lodex {commit or '?'}")
     for lang in args.langs.split(","):
         folder, version = build_folder(lang, args.work)
         qs = questions(lang)

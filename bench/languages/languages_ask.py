@@ -12,10 +12,8 @@ LANG.json. Every question's target must hold its evidence in the built folder (c
 import argparse
 import json
 import os
-import shlex
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from bench.languages.languages import check_targets, cpu_flags, parse_value, publish, scores  # noqa: E402
+from bench.harness import publish, result_block  # noqa: E402
+from bench.languages.languages import check_targets, parse_value, scores  # noqa: E402
 from bench.languages.langdata import MANUALS, build_folder  # noqa: E402
 
 MODEL = {"e5": "multilingual"}  # a label's encoder.model
@@ -55,8 +54,7 @@ def main() -> None:
     key, _, values = args.sweep.partition("=")
     sweep: list[dict[str, Any]] = [{key: parse_value(v)} for v in values.split(",")] if key else [{}]
     modes = args.modes.split(",")
-    lines = [f"## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — question set {args.set or 'main'}", "",
-             f"- machine: {cpu_flags()}", f"- command: `{shlex.join([Path(sys.executable).name, *sys.argv])}`", ""]
+    lines = result_block(f"question set {args.set or 'main'}")
     for lang in args.langs.split(","):
         name = f"{lang}-{args.set}" if args.set else lang
         qs = json.loads((HERE.parent / "data" / "langdata" / f"{name}.json").read_text(encoding="utf-8"))

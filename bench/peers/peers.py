@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.harness import LODEX_CLI
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -65,6 +67,6 @@ def peers(folder: Path, data: Path, work: Path) -> list[Peer]:
         Peer(TXTAI, [python, str(bench / "txtai_peer.py"), "serve", str(work / "txtai")], port_flag=False,
              search="/search?limit=10&query={q}", ready_path="/count", ready=lambda body: isinstance(body, int) and body > 0,
              answered=is_list),
-        Peer(HYBRID, [python, "-m", "lodex.api.cli", "serve", str(folder)]),
-        Peer(DENSE, [python, "-m", "lodex.api.cli", "serve", str(folder)], {"LODEX_SEARCH__MODE": "dense"}),
+        Peer(HYBRID, [*LODEX_CLI, "serve", str(folder)]),
+        Peer(DENSE, [*LODEX_CLI, "serve", str(folder)], {"LODEX_SEARCH__MODE": "dense"}),
     ]

@@ -24,7 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.languages.langdata import MANUALS, build_folder, questions  # noqa: E402
 from bench.quality.chunk_rules import VARIANTS  # noqa: E402
-from bench.languages.languages import cpu_flags  # noqa: E402
+from bench.harness import machine_line  # noqa: E402
 from bench.quality.paired import changed, paired_delta  # noqa: E402
 from bench.readers.pdf_set import evaldata_dir  # noqa: E402
 from bench.indexing.pipeline_folders import ROOT, Folder, build, written  # noqa: E402
@@ -165,7 +165,7 @@ def main() -> None:
     precisions = args.precision.split(",")
     if not set(precisions) <= {"fast", "exact"}:
         parser.error("--precision takes fast, exact or fast,exact")
-    print(f"cpu: {cpu_flags()}; questions: {args.questions}")
+    print(f"{machine_line()}; questions: {args.questions}")
     print(f"{'folder':8s} {'rule':16s} {'prec':5s} {'n':>4s} {'dense nDCG@10':>14s} {'hybrid nDCG@10':>15s} "
           f"{'top-1 d/h':>11s}   change vs the folder's first cell, points [95% paired bootstrap]")
     for name in args.folders.split(","):

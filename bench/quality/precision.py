@@ -14,6 +14,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import EVALDATA, LODEX_CLI  # noqa: E402
+
 MODES = ("dense", "bm25", "hybrid")
 PRECISIONS = ("exact", "fast")
 
@@ -21,7 +25,7 @@ PRECISIONS = ("exact", "fast")
 def run_eval(dataset: Path, bundle: int, precision: str) -> dict:
     """One `lodex eval --json` in a fresh process with this document precision."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", LODEX_ENCODER__PRECISION=precision)
-    done = subprocess.run([sys.executable, "-m", "lodex.api.cli", "eval", str(dataset), "--bundle", str(bundle), "--json"],
+    done = subprocess.run([*LODEX_CLI, "eval", str(dataset), "--bundle", str(bundle), "--json"],
                           capture_output=True, text=True, env=env, cwd=ROOT, check=False)
     if done.returncode != 0:
         raise SystemExit(f"lodex eval {dataset.name} --bundle {bundle} ({precision}) failed: {done.stderr.strip()[-500:]}")
@@ -37,7 +41,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collections", default="cranfield,cisi,med")
     parser.add_argument("--bundles", default="1,25")
-    parser.add_argument("--evaldata", type=Path, default=Path(os.environ.get("LODEX_EVALDATA", ROOT.parent / "shared" / "evaldata")))
+    parser.add_argument("--evaldata", type=Path, default=EVALDATA)
     parser.add_argument("--json", type=Path, help="also write every report here")
     args = parser.parse_args()
     reports = []

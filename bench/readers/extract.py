@@ -46,12 +46,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.readers.extract_figures import cpu_line, fidelity, installed_mib, licence, requirements, words  # noqa: E402
+from bench.harness import EVALDATA, machine_line, peak_rss_mib  # noqa: E402
+from bench.readers.extract_figures import fidelity, installed_mib, licence, requirements, words  # noqa: E402
 from bench.readers.extract_formats import (ALTERNATIVES, FORMAT_EXTRACT, FORMAT_REPEAT, FORMATS,  # noqa: E402
                                            NO_ALTERNATIVE, Source, abstracts, build_formats)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "pdf"
-EVALDATA = Path(os.environ.get("LODEX_EVALDATA", ROOT.parent / "shared" / "evaldata"))
 CHROMIUM = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pdf-header-footer"]
 # library: (distribution, extra whose requirements it needs, licence of the code that reads: pdfium's for pypdfium2)
@@ -118,18 +118,6 @@ EXTRACT: dict[str, Callable[[bytes], Iterator[str]]] = {
     "pypdfium2": pages_pypdfium2, "lodex": pages_lodex, "pypdf": pages_pypdf, "pdfminer.six": pages_pdfminer,
     "kreuzberg": pages_kreuzberg, "markitdown": pages_markitdown,
 }
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident memory, MiB: VmHWM, which starts afresh at exec. Not ru_maxrss: on Linux it
-    survives fork and exec, so a child started by subprocess reports its parent's peak whenever that is higher."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
-    except (OSError, StopIteration):
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child(args: argparse.Namespace) -> None:
@@ -273,7 +261,7 @@ def format_list(value: str) -> list[str]:
 def report(args: argparse.Namespace, work: Path) -> None:
     """The CPU line, then the PDF part and the format part (each unless skipped), then the time it all took."""
     started = time.monotonic()
-    print(cpu_line())
+    print(machine_line())
     if not args.skip_pdf:
         report_pdf(args, work)
     if not args.skip_office and args.formats:

@@ -1,7 +1,6 @@
 """bench/readers/extract.py's figures: word fidelity against a known text, a distribution's installed size and licence, and
 the CPU's flags line printed next to speed figures."""
 
-import re
 import unicodedata
 from collections import Counter
 from importlib import metadata
@@ -65,10 +64,3 @@ def licence(dist: str, known: str) -> str:
     found = meta["License-Expression"] or (meta["License"] or "").split("\n")[0]
     classifiers = [c.split(" :: ")[-1].replace(" License", "") for c in meta.get_all("Classifier") or [] if "License ::" in c]
     return (found or ", ".join(classifiers) or "?")[:26]
-
-
-def cpu_line() -> str:
-    """The CPU's line (model, cores, the flags that matter to the encoder), printed next to speed figures."""
-    from lodex.indexer.encoders.cpu import cpu_info
-
-    return cpu_info().line()

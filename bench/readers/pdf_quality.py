@@ -36,6 +36,7 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:  # a child has put 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.readers.pdf_metrics import (column_switches, kept, line_end_hyphens, moved_words, running_reference,  # noqa: E402
                          split_hyphens)
+from bench.harness import machine_line  # noqa: E402
 from bench.readers.pdf_set import GENERATED, ROOT, debian_set, evaldata_dir, generated  # noqa: E402
 
 BEFORE = "d4500d0"  # main when issue 39's PDF work started
@@ -207,10 +208,7 @@ def main() -> None:
     manual = generated(args.workdir, evaldata_dir())
     files = [*debian_set(args.workdir), args.workdir / GENERATED]
     refs = references(files, manual)
-    flags = next((line.split(":", 1)[1].split() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("flags")), [])
-    print(f"{len(files)} PDFs; CPU flags (excerpt): {' '.join(f for f in flags if f.startswith(('avx', 'sse4', 'fma')))}"
-          f"; cores {os.cpu_count()}")
+    print(f"{len(files)} PDFs; {machine_line()}")
     with tempfile.TemporaryDirectory(prefix="lodex-pdfq-") as tmp:
         src = export(args.before, Path(tmp) / "before")
         runs: dict[str, list[dict]] = {"before": [], "after": []}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from bench.harness import EVALDATA, machine_line  # noqa: E402
 from tests import hostile_files as hostile  # noqa: E402
 
 AFTER = str(ROOT / ".venv" / "bin" / "lodex")
@@ -121,14 +122,6 @@ def index(lodex: str, folder: Path, data: Path, env: dict[str, str]) -> tuple[fl
     return seconds, peak, json.loads(out)
 
 
-def cpu_line() -> str:
-    info = Path("/proc/cpuinfo").read_text()
-    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
-    wanted = [f for f in ("avx2", "avx512f", "avx512_vnni", "amx_tile", "amx_int8") if f in flags]
-    return f"{name}, {os.cpu_count()} CPUs, flags: {' '.join(wanted) or 'none of avx2/avx512/amx'}"
-
-
 def _env(lodex: str, fake: bool) -> dict[str, str]:
     """The environment of one checkout's `lodex` (its tests.fakes on the path when the fake encoder is asked for)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -142,7 +135,7 @@ def cost(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         folders = {kind: build(work, kind, groups) for kind in args.kinds.split(",")}
-        print(cpu_line())
+        print(machine_line())
         print(f"encoder: {'the fake one (tests/fakes.py)' if args.fake else 'the bundled model'}")
         for kind, folder in folders.items():
             times: dict[str, list[float]] = {"before": [], "after": []}
@@ -166,7 +159,7 @@ def overhead(args: argparse.Namespace) -> None:
 
     groups = bundles(args.evaldata)
     limits = ReadLimits(50 << 20, 50 << 20)
-    print(cpu_line())
+    print(machine_line())
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.kinds.split(","):
             files = [(p.name, p.read_bytes()) for p in sorted(build(Path(tmp), kind, groups).iterdir())]
@@ -195,7 +188,7 @@ def hostile_run(args: argparse.Namespace) -> None:
         (folder / "notes.md").write_text("# Gannets\n\nGannets dive from thirty metres.\n" * 20)
         (folder / "page.pdf").write_bytes(hostile.pdf_text("Cormorants dry their wings in the sun."))
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
-        print(cpu_line())
+        print(machine_line())
         seconds, peak, summary = index(AFTER, folder, data, env)
         print(f"lodex index: {seconds:.1f} s, peak RSS of the process tree {peak / 2**20:,.0f} MiB; "
               f"added {summary['added']}, failed {summary['failed']}")
@@ -213,7 +206,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--fake", action="store_true", help="the fake encoder: time reading, chunking and commits only")
     parser.add_argument("--kinds", default="md,pdf,xlsx", help="which folders to time (md, pdf, xlsx)")
-    parser.add_argument("--evaldata", type=Path, default=Path(os.environ.get("LODEX_EVALDATA", ROOT.parent / "shared" / "evaldata")))
+    parser.add_argument("--evaldata", type=Path, default=EVALDATA)
     args = parser.parse_args()
     {"cost": cost, "overhead": overhead, "hostile": hostile_run}[args.what](args)
 

@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from lodex.indexer.encoders.cpu import cpu_info  # noqa: E402
+from bench.harness import machine_line  # noqa: E402
 from lodex.store.heap import release_freed  # noqa: E402
 from lodex.store.vector_index import VectorIndex, ivf_lists, train_stride  # noqa: E402
 
@@ -160,7 +160,7 @@ def main() -> None:
     parser.add_argument("--refine", default="2,4,8", help="refine factors tried on each compressed scheme")
     parser.add_argument("--workdir", default=None, help="where compressed schemes keep their float32 vectors (default: a temp dir)")
     args = parser.parse_args()
-    print(cpu_info().line())
+    print(machine_line())
     source = EmbeddingLike(args.dim)
     vectors = source.draw(args.n)
     queries = source.draw(args.queries)

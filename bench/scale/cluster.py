@@ -21,7 +21,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.scale.object_store import cpu_flags, moto_s3  # noqa: E402
+from bench.harness import EVALDATA, machine_line  # noqa: E402
+from bench.scale.object_store import moto_s3  # noqa: E402
 from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
 
@@ -59,7 +60,7 @@ def cranfield_folder(folder: Path, docs: int) -> Path:
     """The first `docs` abstracts of Cranfield written into `folder` as long documents of 25 abstracts each."""
     from lodex.search.collections import load_collection, write_files
 
-    collection = load_collection(ROOT.parent / "shared" / "evaldata" / "cranfield")
+    collection = load_collection(EVALDATA / "cranfield")
     collection.docs = dict(list(collection.docs.items())[:docs])
     write_files(collection, folder, bundle=25)
     return folder
@@ -99,7 +100,7 @@ def main() -> None:
                 results["local, moto S3"] = run(folder, f"{bucket}/local", "tests.fakes:fake_encoder", cache=Path(tmp) / "cache",
                                                 flush_tokens=2048)
     local = results["local"]
-    print(f"CPU flags: {cpu_flags()}; {cores} cores; encoder.backend {args.backend}; folder {args.folder or f'Cranfield, {args.docs} abstracts in files of 25'} "
+    print(f"{machine_line()}; encoder.backend {args.backend}; folder {args.folder or f'Cranfield, {args.docs} abstracts in files of 25'} "
           f"({local['chunks']} chunks, {local['tokens']} tokens encoded); Ray local cluster start {ray_start:.1f} s (not counted)")
     print(f"{'':22}{'seconds':>9}{'tokens/s':>10}{'x local':>9}{'commits':>9}{'s/commit':>10}")
     for name, r in results.items():

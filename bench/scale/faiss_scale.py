@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "2")
 
+from bench.harness import machine_line  # noqa: E402
 from bench.scale.ann import EmbeddingLike, recall_at  # noqa: E402
-from lodex.indexer.encoders.cpu import cpu_info  # noqa: E402
 from lodex.store.ivf_merge import empty_copy, merge_shards  # noqa: E402
 from lodex.store.vector_index import VectorIndex, ivf_lists  # noqa: E402
 
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return report
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu_info().line(),
+    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": machine_line(),
                               "chunks": args.chunks, "shards": args.shards, "beside_start": beside()}
     print(f"{report['date']}; {report['cpu']}; {args.chunks:,} chunks in {args.shards} shards; {report['beside_start']}", flush=True)
     report["train"] = run_step(args, "train")

@@ -18,11 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-EVAL = ROOT.parent / "shared" / "evaldata"
 
 import pyarrow as pa  # noqa: E402
 
-from lodex.indexer.encoders.cpu import cpu_info  # noqa: E402
+from bench.harness import EVALDATA as EVAL, machine_line  # noqa: E402
 from lodex.search.collections import load_collection  # noqa: E402
 
 
@@ -79,7 +78,7 @@ def main() -> None:
 
     base, queries = chunk_texts()
     queries = queries[: args.queries]
-    print(cpu_info().line())
+    print(machine_line())
     with tempfile.TemporaryDirectory(prefix="lodex-fts-") as tmp:
         db = lancedb.connect(tmp)
         started = time.perf_counter()

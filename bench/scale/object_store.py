@@ -10,7 +10,6 @@ import argparse
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,16 +24,11 @@ sys.path.insert(0, str(ROOT))
 from lodex.api.factory import build_searcher, open_store  # noqa: E402
 from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
+from bench.harness import machine_line  # noqa: E402
 from lodex.indexer.encoders.encoder import Encoder  # noqa: E402
 
 QUERIES = ["heat transfer in hypersonic boundary layers", "wind tunnel measurements of lift", "clinical trial outcomes",
            "information retrieval evaluation", "turbulent flow separation"]
-
-
-def cpu_flags() -> str:
-    """The CPU's vector flags, as docs/benchmarks.md asks beside every speed figure."""
-    out = subprocess.run(["grep", "-o", "-w", r"avx2\|avx512_vnni\|amx_int8", "/proc/cpuinfo"], capture_output=True, text=True).stdout
-    return " ".join(sorted(set(out.split()))) or "none of avx2/avx512_vnni/amx_int8"
 
 
 def measure(data_dir: str, folder: Path, encoder: Encoder | None, args: argparse.Namespace, cache: Path) -> dict[str, float]:
@@ -89,7 +83,7 @@ def main() -> None:
     with moto_s3(), tempfile.TemporaryDirectory() as tmp:
         local = measure(str(Path(tmp) / "local"), args.folder.resolve(), None, args, Path(tmp) / "unused")
         remote = measure("s3://bench/index", args.folder.resolve(), None, args, Path(tmp) / "cache")
-    print(f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores; encoder.backend {args.backend}; folder {args.folder} ({local['chunks']:.0f} chunks)")
+    print(f"{machine_line()}; encoder.backend {args.backend}; folder {args.folder} ({local['chunks']:.0f} chunks)")
     print(f"{'':24}{'local folder':>14}{'moto S3':>14}{'ratio':>8}")
     for key, label in (("index_s", "index --rebuild (s)"), ("search_p50_ms", "search p50 (ms)"), ("commits_per_s", "commits/s (pushes)")):
         print(f"{label:24}{local[key]:14.2f}{remote[key]:14.2f}{remote[key] / local[key]:8.2f}")

@@ -24,7 +24,6 @@ import os
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,14 +33,13 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-EVAL = ROOT.parent / "shared" / "evaldata"
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 from bench.scale.inflate import inflate  # noqa: E402
-from bench.serving.load import free_port, get_json, pct, start_server  # noqa: E402
-from lodex.indexer.encoders.cpu import cpu_info  # noqa: E402
+from bench.harness import EVALDATA as EVAL, LODEX_CLI, free_port, index_folder, machine_line, percentile_ms as pct  # noqa: E402
+from bench.serving.load import get_json, start_server  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
 
 COLLECTIONS = ("cranfield", "cisi", "med")
@@ -59,9 +57,7 @@ def build_base(folder: Path, data: Path, env: dict[str, str]) -> float:
     for name in COLLECTIONS:
         write_files(load_collection(EVAL / name), folder / name, bundle=25)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(folder)], env=env, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"lodex index failed:\n{done.stderr[-3000:]}")
+    index_folder(folder, env)
     return time.monotonic() - started
 
 
@@ -143,7 +139,7 @@ def recall_at_10(data: Path, queries: list[str]) -> tuple[float, str]:
 def measure(folder: Path, data: Path, env: dict[str, str], queries: list[str], edits: int, tmp: Path) -> dict:
     port = free_port()
     started = time.monotonic()
-    server = start_server([sys.executable, "-m", "lodex.api.cli", "serve", str(folder), "--port", str(port)], env, port, tmp / "serve.log")
+    server = start_server([*LODEX_CLI, "serve", str(folder), "--port", str(port)], env, port, tmp / "serve.log")
     try:
         ready_s = time.monotonic() - started
         rss_ready = proc_kib(server.pid, "VmRSS")
@@ -208,7 +204,7 @@ def main() -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     queries = [q for name in COLLECTIONS for q in load_collection(EVAL / name).queries.values() if len(q) <= 1000]  # api.max_query_chars
     queries = [queries[i] for i in np.random.default_rng(0).permutation(len(queries))[:args.queries]]
-    print(cpu_info().line(), flush=True)
+    print(machine_line(), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="lodex-scale-") as scratch:
         work = args.workdir or Path(scratch)

@@ -21,6 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import LODEX_CLI, machine_line  # noqa: E402
+
 QUERY = "pressure distribution on a swept wing in a wind tunnel"
 _BEFORE = """
 import os, sys
@@ -49,7 +52,6 @@ def _p50(command: list[str], env: dict[str, str], runs: int) -> float:
 
 
 def main() -> None:
-    from lodex.indexer.encoders.cpu import cpu_info
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
@@ -63,7 +65,7 @@ def main() -> None:
         for name in sorted(p.name for p in (ROOT / "samples").iterdir() if p.suffix in (".md", ".txt"))[:2]:
             shutil.copy(ROOT / "samples" / name, docs / name)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(work / "data"), "LODEX_ENCODER__CACHE_DIR": str(work / "cache")}
-    lodex = [sys.executable, "-m", "lodex.api.cli"]
+    lodex = LODEX_CLI
     _timed([*lodex, "index", str(docs)], env)
     _timed([*lodex, "search", QUERY, "--local"], env)  # exports the ONNX query model once, leaving its recipe
     before = _p50([sys.executable, "-c", _BEFORE, QUERY], env, args.runs)
@@ -86,7 +88,7 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=60)
         shutil.rmtree(work, ignore_errors=True)
-    print(cpu_info().line())
+    print(machine_line())
     print(f"cold `lodex search`, p50 of {args.runs} fresh processes (wall):")
     print(f"  before (PyTorch encoder loaded)        {before:6.2f} s")
     print(f"  no server (recipe: ONNX + tokenizers)  {alone:6.2f} s   {before / alone:4.1f}x faster")

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import threading
@@ -28,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import index_folder, machine_line  # noqa: E402
 from bench.serving.push_flood import Serve  # noqa: E402
 
 TOPICS = ["swept wings and the drag rise at transonic speed", "heat transfer through a hypersonic boundary layer",
@@ -155,19 +155,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--slice", type=int, help="the server's api.embed_slice_inputs (default: its own)")
     parser.add_argument("--work-dir", type=Path, help="where the folder, index and server log go (default: a new temporary dir)")
     args = parser.parse_args(argv)
-    from lodex.indexer.encoders.cpu import cpu_info  # the CPU's flags next to every figure
-
-    flags = next((line.strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "flags: unknown")
-    print(cpu_info().line())
-    print(flags)
+    print(machine_line())
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="lodex-embed-load-"))
     root, data = work / "docs", work / "data"
     write_folder(root)
     env = {"LODEX_API__MAX_BODY_KB": "8192"}
     env |= {"LODEX_API__MAX_QUEUED_EMBED_INPUTS": str(args.max_queued)} if args.max_queued else {}
     env |= {"LODEX_API__EMBED_SLICE_INPUTS": str(args.slice)} if args.slice else {}
-    subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(root)], cwd=ROOT, check=True, capture_output=True,
-                   env={**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), **env})
+    index_folder(root, {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), **env})
     server = Serve(root, data, env)
     try:
         server.wait_ready()

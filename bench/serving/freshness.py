@@ -21,7 +21,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-EVAL = ROOT.parent / "shared" / "evaldata"
+
+from bench.harness import EVALDATA as EVAL, LODEX_CLI  # noqa: E402
 
 from lodex.search.collections import load_collection  # noqa: E402
 
@@ -66,7 +67,7 @@ def main() -> None:
         full_encode_s = time.perf_counter() - started
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data)}
         log = open(Path(tmp) / "watch.log", "w+")  # noqa: SIM115
-        watcher = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "watch", str(folder)], env=env, cwd=ROOT,
+        watcher = subprocess.Popen([*LODEX_CLI, "watch", str(folder)], env=env, cwd=ROOT,
                                    stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
             deadline = time.monotonic() + 600

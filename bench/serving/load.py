@@ -22,7 +22,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,9 +34,9 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-EVAL = ROOT.parent / "shared" / "evaldata"
 
 
+from bench.harness import EVALDATA as EVAL, LODEX_CLI, free_port, index_folder, percentile_ms as pct  # noqa: E402
 from bench.scale.inflate import inflate  # noqa: E402
 from bench.peers.peers import DENSE, FAISS, HYBRID, LODEX, TXTAI, Peer, build_txtai, peers  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
@@ -49,12 +48,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(port: int, path: str) -> Any:
@@ -195,11 +188,6 @@ def compare_peers(folder: Path, data: Path, env: dict[str, str], queries: list[s
     return {"rows": rows, **ratios, "txtai_index": txtai_index}
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1)))] * 1000 if ordered else float("nan")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clients", type=int, default=8)
@@ -223,14 +211,14 @@ def main() -> None:
         shutil.rmtree(folder / "incoming", ignore_errors=True)
         if not (data / "origin.json").exists():
             write_files(cran, folder)
-            subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(folder)], env=env, cwd=ROOT, check=True, capture_output=True)
+            index_folder(folder, env)
             inflate(data, args.chunks)
         if args.peer:
             print(json.dumps({"chunks": LanceStore(data, 384).chunks.count_rows(), "clients": args.clients, "seconds": args.seconds,
                               **compare_peers(folder, data, env, queries, args, Path(tmp))}, indent=1))
             return
         port = free_port()
-        server = start_server([sys.executable, "-m", "lodex.api.cli", "serve", str(folder), "--port", str(port)], env, port,
+        server = start_server([*LODEX_CLI, "serve", str(folder), "--port", str(port)], env, port,
                               Path(tmp) / "serve.log")
         try:
             chunks = get_json(port, "/stats")["chunks"]

@@ -19,6 +19,9 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import machine_line  # noqa: E402
+
 QUERIES = ["pressure distribution on a swept wing", "heat transfer in a boundary layer", "buckling of thin shells", "shock waves",
            "laminar flow transition", "vibration of plates", "supersonic inlet", "turbulent skin friction", "wind tunnel tests",
            "heated cylinder in cross flow", "slender body theory", "boundary layer separation", "flutter of wings",
@@ -50,7 +53,6 @@ def main() -> None:
     from typer.testing import CliRunner
 
     from lodex.api.cli import app
-    from lodex.indexer.encoders.cpu import cpu_info
     from tests.test_serve import Server
 
     data = Path(tempfile.mkdtemp(prefix="lodex-mcp-bench-")) / "data"
@@ -87,7 +89,7 @@ def main() -> None:
                 api_times.append(time.perf_counter() - started)
     finally:
         server.stop()
-    print(cpu_info().to_dict())
+    print(machine_line())
     print(f"{args.calls} search calls over one stdio session: p50 {statistics.median(mcp_times) * 1000:.1f} ms, "
           f"p90 {statistics.quantiles(mcp_times, n=10)[-1] * 1000:.1f} ms")
     print(f"GET /search, same queries, keep-alive: p50 {statistics.median(api_times) * 1000:.1f} ms, "

@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,12 +19,9 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from bench.harness import LODEX_CLI, free_port, machine_line  # noqa: E402
 
 
 class Serve:
@@ -37,7 +33,7 @@ class Serve:
         self.log = data.parent / f"serve-{self.port}.log"
         full = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), **env}
         with self.log.open("w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "serve", str(root), "--port", str(self.port), "--no-watch"],
+            self.proc = subprocess.Popen([*LODEX_CLI, "serve", str(root), "--port", str(self.port), "--no-watch"],
                                          env=full, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout: float = 300) -> None:
@@ -160,9 +156,8 @@ def main() -> None:
     parser.add_argument("--text-chars", type=int, default=2000)
     parser.add_argument("--retry", action="store_true", help="clients send a refused push again after its Retry-After")
     args = parser.parse_args()
-    from lodex.indexer.encoders.cpu import cpu_info  # the CPU's flags next to every figure
 
-    print(cpu_info().line())
+    print(machine_line())
     work = Path(tempfile.mkdtemp(prefix="lodex-flood-"))
     root, data = work / "docs", work / "data"
     root.mkdir()

@@ -139,7 +139,7 @@ class Searcher:
             paths = snap.docs.rows(rows, "paths")  # ties broken by path
             tops.append([(r, s) for s, _, r in sorted(zip(ranked.scores.tolist(), paths, rows), key=lambda item: (-item[0], item[1]))[: q.k]])
             chunk_order.append(order)
-        passages = self._passages(snap, queries, vectors, tops, chunk_order)
+        passages = self.best_passages(snap, queries, vectors, tops, chunk_order)
         took = round((time.perf_counter() - started) * 1000, 3)
         shown = sorted({r for top in tops for r, _ in top})
         ids, names, titles = (dict(zip(shown, snap.docs.rows(shown, c))) for c in ("ids", "paths", "titles"))
@@ -236,11 +236,12 @@ class Searcher:
         dense_docs = Hits(rows[order], rows[order], scores[order])
         return self._doc_fusion.fuse(dense_docs, keyword.best_per_document()), fused
 
-    def _passages(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[int, float]]],
-                  chunk_order: list[Hits]) -> dict[tuple[int, int], list[Passage]]:
+    def best_passages(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[int, float]]],
+                         chunk_order: list[Hits]) -> dict[tuple[int, int], list[Passage]]:
         """The best passages of each result document — the chunks the mode ranked highest, then by cosine, of the
         PASSAGE_POOL best the ones that read as a table of contents or an index last — with their cosine to the query
-        and the query words they contain."""
+        and the query words they contain; keyed by (query, document row). What it is given (`tops`: each query's
+        documents; `chunk_order`: each query's chunk ranking) is what a subclass that studies passage choice sees."""
         if self.passages <= 0:
             return {}
         chosen: dict[tuple[int, int], list[tuple[float, int]]] = {}

@@ -93,7 +93,7 @@ class VectorIndex:
             out.exact = ExactVectors(exact, dim)
         index.train(np.ascontiguousarray(train, dtype=np.float32))
         out.index = index
-        out._set_nprobe()
+        out.set_nprobe()
         return out
 
     def to_ivf(self, nlist: int | None = None, exact: Path | None = None, codes: str | None = None) -> "VectorIndex":
@@ -113,7 +113,10 @@ class VectorIndex:
         out.add(ids, self.vectors(ids))
         return out
 
-    def _set_nprobe(self) -> None:
+    def set_nprobe(self, nprobe: int | None = None) -> None:
+        """Search `nprobe` of the inverted lists from now on (None: this index's own nprobe, applied to the faiss index
+        it holds); a flat index searches every vector whatever it is."""
+        self.nprobe = self.nprobe if nprobe is None else nprobe
         if self.kind != "flat":
             self.index.nprobe = self.nprobe
 
@@ -200,7 +203,7 @@ class VectorIndex:
             return None
         if loaded.index.d != dim:
             return None
-        loaded._set_nprobe()
+        loaded.set_nprobe()
         if loaded.kind == "compressed":
             loaded.exact = ExactVectors.open(directory, dim, loaded.ids())
         return loaded

@@ -55,7 +55,7 @@ class FakeEncoder(Encoder):
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
         return [np.array([m.span() for m in _WORD.finditer(t)], dtype=np.int64).reshape(-1, 2) for t in texts]
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
         width = max(min(len(s) + 2, self.max_length) for s in self.token_spans(texts))
         self.batches.append(width * len(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -72,7 +72,7 @@ class FakeEncoder(Encoder):
         encoders below see late chunking's groups as they see plain ones), plus a quarter of its window's (its context)."""
         leads = leads or [""] * len(windows)
         own = self.embed([lead + w.text[a:b] for w, lead in zip(windows, leads) for a, b in w.spans], kind="document")
-        context = self._normalized(self._embed_batch([w.text for w in windows])) * 0.25
+        context = self._normalized(self.embed_batch([w.text for w in windows])) * 0.25
         out, at = [], 0
         for w, around in zip(windows, context):
             out.append(self._normalized(own[at : at + len(w.spans)] + around))

@@ -89,9 +89,9 @@ def test_prefixes_come_from_the_model_and_offsets_stay_exact(exact: Transformers
     offsets are into the text itself, whatever the prefix."""
     assert (exact.query_prefix, exact.document_prefix, exact.pooling, exact.max_length) == ("query: ", "passage: ", "mean", 512)
     text = DOCS["fonts.txt"]
-    plain = exact._normalized(exact._embed_batch(["passage: " + text]))
+    plain = exact._normalized(exact.embed_batch(["passage: " + text]))
     assert np.abs(exact.embed([text]) - plain).max() < 1e-5
-    assert np.abs(exact.embed([text], kind="query") - exact._normalized(exact._embed_batch(["query: " + text]))).max() < 1e-5
+    assert np.abs(exact.embed([text], kind="query") - exact._normalized(exact.embed_batch(["query: " + text]))).max() < 1e-5
     spans = exact.token_spans([text])[0]
     assert len(spans) and "".join(text[a:b] for a, b in spans).replace(" ", "") == text.replace(" ", "")
 

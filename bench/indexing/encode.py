@@ -91,14 +91,15 @@ def _write_side(precision: str, late: bool, scratch: Path, folder: Path):  # noq
 
 def _windows(side, folder: Path) -> tuple[list, list[str], int]:  # noqa: ANN001 - an Application (write role)
     """The late-chunking windows (and leads) `lodex index` plans for the files of `folder`, and their chunk tokens."""
-    from lodex.indexer.encoding_jobs import encoder_jobs
+    from lodex.indexer.encoding_jobs import TitleLead, encoder_jobs
     from lodex.indexer.prepared import Prepared
     from lodex.indexer.scanner import scan
 
     indexer = side.indexer
+    lead = TitleLead(indexer.title_prefix)  # what the indexer puts before each chunk, as it builds it
     items = [p for p in indexer.preparer().prepared(scan(folder, indexer.rules).files, {}, {}) if isinstance(p, Prepared)]
-    jobs = [job for job in encoder_jobs(items, side.encoder, indexer._lead) if job.window is not None]
-    return [job.window for job in jobs], [indexer._lead(job.prepared.title) for job in jobs], int(sum(sum(p.rows["token_count"]) for p in items))
+    jobs = [job for job in encoder_jobs(items, side.encoder, lead) if job.window is not None]
+    return [job.window for job in jobs], [lead(job.prepared.title) for job in jobs], int(sum(sum(p.rows["token_count"]) for p in items))
 
 
 def pair_worker(mode: str, scratch: Path, folder: Path, repeats: int = 3) -> None:

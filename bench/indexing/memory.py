@@ -70,7 +70,7 @@ def sampled_encoder(cfg):  # noqa: ANN001, ANN201 - an encoder.backend plug-in (
 
     encoder = ENCODER_BACKENDS["transformers"](cfg)
     every = int(os.environ.get("LODEX_BENCH_MODEL_EVERY", "0"))
-    counter, real = itertools.count(), encoder._embed_batch
+    counter, real = itertools.count(), encoder.embed_batch
 
     def embed_batch(texts: list[str]) -> np.ndarray:
         if every and next(counter) % every == 0:
@@ -78,7 +78,7 @@ def sampled_encoder(cfg):  # noqa: ANN001, ANN201 - an encoder.backend plug-in (
         seeds = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in texts]
         return np.stack([np.random.default_rng(s).standard_normal(encoder.dim).astype(np.float32) for s in seeds])
 
-    encoder._embed_batch = embed_batch
+    encoder.embed_batch = embed_batch
     return encoder
 
 

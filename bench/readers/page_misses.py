@@ -38,9 +38,9 @@ class Recording(Searcher):
 
     last: dict
 
-    def _passages(self, snap, queries, vectors, tops, chunk_order):  # type: ignore[no-untyped-def]
+    def best_passages(self, snap, queries, vectors, tops, chunk_order):  # type: ignore[no-untyped-def]
         self.last = {"snap": snap, "order": chunk_order[0], "vector": vectors[0], "tops": tops[0]}
-        return super()._passages(snap, queries, vectors, tops, chunk_order)
+        return super().best_passages(snap, queries, vectors, tops, chunk_order)
 
 
 def bm25_in_document(chunks: list[dict], query: list[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:

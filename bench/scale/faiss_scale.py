@@ -177,8 +177,7 @@ def step_search(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"load_s": time.perf_counter() - started, "rows": len(index),
                            "rss_loaded": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     for label, nprobe in [("first", args.nprobe_default), ("second", args.nprobe_default), *[(f"nprobe{n}", n) for n in args.nprobe]]:
-        index.nprobe = nprobe
-        index._set_nprobe()
+        index.set_nprobe(nprobe)
         found, seconds = [], []
         for query in truth["queries"]:
             started = time.perf_counter()

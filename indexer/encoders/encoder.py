@@ -38,8 +38,9 @@ class Encoder(ABC):
         """Per text, an (n, 2) array of the (start, end) char spans of its tokens, no special tokens."""
 
     @abstractmethod
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        """Embed one batch (already sorted and budgeted) into an (n, dim) float32 array, pooled."""
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed one batch (already sorted and budgeted, as `embed` cuts them) into an (n, dim) float32 array, pooled:
+        the model's one run, what a backend implements (and bench/indexing/memory.py wraps to sample it)."""
 
     def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int]) -> list[np.ndarray]:
         """Late chunking: per text (a window, its lead included), one pooled vector per char span, from the token states
@@ -48,7 +49,7 @@ class Encoder(ABC):
 
     def _query_batch(self, texts: list[str]) -> np.ndarray:
         """Embed one batch of queries; the same model as documents, maybe through a faster runtime for small batches."""
-        return self._embed_batch(texts)
+        return self.embed_batch(texts)
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Model input length of each text, special tokens included, capped at max_length."""
@@ -152,7 +153,7 @@ class Encoder(ABC):
 
     def _embed_batches(self, batches: list[list[str]], kind: str) -> Iterable[np.ndarray]:
         """Each batch's vectors, in order: one batch after another here; a layer-streamed model takes them all at once."""
-        run = self._query_batch if kind == "query" else self._embed_batch
+        run = self._query_batch if kind == "query" else self.embed_batch
         return (run(batch) for batch in batches)
 
     def release_memory(self) -> None:

@@ -96,7 +96,7 @@ class OnnxQueryEncoder(Encoder):
         encoded = self._whole.encode_batch(texts, add_special_tokens=False)
         return [np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2) for e in encoded]
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
         return self._run(self.model, texts)
 
     def _run(self, model: OnnxModel, texts: list[str]) -> np.ndarray:

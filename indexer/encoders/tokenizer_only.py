@@ -27,5 +27,5 @@ class TokenizerOnly(Encoder):
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:
         return token_offsets(self.tokenizer, texts)  # one task reads its files one at a time: no other thread shares it
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
         raise ModelError("a tokenizer-only encoder cannot embed", "encode with the TransformersEncoder it was made from")

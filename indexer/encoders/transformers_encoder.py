@@ -170,7 +170,7 @@ class TransformersEncoder(FastMode, Encoder):
 
     def _query_batch(self, texts: list[str]) -> np.ndarray:
         model = self._query_model()
-        return self._embed_batch(texts) if model is None else self._onnx_batch(model, texts)
+        return self.embed_batch(texts) if model is None else self._onnx_batch(model, texts)
 
     def _embed_batches(self, batches: list[list[str]], kind: str) -> Iterable[np.ndarray]:
         if kind != "query" and len(batches) > 1 and (pool := self._sessions()) is not None:
@@ -180,7 +180,7 @@ class TransformersEncoder(FastMode, Encoder):
         encoded = [self._tokenize(b, "pt") for b in batches]
         return self.model.run(encoded, lambda i, hidden: pool_states(hidden.float().numpy(), encoded[i]["attention_mask"].numpy(), self.pooling))
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def embed_batch(self, texts: list[str]) -> np.ndarray:
         return self._torch_batch(texts) if self._fast is None else self._onnx_batch(self._fast, texts)
 
     def _window_batches(self, inputs: list[tuple[list[str], list[list[tuple[int, int]]], list[int]]]) -> Iterable[list[np.ndarray]]:

@@ -20,7 +20,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import machine_line  # noqa: E402
+from bench.harness import LODEX_CLI, machine_line  # noqa: E402
 
 QUERIES = ["pressure distribution on a swept wing", "heat transfer in a boundary layer", "buckling of thin shells", "shock waves",
            "laminar flow transition", "vibration of plates", "supersonic inlet", "turbulent skin friction", "wind tunnel tests",
@@ -59,7 +59,7 @@ def main() -> None:
     assert CliRunner().invoke(app, ["index", str(args.docs), "--data-dir", str(data)]).exit_code == 0
     server = Server(args.docs, data, "--no-watch")
     server.wait_ready()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "lodex.api.cli", "mcp", "--data-dir", str(data)], cwd=str(ROOT),
+    params = StdioServerParameters(command=LODEX_CLI[0], args=[*LODEX_CLI[1:], "mcp", "--data-dir", str(data)], cwd=str(ROOT),
                                    env={"HF_HUB_OFFLINE": "1", "HOME": os.environ.get("HOME", "/tmp")})
     before = children()
     figures: dict[str, float] = {}

@@ -23,13 +23,12 @@ import time
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.scale.object_store import cpu_flags  # noqa: E402
+from bench.harness import machine_line  # noqa: E402
 from bench.scale.scaleout_designs import Point, run_point  # noqa: E402
 from bench.scale.scaleout_s3 import Endpoint, s3_server  # noqa: E402
 from bench.scale.scaleout_work import CHARS_PER_TOKEN, Workload, passages  # noqa: E402
@@ -156,7 +155,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> list[Point]:
     args = parse(argv)
-    print(f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores; load average {os.getloadavg()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"{machine_line()}; load average {os.getloadavg()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     per_token_s = args.per_token_us / 1e6
     if not per_token_s:
         measured = {mode: calibrate(mode) for mode in ("exact", "fast")}

@@ -12,7 +12,7 @@ from pathlib import Path
 from lodex.api.application import Application, Role
 from lodex.api.index_files import index_manifest, read_job_log, remote_store, require_index, wipe_index
 from lodex.api.index_policy import ann_policy, chunk_rule, chunk_tokens, late_plan, scan_rules, whole_vector_tokens
-from lodex.api.model_cache import encoder_languages, model_path
+from lodex.api.model.cache import encoder_languages, model_path
 from lodex.api.serving import ServeBuilders, Serving
 from lodex.api.settings import EncoderSettings, Settings
 from lodex.indexer.chunking.chunker import Chunker

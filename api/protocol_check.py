@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lodex.api.application import Application
-    from lodex.api.client import Client
+    from lodex.api.http.client import Client
     from lodex.api.protocol import LodexAPI
 
     def _application(index: Application) -> LodexAPI:

@@ -8,7 +8,7 @@ from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lodex.api.client import Client, RemoteError
+    from lodex.api.http.client import Client, RemoteError
     from lodex.api.application import Application as Index
     from lodex.api.library import open
     from lodex.api.models import DocumentListOut as DocumentPage
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 # public name → (module, its name there)
 _NAMES = {
-    "Client": ("lodex.api.client", "Client"), "RemoteError": ("lodex.api.client", "RemoteError"),
+    "Client": ("lodex.api.http.client", "Client"), "RemoteError": ("lodex.api.http.client", "RemoteError"),
     "Index": ("lodex.api.application", "Application"), "open": ("lodex.api.library", "open"),
     "LodexAPI": ("lodex.api.protocol", "LodexAPI"),
     "Document": ("lodex.api.models", "DocumentOut"), "DocumentPage": ("lodex.api.models", "DocumentListOut"),

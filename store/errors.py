@@ -4,7 +4,7 @@ the fix to apply and the HTTP status the API answers it with; the store's own er
 
 class LodexError(Exception):
     """A failure a user can act on: `message` says what happened, `fix` what to do. Each subclass names its `code`
-    and the HTTP `status` the API answers with (mapped at the edge, in api/http_errors.py)."""
+    and the HTTP `status` the API answers with (mapped at the edge, in api/http/errors.py)."""
 
     code = "lodex_error"
     status = 500

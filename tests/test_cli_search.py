@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lodex.api.cli import app as cli_app
-from lodex.api.forward import Identity, record_server
+from lodex.api.http.forward import Identity, record_server
 from lodex.api.application import Application
 from tests.live_server import live_server
 from tests.test_api import _service

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.app import create_app
+from lodex.api.http.app import create_app
 from lodex.search.embed_queue import EmbedJob, EmbedQueue
 from lodex.search.results import SearchFilters
 from lodex.store.errors import BusyError

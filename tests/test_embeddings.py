@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.app import create_app
+from lodex.api.http.app import create_app
 from lodex.api.factory import build_encoder
 from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder

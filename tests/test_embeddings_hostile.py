@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.app import create_app
-from lodex.api.embeddings import EmbeddingsOut
+from lodex.api.http.app import create_app
+from lodex.api.http.embeddings import EmbeddingsOut
 from tests.fakes import FakeEncoder
 from tests.test_api import _error, _service
 from tests.test_embedding_queue import GatedEncoder

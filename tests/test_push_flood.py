@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.app import create_app
+from lodex.api.http.app import create_app
 from lodex.api.push_spool import SPOOL_DIR, PushSpool
 from lodex.api.application import Application
 from lodex.indexer import writer

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.app import create_app
+from lodex.api.http.app import create_app
 from lodex.api.push_spool import SPOOL_DIR
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import document_id

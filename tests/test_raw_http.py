@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 
-from lodex.api.app import create_app
-from lodex.api.http_errors import JsonErrorsProtocol
+from lodex.api.http.app import create_app
+from lodex.api.http.errors import JsonErrorsProtocol
 from lodex.api.application import Application
 from tests.live_server import StartingServer
 from tests.test_api import _service

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.app import create_app
+from lodex.api.http.app import create_app
 from lodex.api.application import Application
 from lodex.api.settings import Settings
 from lodex.search.results import SearchFilters

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 
-from lodex.api.app import create_app
+from lodex.api.http.app import create_app
 from tests.test_api import _service
 
 CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]

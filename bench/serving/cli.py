@@ -29,7 +29,7 @@ _BEFORE = """
 import os, sys
 from lodex.api.settings import load_settings
 from lodex.api.factory import build_encoder, build_searcher, open_store
-from lodex.api.render import print_search
+from lodex.api.cli.render import print_search
 from lodex.search.results import SearchFilters
 from rich.console import Console
 settings = load_settings(None, {"index.data_dir": os.environ["LODEX_DATA_DIR"]})

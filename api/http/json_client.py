@@ -1,6 +1,6 @@
 """lodex's one HTTP client of its own API, standard library only (the CLI's short way to a running server imports
 nothing heavy): JSON requests over `http.client` connections, and the one reading of lodex's error shape
-{"error": {"code", "message"}} — used by `lodex.Client` (api/client.py) and the CLI's forward (api/forward.py)."""
+{"error": {"code", "message"}} — used by `lodex.Client` (api/http/client.py) and the CLI's forward (api/http/forward.py)."""
 
 import http.client
 import json

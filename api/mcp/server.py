@@ -13,7 +13,7 @@ from mcp.server.mcpserver.context import Context
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field, ValidationError
 
-from lodex.api.mcp_cursor import Cursors
+from lodex.api.mcp.cursor import Cursors
 from lodex.api.models import Text
 from lodex.api.protocol import LodexAPI
 from lodex.api.request import Limits, check_extensions, one_line

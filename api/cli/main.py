@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from lodex.api.cli_common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command_settings
-from lodex.api.cli_errors import ServerRefused, err, friendly as _friendly
-from lodex.api.cli_model import model_app
-from lodex.api.cli_reports import eval_, status
+from lodex.api.cli.common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command_settings
+from lodex.api.cli.errors import ServerRefused, err, friendly as _friendly
+from lodex.api.cli.model import model_app
+from lodex.api.cli.reports import eval_, status
 from lodex.store.errors import ConfigError
 from lodex.store.heap import limit_arenas
 
@@ -43,7 +43,7 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
     """The index opened to write `root` (the application object's write role: lock, job log, encoder, store, indexer),
     for a `with` block."""
     from lodex.api.factory import open_app
-    from lodex.api.render import runtime_line
+    from lodex.api.cli.render import runtime_line
 
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     side = open_app(settings, "write", root, rebuild=rebuild, long_lived=long_lived)
@@ -52,7 +52,7 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
 
 
 def _print_summary(summary: "RunSummary", as_json: bool) -> None:
-    from lodex.api.progress import summary_lines
+    from lodex.api.cli.progress import summary_lines
     if as_json:
         print(json.dumps(summary.to_dict()))
     else:
@@ -75,8 +75,8 @@ def index(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
-    from lodex.api.model_cache import encoder_languages
-    from lodex.api.progress import process_seconds, progress_bar
+    from lodex.api.model.cache import encoder_languages
+    from lodex.api.cli.progress import process_seconds, progress_bar
     from lodex.indexer.encoders.model_languages import language_note
 
     settings = command_settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
@@ -130,7 +130,7 @@ def watch(
     import threading
 
     from lodex.api.factory import build_watch
-    from lodex.api.logs import file_logger, scan_logger
+    from lodex.api.cli.logs import file_logger, scan_logger
     from lodex.indexer.writer import RunHooks
 
     settings = command_settings(ctx, config, data_dir, watch__polling=polling)
@@ -164,12 +164,12 @@ def serve(
     another process writes)."""
     import uvicorn
 
-    from lodex.api.app import create_app
+    from lodex.api.http.app import create_app
     from lodex.api.factory import open_app
-    from lodex.api.forward import Identity, forget_server, record_server
-    from lodex.api.http_errors import HaltingServer, JsonErrorsProtocol, is_loopback
-    from lodex.api.logs import file_logger
-    from lodex.api.render import runtime_line
+    from lodex.api.http.forward import Identity, forget_server, record_server
+    from lodex.api.http.errors import HaltingServer, JsonErrorsProtocol, is_loopback
+    from lodex.api.cli.logs import file_logger
+    from lodex.api.cli.render import runtime_line
 
     settings = command_settings(ctx, config, data_dir, serve__read_only=read_only)
     host = host or settings.api.host
@@ -227,8 +227,8 @@ def search(
     """Rank indexed documents by meaning and keywords and show their best passages, query words marked (asked of the
     `lodex serve` of the same data dir when one runs: no model to load; it searches here only when that server cannot
     be reached or fails, and shows the error it answers to a bad request)."""
-    from lodex.api.forward import ask_server
-    from lodex.api.render import print_search
+    from lodex.api.http.forward import ask_server
+    from lodex.api.cli.render import print_search
     from lodex.api.request import Limits, search_request
     from lodex.search.results import SearchResponse
 
@@ -274,8 +274,8 @@ def mcp(
     import anyio
 
     from lodex.api.factory import open_app
-    from lodex.api.mcp_server import build_mcp
-    from lodex.api.route_helpers import lodex_version
+    from lodex.api.mcp.server import build_mcp
+    from lodex.api.http.route_helpers import lodex_version
 
     settings = command_settings(ctx, config, data_dir)
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)

@@ -2,7 +2,7 @@
 secret (a file only its owner reads), and `lodex search` / `lodex status` ask it over loopback instead of loading the
 model and opening the index themselves, once the listener has proven it holds that secret (before the API key is
 sent); anything amiss (no server, a stale or hostile record, no proof, 401, past the deadline) and they do it
-themselves. Standard library only: this runs before any heavy import (api/http_client.py, lodex's one HTTP client of
+themselves. Standard library only: this runs before any heavy import (api/http/json_client.py, lodex's one HTTP client of
 its own API, gives the connection and reads the error shape)."""
 
 import hashlib
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lodex.api.http_client import connection as new_connection
-from lodex.api.http_client import error_of
+from lodex.api.http.json_client import connection as new_connection
+from lodex.api.http.json_client import error_of
 
 SERVER_FILE = "server.json"
 DEADLINE_S = 3.0  # the whole forward (connect, proof, request, answer), then the CLI searches by itself

@@ -7,7 +7,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from lodex.api.http_client import JsonClient, error_of
+from lodex.api.http.json_client import JsonClient, error_of
 from lodex.api.models import DeletedOut, DocumentListOut, DocumentOut, IndexStatus, PushOut, RunOut, TextOut
 from lodex.api.request import search_request
 from lodex.search.context import MAX_WINDOW_CHARS

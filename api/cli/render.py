@@ -6,7 +6,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from lodex.api.progress import skipped_line
+from lodex.api.cli.progress import skipped_line
 from lodex.indexer.paths import printable
 from lodex.search.results import Passage, SearchResponse
 

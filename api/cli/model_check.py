@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from lodex.api.index_policy import late_plan
-from lodex.api.model_cache import cached_model, is_model_id, model_path, named_model
-from lodex.api.model_import import NAMED
-from lodex.api.render import print_model_check
+from lodex.api.model.cache import cached_model, is_model_id, model_path, named_model
+from lodex.api.model.imports import NAMED
+from lodex.api.cli.render import print_model_check
 from lodex.api.settings import Settings
 from lodex.indexer.encoders.layer_stream import StreamedModel
 from lodex.indexer.encoders.layer_weights import fp32_bytes, tensor_index

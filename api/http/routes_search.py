@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from lodex.api.application import Application
 from lodex.api.request import SearchRequest, search_request
-from lodex.api.route_helpers import ERRORS, App
+from lodex.api.http.route_helpers import ERRORS, App
 from lodex.search.names import Mode
 from lodex.search.results import SearchResponse
 

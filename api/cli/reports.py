@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from lodex.api.cli_common import ConfigOpt, DataDirOpt, JsonOpt, command_settings
-from lodex.api.cli_errors import err, friendly as _friendly
+from lodex.api.cli.common import ConfigOpt, DataDirOpt, JsonOpt, command_settings
+from lodex.api.cli.errors import err, friendly as _friendly
 from lodex.store.errors import ConfigError
 
 
@@ -24,8 +24,8 @@ def eval_(
 ) -> None:
     """Measure retrieval quality on a labelled collection: nDCG@10, Recall@100 and MRR@10 per mode."""
     from lodex.api.evaluation import evaluate_dataset
-    from lodex.api.progress import progress_bar
-    from lodex.api.render import print_evaluation
+    from lodex.api.cli.progress import progress_bar
+    from lodex.api.cli.render import print_evaluation
     from lodex.search.searcher import MODES, RANKINGS
 
     settings = command_settings(ctx, config, None)
@@ -59,8 +59,8 @@ def status(
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
     from lodex.api.index_files import read_job_log, require_index
-    from lodex.api.forward import ask_server
-    from lodex.api.render import print_failures, print_status
+    from lodex.api.http.forward import ask_server
+    from lodex.api.cli.render import print_failures, print_status
     from lodex.indexer.encoders.cpu import cpu_info
     from lodex.store.keyword_scheme import REINDEX_HINT
 

@@ -13,13 +13,13 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from lodex.api.application import Application
-from lodex.api.forward import Identity
-from lodex.api.http_errors import LimitsAndAuth, install_error_handlers, is_loopback
-from lodex.api.metrics import Metrics, Timing
-from lodex.api.route_helpers import lodex_version
-from lodex.api.routes_admin import router as admin_routes
-from lodex.api.routes_documents import router as document_routes
-from lodex.api.routes_search import router as search_routes
+from lodex.api.http.forward import Identity
+from lodex.api.http.errors import LimitsAndAuth, install_error_handlers, is_loopback
+from lodex.api.http.metrics import Metrics, Timing
+from lodex.api.http.route_helpers import lodex_version
+from lodex.api.http.routes_admin import router as admin_routes
+from lodex.api.http.routes_documents import router as document_routes
+from lodex.api.http.routes_search import router as search_routes
 
 PAGE = Path(__file__).parent / "static" / "index.html"
 
@@ -27,8 +27,8 @@ PAGE = Path(__file__).parent / "static" / "index.html"
 def _mcp_app(lodex: Application) -> Any:
     """The MCP server over the application (and its writer, with mcp.allow_writes), as a streamable HTTP app at /mcp,
     its sessions bounded; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
-    from lodex.api.mcp_http import mcp_http_app
-    from lodex.api.mcp_server import add_write_tools, build_mcp
+    from lodex.api.mcp.streamable import mcp_http_app
+    from lodex.api.mcp.server import add_write_tools, build_mcp
 
     settings = lodex.settings
     server = build_mcp(lodex, lodex.limits, lodex_version())
@@ -80,7 +80,7 @@ def create_app(lodex: Application, on_shutdown: Callable[[], None] | None = None
     async def page() -> HTMLResponse:
         return HTMLResponse(PAGE.read_text(encoding="utf-8"))
 
-    from lodex.api.embeddings import embeddings_router
+    from lodex.api.http.embeddings import embeddings_router
 
     app.include_router(embeddings_router(lodex))
     app.router.routes.extend(mcp_app.routes)  # /mcp, behind the same key and Host checks

@@ -1,0 +1,5 @@
+"""`python -m lodex.api.cli`: the `lodex` command."""
+
+from lodex.api.cli.main import main
+
+main()

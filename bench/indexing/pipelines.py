@@ -29,12 +29,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.harness import LODEX_CLI, command_line, machine_line  # noqa: E402
+from bench.harness import LODEX_CLI, OUT, command_line, machine_line  # noqa: E402
 from bench.indexing.pipeline_folders import NAMES, Folder, build, files_of, limited  # noqa: E402
 from bench.indexing.pipeline_runs import Measured, measure, peers_python  # noqa: E402
 from bench.indexing.pipeline_scores import DEPTH, quality, quality_line  # noqa: E402
 
-WORK = ROOT / "bench" / "out" / "pipelines"
+WORK = OUT / "pipelines"
 PIPELINES = ("lodex", "txtai", "llamaindex", "handrolled")
 LABELS = {"lodex": "lodex index (defaults)", "txtai": "txtai Embeddings.index (Textractor paragraphs)",
           "llamaindex": "LlamaIndex IngestionPipeline (SentenceSplitter 256/32)",

@@ -24,10 +24,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.languages.langdata import MANUALS, build_folder, questions  # noqa: E402
 from bench.quality.chunk_rules import VARIANTS  # noqa: E402
-from bench.harness import machine_line  # noqa: E402
+from bench.harness import OUT, machine_line  # noqa: E402
 from bench.quality.paired import changed, paired_delta  # noqa: E402
 from bench.readers.pdf_set import evaldata_dir  # noqa: E402
-from bench.indexing.pipeline_folders import ROOT, Folder, build, written  # noqa: E402
+from bench.indexing.pipeline_folders import Folder, build, written  # noqa: E402
 
 from lodex.search.metrics import evaluate, ndcg_at  # noqa: E402
 from lodex.search.names import Mode  # noqa: E402
@@ -60,7 +60,7 @@ def collection(name: str, work: Path) -> Folder:
     """A BEIR collection (`cisi`, or `cisi@25` for bundles of 25 shuffled documents) as a folder of .txt files, from
     ../shared/evaldata or, for SciFact, bench/out/evaldata (bench/quality/scifact.py builds it)."""
     base, _, bundle = name.partition("@")
-    source = next((d / base for d in (evaldata_dir(), ROOT / "bench" / "out" / "evaldata") if (d / base).is_dir()), None)
+    source = next((d / base for d in (evaldata_dir(), OUT / "evaldata") if (d / base).is_dir()), None)
     if source is None:
         raise SystemExit(f"collection {base} not found in {evaldata_dir()} or bench/out/evaldata")
     folder = work / "collections" / name.replace("@", "-bundle-")

@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.harness import OUT  # noqa: E402
 from bench.readers.pdf_quality import asked_questions  # noqa: E402
-from bench.readers.pdf_set import GENERATED, ROOT, debian_set, evaldata_dir, generated  # noqa: E402
+from bench.readers.pdf_set import GENERATED, debian_set, evaldata_dir, generated  # noqa: E402
 
 from lodex.api.factory import build_encoder, build_indexer, open_store  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
@@ -66,7 +67,7 @@ def first_saying(order: np.ndarray, chunks: list[dict]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "out" / "pdfdata")
+    parser.add_argument("--workdir", type=Path, default=OUT / "pdfdata")
     parser.add_argument("--keep", type=Path, help="index the set here once and reuse it")
     parser.add_argument("--show", action="store_true")
     args = parser.parse_args()

@@ -36,7 +36,7 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:  # a child has put 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.readers.pdf_metrics import (column_switches, kept, line_end_hyphens, moved_words, running_reference,  # noqa: E402
                          split_hyphens)
-from bench.harness import machine_line  # noqa: E402
+from bench.harness import OUT, machine_line  # noqa: E402
 from bench.readers.pdf_set import GENERATED, ROOT, debian_set, evaldata_dir, generated  # noqa: E402
 
 BEFORE = "d4500d0"  # main when issue 39's PDF work started
@@ -199,7 +199,7 @@ def report(before: dict, after: dict, answers: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", default=BEFORE)
-    parser.add_argument("--workdir", type=Path, default=ROOT / "bench" / "out" / "pdfdata")
+    parser.add_argument("--workdir", type=Path, default=OUT / "pdfdata")
     parser.add_argument("--no-pages", action="store_true", help="skip page@1 (indexing the set twice)")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()

@@ -28,7 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import machine_line  # noqa: E402
+from bench.harness import OUT, machine_line  # noqa: E402
 from bench.scale.scaleout_designs import Point, run_point  # noqa: E402
 from bench.scale.scaleout_s3 import Endpoint, s3_server  # noqa: E402
 from bench.scale.scaleout_work import CHARS_PER_TOKEN, Workload, passages  # noqa: E402
@@ -46,7 +46,7 @@ def calibrate(precision: str, texts: int = 96, rounds: int = 2) -> tuple[float, 
     from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
     from lodex.indexer.settings import EncoderSettings
 
-    encoder = TransformersEncoder(EncoderSettings(precision=precision, cache_dir=str(ROOT / "bench" / "out" / "model-cache")))  # type: ignore[arg-type]
+    encoder = TransformersEncoder(EncoderSettings(precision=precision, cache_dir=str(OUT / "model-cache")))  # type: ignore[arg-type]
     chunks = [p[: int(100 * CHARS_PER_TOKEN)] for p in passages()][:texts]
     tokens = sum(encoder.token_lengths(chunks))
     encoder.embed(chunks[:16])

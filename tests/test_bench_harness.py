@@ -1,6 +1,7 @@
 """bench/harness.py: rounds alternate their order and keep each run's least disturbed result; latency percentiles as
 bench/serving/load.py and bench/scale/scale.py print them; a dated result block names the machine and the command."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -41,3 +42,17 @@ def test_a_result_block_is_dated_and_names_the_machine_and_command(tmp_path: Pat
     publish(lines, out)
     assert out.read_text(encoding="utf-8") == 2 * ("\n".join(lines) + "\n")
     assert capsys.readouterr().out.startswith(lines[0])
+
+
+def test_every_bench_script_has_its_line_in_the_readme() -> None:
+    readme = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    missing = [str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("bench/*/*.py")) if f"`{p.name}`" not in readme]
+    assert not missing, f"bench/README.md names no line for {missing}"
+
+
+def test_no_bench_script_reaches_into_a_private_name() -> None:
+    private = re.compile(r"\b(?!self\b|cls\b|os\b|sys\b)[A-Za-z_]\w*(?:\(\))?\._[a-z]\w*")
+    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in sorted(ROOT.glob("bench/**/*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if private.search(line.split("#")[0])]
+    assert not found, "a bench uses a private name; give the package a public one:\n" + "\n".join(found)

@@ -201,7 +201,7 @@ def open_reader(settings: Settings, dim: int, manifest: IndexManifest | None = N
 def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: SnapshotSource | None = None) -> Searcher:
     """The query side over this store (`source`: the snapshots it shares with other searchers of the index)."""
     cfg = settings.search
-    fusion = Fusion(method=cfg.fusion, dense_weight=cfg.dense_weight, rrf_k=cfg.rrf_k, bm25_weight=cfg.bm25_weight,
+    fusion = Fusion(method=cfg.fusion, dense_weight=cfg.dense_weight, ceiling_share=cfg.ceiling_share, rrf_k=cfg.rrf_k, bm25_weight=cfg.bm25_weight,
                     feedback_chunks=cfg.feedback_chunks, feedback_weight=cfg.feedback_weight, doc_dense_weight=cfg.doc_dense_weight,
                     hybrid_blend_alpha=cfg.hybrid_blend_alpha,
                     top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates, keyword_passages=cfg.keyword_passages)

@@ -8,6 +8,7 @@ in batches: one encoder pass, one scan of the FAISS index and one round of keywo
 candidates are ranked as numpy arrays, which is what keeps latency low when many clients ask at once on a small CPU.
 """
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -31,7 +32,8 @@ __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"
 
 # A result document's best chunks whose texts are read to choose its passages (contents and index pages go last).
 PASSAGE_POOL = 8
-KeywordHits = tuple[int, np.ndarray, np.ndarray]  # a query's BM25 hits: chunks version, Lance row ids, scores
+# A query's BM25 hits: chunks version, Lance row ids, scores, the query's keyword ceiling (inf: not asked).
+KeywordHits = tuple[int, np.ndarray, np.ndarray, float]
 # Each query's BM25 hits (None: none started for it), or the function that waits for them (called once the batch's
 # dense search is done, so that it runs while Lance answers).
 Keywords = list[KeywordHits | None] | Callable[[], list[KeywordHits | None]]
@@ -84,15 +86,28 @@ class Searcher:
             return lambda: [None] * len(queries)
         snap = self.snapshot()
         self.store.pin(snap.versions)
-        version = snap.version
-        wait = self.store.start_keyword_search([queries[i].text for i in worded], [self._width(queries[i]) for i in worded], version,
-                                              snap.keywords, [snap.docs.query_language(queries[i].text) for i in worded])
+        wait = self._keyword_search(snap, [queries[i] for i in worded], [self._width(queries[i]) for i in worded])
 
         def answer() -> list[KeywordHits | None]:
             out: list[KeywordHits | None] = [None] * len(queries)
-            for i, (row_ids, scores) in zip(worded, wait()):
-                out[i] = (version, row_ids, scores)
+            for i, hits in zip(worded, wait()):
+                out[i] = (snap.version, *hits)
             return out
+
+        return answer
+
+    def _keyword_search(self, snap: Snapshot, queries: list[Query], widths: list[int]) -> Callable[[], list[tuple[np.ndarray, np.ndarray, float]]]:
+        """Start these queries' BM25 (each its best `widths` chunks) at the snapshot's version, and with fusion `ceiling` their hybrid ones' keyword
+        ceilings; the function that waits for both: per query, Lance row ids, scores and ceiling (inf: not asked)."""
+        texts = [q.text for q in queries]
+        languages = [snap.docs.query_language(text) for text in texts]
+        wait = self.store.start_keyword_search(texts, widths, snap.version, snap.keywords, languages)
+        capped = [i for i, q in enumerate(queries) if self.fusion.method == "ceiling" and (self._for_model(snap, q).mode or self.mode) == "hybrid"]
+        ceilings = self.store.start_keyword_ceilings([texts[i] for i in capped], snap.version, [languages[i] for i in capped]) if capped else None
+
+        def answer() -> list[tuple[np.ndarray, np.ndarray, float]]:
+            found = dict(zip(capped, ceilings())) if ceilings is not None else {}
+            return [(row_ids, scores, found.get(i, math.inf)) for i, (row_ids, scores) in enumerate(wait())]
 
         return answer
 
@@ -171,17 +186,16 @@ class Searcher:
         given = {i: k[1:] for i in worded if keywords and (k := keywords[i]) is not None and snap.rows_since <= k[0] <= snap.version}
         asked = [i for i in worded if i not in given]
         if asked:
-            given |= dict(zip(asked, self.store.start_keyword_search([queries[i].text for i in asked], [widths[i] for i in asked], snap.version,
-                                                                     snap.keywords, [snap.docs.query_language(queries[i].text) for i in asked])()))
-        for i, (row_ids, scores) in given.items():
-            keyword[i] = self._candidates(snap, queries[i], *snap.owners.ranked(row_ids, scores))
+            given |= dict(zip(asked, self._keyword_search(snap, [queries[i] for i in asked], [widths[i] for i in asked])()))
+        for i, (row_ids, scores, ceiling) in given.items():
+            keyword[i] = self._candidates(snap, queries[i], *snap.owners.ranked(row_ids, scores))._replace(ceiling=ceiling)
         f = self.fusion
         feedback = [i for i, m in enumerate(modes) if m == "hybrid" and f.feedback_chunks > 0 and f.feedback_weight > 0]
         used = list(vectors)
         moved = []
         for i in feedback:
             best = f.fuse(dense[i], keyword[i]).ids[: f.feedback_chunks]
-            vector = vectors[i] + f.feedback_weight * (snap.index.vectors(best).mean(axis=0) if len(best) else 0.0)
+            vector = vectors[i] + f.feedback_weight * f.feedback_share(keyword[i]) * (snap.index.vectors(best).mean(axis=0) if len(best) else 0.0)
             moved.append((vector / max(float(np.linalg.norm(vector)), 1e-9)).astype(np.float32))
         if moved:
             self._dense_hits(snap, queries, np.stack(moved), widths, feedback, dense)

@@ -13,6 +13,7 @@ class SearchSettings(Section):
     ranking: Ranking = "blend"
     fusion: FusionMethod = "convex"
     dense_weight: float = Field(0.6, ge=0, le=1)
+    ceiling_share: float = Field(0.5, gt=0, le=1)
     rrf_k: float = Field(60.0, gt=0)
     bm25_weight: float = Field(1.0, ge=0)
     feedback_chunks: int = Field(5, ge=0, le=1000)

@@ -163,6 +163,11 @@ class Store(ABC):
         `languages`: each text's language, for its stems and stop words)."""
 
     @abstractmethod
+    def start_keyword_ceilings(self, texts: list[str], version: int, languages: list[str | None]) -> Callable[[], list[float]]:
+        """Start finding each text's keyword ceiling (the most BM25 can score a chunk for it: the sum over its terms
+        of the best score of a chunk for that term alone, at this chunks version) and return the function that waits."""
+
+    @abstractmethod
     def text_index_rows(self, version: int) -> tuple[int, int]:
         """(rows the keyword index holds, chunk rows it does not) at this chunks version."""
 

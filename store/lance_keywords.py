@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from lodex.store import lance_bridge
-from lodex.store.keyword_delta import MAX_ASKED, KeywordDelta, merged
+from lodex.store.keyword_delta import MAX_ASKED, RESAMPLE_SHARE, KeywordDelta, merged
 from lodex.store.keyword_scheme import KeywordScheme
 
 
@@ -21,6 +21,8 @@ class LanceKeywordSearch:
         self.chunks = chunks
         self.scheme = scheme
         self._index_rows = (-1, (0, 0))  # (chunks version, (rows the full-text index holds, rows it does not))
+        self._best: dict[str, float] = {}  # term → the index's best score of a row for it alone (0: none has it)
+        self._best_rows = 0  # rows the index held when `_best` was begun
 
     def start(self, texts: list[str], limit: int | list[int], version: int | None = None, delta: KeywordDelta | None = None,
               languages: list[str | None] | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
@@ -74,6 +76,35 @@ class LanceKeywordSearch:
 
         return answer
 
+    def start_ceilings(self, texts: list[str], version: int, languages: list[str | None]) -> Callable[[], list[float]]:
+        """Start finding each text's keyword ceiling and return the function that waits for it: the sum over its
+        query terms of the best score the index gives a row for that term alone (no row can score more for the
+        query). Each term's best is kept until the index grows or shrinks by a tenth; rows outside the index do not
+        count (their scores are estimates of the same scale)."""
+        indexed = self.index_rows(version)[0]
+        if abs(indexed - self._best_rows) > RESAMPLE_SHARE * max(self._best_rows, 1):
+            self._best, self._best_rows = {}, indexed
+        known = self._best
+        terms = [[t for _, t in self.scheme.query_words(text, language)] for text, language in zip(texts, languages)]
+        learning = {t: w for text, language in zip(texts, languages) for w, t in self.scheme.query_words(text, language) if t not in known}
+        table, column = lance_bridge.async_of(self.chunks), self.scheme.column
+
+        async def best(word: str) -> pa.Table:
+            return await table.query().nearest_to_text(word, columns=column).fast_search().select(["_score"]).limit(1).to_arrow()
+
+        async def every() -> list[pa.Table]:
+            return await asyncio.gather(*(best(self.scheme.ask(word, term)) for term, word in learning.items()))
+
+        pending = lance_bridge.start(every()) if learning else None
+
+        def answer() -> list[float]:
+            if pending is not None:
+                for term, top in zip(learning, pending.result()):
+                    known[term] = float(top["_score"][0].as_py()) if top.num_rows else 0.0
+            return [_ceiling([known.get(t, 0.0) for t in query]) for query in terms]
+
+        return answer
+
     def index_rows(self, version: int) -> tuple[int, int]:
         """(rows the full-text index holds, chunk rows it does not) at this chunks version (asked once per version)."""
         if self._index_rows[0] != version:
@@ -100,6 +131,13 @@ class LanceKeywordSearch:
         take = lance_bridge.async_of(self.chunks).take_row_ids(np.asarray(row_ids).tolist()).select([column]).with_row_id()
         got = lance_bridge.run(take.to_arrow())
         return dict(zip(got["_rowid"].to_pylist(), got[column].to_pylist()))
+
+
+def _ceiling(bests: list[float]) -> float:
+    """A query's keyword ceiling from its terms' best single-term scores (0: no indexed row has the term), a term
+    no row has counted as the rarest the query has: a chunk that had it would score at least that much for it."""
+    top = max(bests, default=0.0)
+    return sum(b if b > 0 else top for b in bests)
 
 
 def _terms_to_learn(delta: KeywordDelta | None, texts: list[list[tuple[str, str]]]) -> dict[str, str]:

@@ -51,8 +51,7 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
         """`persist_every_s`: small updates save the vector index at most this often; `optimize_nice` (a serving writer's):
         optimize large tables in a helper process at this CPU priority; `manifest`: the index's record (None: read here)."""
         lancedb = import_lancedb()
-        self.data_dir, self.dim, self.remote = data_dir, dim, remote
-        self.persist_every_s = persist_every_s  # small updates save the vector index at most this often
+        self.data_dir, self.dim, self.remote, self.persist_every_s = data_dir, dim, remote, persist_every_s
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
             uri, options = (remote.lance_uri, remote.options) if remote is not None else (str(data_dir / "lance"), None)
@@ -122,8 +121,7 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
             return self._versions
 
     def pin(self, versions: tuple[int, int]) -> None:
-        """Read these (documents, chunks) versions (a snapshot prepared by another handle) until the next pin or
-        refresh."""
+        """Read these (documents, chunks) versions (a snapshot prepared by another handle) until the next pin or refresh."""
         if self._versions == versions:
             return
         documents, chunks = lance_bridge.async_of(self.documents), lance_bridge.async_of(self.chunks)
@@ -151,6 +149,10 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
                              languages: list[str | None] | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """BM25 over chunk text, started (`LanceKeywordSearch.start`): the function that waits for its answer."""
         return self.keywords.start(texts, limit, version, delta, languages)
+
+    def start_keyword_ceilings(self, texts: list[str], version: int, languages: list[str | None]) -> Callable[[], list[float]]:
+        """Each text's keyword ceiling, started (`LanceKeywordSearch.start_ceilings`): the function that waits for it."""
+        return self.keywords.start_ceilings(texts, version, languages)
 
     def text_index_rows(self, version: int) -> tuple[int, int]:
         """(rows the full-text index holds, chunk rows it does not) at this chunks version."""

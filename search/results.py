@@ -43,7 +43,8 @@ class DocumentHit:
         "The document's score in the mode's scale, higher is better. dense: cosines (search.ranking blend, the default: "
         "the mean of its best passage's and its mean vector's; max: its best passage's); bm25: BM25 of its best passage; "
         "hybrid: the fusion of both (search.fusion convex, the default: a weighted sum of min-max-normalized dense and "
-        "BM25 scores, 0 to 1; rrf: a sum of reciprocal ranks)."))]
+        "BM25 scores, 0 to 1; ceiling: the same, BM25's part scaled by the keyword match's strength; rrf: a sum of "
+        "reciprocal ranks)."))]
     passages: list[Passage]
 
 

@@ -18,7 +18,7 @@ from lodex.api.reading import document_out, document_row, index_status, list_doc
 from lodex.api.request import Limits, Search, check_document_text, check_extensions, check_search
 from lodex.api.serving import Serving
 from lodex.api.settings import Settings
-from lodex.indexer.encoders.encoder import Encoder
+from lodex.encoders.encoder import Encoder
 from lodex.indexer.identity import document_id
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.pipeline import Indexer

@@ -15,10 +15,10 @@ from lodex.api.index_policy import ann_policy, chunk_rule, chunk_tokens, late_pl
 from lodex.api.model.cache import encoder_languages, model_path
 from lodex.api.serving import ServeBuilders, Serving
 from lodex.api.settings import EncoderSettings, Settings
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.model_languages import unread_languages
 from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking
-from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoders.model_languages import unread_languages
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.readers.readers import reader_versions
 from lodex.indexer.watch_service import WatchService
@@ -39,7 +39,7 @@ single_threaded_numpy_blas()  # every process that loads the search or index sta
 
 
 def _transformers(cfg: EncoderSettings, spill_dir: Path | None = None, quantization: str | None = None) -> Encoder:
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(cfg, spill_dir, quantization)
 
@@ -83,7 +83,7 @@ def build_encoder(settings: Settings, data_dir: Path | None = None, manifest: In
     if backend is not _transformers:
         return backend(cfg)
     if settings.index.engine != "ray":  # fast mode measured and checked here before: rebuilt from its recipe, no PyTorch
-        from lodex.indexer.encoders.recipe_encoder import load_fast_encoder
+        from lodex.encoders.recipe_encoder import load_fast_encoder
 
         light = load_fast_encoder(cfg, manifest.fast_quantization)
         if light is not None:
@@ -97,7 +97,7 @@ def build_query_encoder(settings: Settings, manifest: IndexManifest | None = Non
     the configured index's (read when not given)."""
     manifest = manifest if manifest is not None else IndexManifest.read(settings.data_dir)
     if settings.encoder.backend == "transformers":
-        from lodex.indexer.encoders.query_encoder import load_query_encoder
+        from lodex.encoders.query_encoder import load_query_encoder
 
         light = load_query_encoder(encoder_settings(settings, manifest))
         if light is not None:

@@ -3,9 +3,9 @@ end, late chunking, a document's own vector, the FAISS index kind and which file
 what it was built with (its manifest), so an upgrade never forces a rebuild."""
 
 from lodex.api.settings import Settings
+from lodex.encoders.encoder import Encoder
 from lodex.indexer.chunking.chunker import ChunkRule
 from lodex.indexer.chunking.late_chunking import LateChunking, late_chunking
-from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.scanner import ScanRules
 from lodex.store.lance_store import AnnPolicy
 from lodex.store.manifest import IndexManifest

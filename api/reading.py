@@ -8,6 +8,7 @@ from typing import Any
 
 from lodex.api.models import DocumentOut, IndexStatus, TextOut, valid_metadata
 from lodex.indexer.paths import PUSHED_PREFIX
+from lodex.indexer.source_text import source_text
 from lodex.search.context import MAX_WINDOW_CHARS, text_window
 from lodex.search.results import SearchFilters
 from lodex.store.base import Store
@@ -73,7 +74,7 @@ def read_text(store: Store, root: Path | None, doc_id: str, start: int = 0, end:
         start, end = page_span(store, row, page)
     limit = min(max_chars, MAX_WINDOW_CHARS)
     end = start + limit if end is None else min(max(start, end), start + limit)
-    text, first, last = text_window(store, row, root, start, end)
+    text, first, last = text_window(store, row, source_text(row, root), start, end)
     page, section = _where(store, row, first)
     return TextOut(id=doc_id, path=row["path"], start=first, end=last, text=text, page=page, section=section)
 

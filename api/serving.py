@@ -15,7 +15,7 @@ from lodex.api.push_spool import PushSpool
 from lodex.api.pushes import PendingPushes
 from lodex.api.settings import Settings
 from lodex.api.write_queue import WriteQueue
-from lodex.indexer.encoders.encoder import Encoder
+from lodex.encoders.encoder import Encoder
 from lodex.indexer.run_state import Progress, RunSummary
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.writer import IndexWriter, RunHooks

@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
-from lodex.indexer.settings import ChunkingSettings, EncoderSettings, IndexSettings, Section, WatchSettings
+from lodex.encoders.settings import EncoderSettings, Section
+from lodex.indexer.settings import ChunkingSettings, IndexSettings, WatchSettings
 from lodex.search.settings import SearchSettings
 from lodex.store.errors import ConfigError
 from lodex.store.object_store import is_remote

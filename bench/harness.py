@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 def machine_line() -> str:
     """The CPU as speed figures depend on it: model, cores, the flags that matter to the encoder, its int8 kernel."""
-    from lodex.indexer.encoders.cpu import cpu_info
+    from lodex.encoders.cpu import cpu_info
 
     return cpu_info().line()
 

@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from lodex.indexer.encoders.encoder import Encoder
+from lodex.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import Job, TitleLead, encoder_jobs, job_groups, run_jobs
 from lodex.indexer.errors import Interrupted
 from lodex.indexer.prepared import Prepared

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.window import Window
 from lodex.indexer.chunking.chunker import Chunk, token_spans_of
-from lodex.indexer.chunking.late_chunking import LateChunking, Window, plan_windows
-from lodex.indexer.encoders.encoder import Encoder
+from lodex.indexer.chunking.late_chunking import LateChunking, plan_windows
 from lodex.indexer.prepared import Prepared
 
 Lead = Callable[[str], str]  # a document's title → the text put before its chunks when encoded

@@ -1,13 +1,7 @@
-"""Errors of the indexing side: a file that cannot be read, a model that cannot be loaded, a run asked to stop."""
+"""Errors of the indexing side: a file that cannot be read, a run asked to stop (a model that cannot be loaded is
+encoders/errors.py's)."""
 
 from lodex.store.errors import LodexError
-
-
-class ModelError(LodexError):
-    """The encoder model cannot be found or loaded."""
-
-    code = "model_error"
-    status = 503
 
 
 class ReadError(LodexError):

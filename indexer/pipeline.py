@@ -8,17 +8,18 @@ from pathlib import Path
 
 import numpy as np
 
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.window import Window
 from lodex.indexer.chunking.chunker import Chunk, Chunker
-from lodex.indexer.chunking.late_chunking import LateChunking, Window
+from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.encode_phase import encode_pending
-from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import TitleLead, WholeText, WindowPlanner
 from lodex.indexer.errors import Interrupted
 from lodex.indexer.flush_rows import flush_rows
 from lodex.indexer.identity import content_hash, document_id
 from lodex.indexer.paths import PUSHED_PREFIX
-from lodex.indexer.prepared import Prepared, Skipped, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.preparation import Preparer
+from lodex.indexer.prepared import Prepared, Skipped, chunk_rows, shifted, unchanged_chunks
 from lodex.indexer.readers.decoding import OffsetMap, clean_mapped
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.run_state import Progress, RunSummary, unchanged_file

@@ -8,8 +8,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from lodex.encoders.window import Window
 from lodex.indexer.chunking.chunker import Chunk
-from lodex.indexer.chunking.late_chunking import Window
 from lodex.indexer.readers.decoding import OffsetMap
 from lodex.indexer.readers.document import page_of, section_of
 from lodex.indexer.scanner import FileEntry

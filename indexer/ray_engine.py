@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lodex.encoders.encoder import Encoder
 from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
 from lodex.indexer.chunking.late_chunking import LateChunking
-from lodex.indexer.encoders.encoder import Encoder
 from lodex.indexer.encoding_jobs import TitleLead, WholeText, WindowPlanner, encoder_jobs, run_jobs
 from lodex.indexer.flush_rows import chunk_table
 from lodex.indexer.pipeline import Indexer
-from lodex.indexer.prepared import Prepared, Skipped, Stream, Written, parts_of, unchanged_chunks
 from lodex.indexer.preparation import Preparer
+from lodex.indexer.prepared import Prepared, Skipped, Stream, Written, parts_of, unchanged_chunks
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.run_state import Progress, RunSummary
 from lodex.indexer.scanner import FileEntry, ScanRules

@@ -1,17 +1,13 @@
-"""The typed settings of the indexing side ([index], [watch], [chunking], [encoder]): defaults and limits defined once,
-here; the core takes these sections, api/settings.py loads them from config.toml and the environment."""
+"""The typed settings of the indexing side ([index], [watch], [chunking]; [encoder] is encoders/settings.py's): defaults
+and limits defined once, here; the core takes these sections, api/settings.py loads them from config.toml and the
+environment."""
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from lodex.encoders.settings import Section
 from lodex.store.ann_policy import AnnKind
-
-
-class Section(BaseModel):
-    """A [section] of config.toml: unknown keys refused, values checked when set after loading too."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)  # a value set after loading is checked too
 
 
 class IndexSettings(Section):
@@ -69,26 +65,3 @@ class ChunkingSettings(Section):
     overlap_at_breaks: bool = True
     whole_tokens: int = Field(0, ge=0)
     document_vector: Literal["mean", "whole"] = "whole"
-
-
-class EncoderSettings(Section):
-    """[encoder]: the model and how it runs."""
-
-    backend: str = "transformers"
-    model: str = ""
-    pooling: Literal["auto", "mean", "cls", "last"] = "auto"
-    normalize: bool = True
-    max_length: int = Field(0, ge=0)
-    window_tokens: int = Field(0, ge=0)
-    threads: int = Field(0, ge=0)
-    batch_tokens: int = Field(4096, ge=256)
-    query_prefix: str = ""
-    document_prefix: str = ""
-    append_eos: Literal["auto", "always", "never"] = "auto"
-    precision: Literal["auto", "exact", "fast"] = "auto"
-    fast_path: str = "auto"
-    fast_queries: bool = True
-    cache_dir: str = ""
-    memory_budget_mb: int = Field(0, ge=0)
-    stream_layers: bool = False
-    layer_weights: Literal["fp32", "int8", "int4"] = "fp32"

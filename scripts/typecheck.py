@@ -1,7 +1,7 @@
-"""The type check (`make test`): mypy over the package as `lodex.*`, the names every module imports. The four layer
+"""The type check (`make test`): mypy over the package as `lodex.*`, the names every module imports. The layer
 folders install under lodex by setuptools' package-dir mapping, which an editable install serves through an import
 hook that mypy and IDEs cannot follow (every `lodex.*` import was `Any` to them); this script lays the package out as
-it installs — build/typecheck/lodex with links to lodex/'s files and the four folders — and runs mypy on it, so a call
+it installs — build/typecheck/lodex with links to lodex/'s files and the layer folders — and runs mypy on it, so a call
 across packages is checked against the real signature. Point an IDE's extra paths at build/typecheck
 (and typings/, stubs for the untyped libraries) for the same."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FARM = ROOT / "build" / "typecheck"
-LAYERS = ("api", "search", "indexer", "store")
+LAYERS = ("api", "search", "indexer", "encoders", "store")
 
 
 def lay_out() -> None:
-    """build/typecheck/lodex: lodex/'s own files and the four layer folders, as links (made anew each run)."""
+    """build/typecheck/lodex: lodex/'s own files and the layer folders, as links (made anew each run)."""
     package = FARM / "lodex"
     shutil.rmtree(FARM, ignore_errors=True)
     package.mkdir(parents=True)

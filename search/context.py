@@ -1,22 +1,18 @@
 """A window of a document's extracted text, to read a passage in context: a plain-text file's own text read again
-(offsets index it), otherwise the text rebuilt from the document's stored chunks (which overlap, so they cover it)."""
+(offsets index it; the caller reads it, indexer/source_text.py), otherwise the text rebuilt from the document's stored
+chunks (which overlap, so they cover it)."""
 
-from pathlib import Path
 from typing import Any
 
-from lodex.indexer.identity import content_hash
-from lodex.indexer.paths import PUSHED_PREFIX, key_path, open_regular
-from lodex.indexer.readers.decoding import decode_source
 from lodex.store.base import Store
 
 MAX_WINDOW_CHARS = 20_000
 
 
-def text_window(store: Store, row: dict[str, Any], root: Path | None, start: int, end: int) -> tuple[str, int, int]:
+def text_window(store: Store, row: dict[str, Any], own: str | None, start: int, end: int) -> tuple[str, int, int]:
     """(text, start, end) of document `row` between offsets `start` and `end` (clamped to what exists, at most
-    MAX_WINDOW_CHARS)."""
+    MAX_WINDOW_CHARS): from `own`, the document's own text when its file still holds it, else from its stored chunks."""
     end = min(end, start + MAX_WINDOW_CHARS)
-    own = _own_text(row, root)
     if own is not None:
         start, end = max(0, min(start, len(own))), max(0, min(end, len(own)))
         return own[start:end], start, end
@@ -33,17 +29,3 @@ def text_window(store: Store, row: dict[str, Any], root: Path | None, start: int
             if start <= offset < end:
                 window[offset - start] = char
     return "".join(window), start, end
-
-
-def _own_text(row: dict[str, Any], root: Path | None) -> str | None:
-    """A plain-text folder file's decoded text, when the file still holds the indexed content; else None."""
-    if root is None or row["format"] != "text" or row["path"].startswith(PUSHED_PREFIX):
-        return None
-    try:
-        with open_regular(root / key_path(row["path"])) as fh:
-            data = fh.read(row["size"] + 1)
-        if content_hash(data) != row["content_hash"]:
-            return None
-        return decode_source(data)[0]
-    except Exception:  # noqa: BLE001 — gone, unreadable, changed: the stored chunks answer instead
-        return None

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoders.model_languages import unread_languages
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.model_languages import unread_languages
 from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
 from lodex.search.highlight import highlight_spans, query_stems

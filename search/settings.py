@@ -2,7 +2,7 @@
 
 from pydantic import Field
 
-from lodex.indexer.settings import Section
+from lodex.encoders.settings import Section
 from lodex.search.names import FusionMethod, Mode, Ranking
 
 

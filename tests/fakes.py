@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.chunking.late_chunking import Window
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.window import Window
 
 _WORD = re.compile(r"\w+|[^\w\s]")
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lodex.indexer.encoders.encoder import Encoder
+from lodex.encoders.encoder import Encoder
 from lodex.store.lance_store import LanceStore, vectors_of
 from lodex.store.manifest import IndexManifest
 

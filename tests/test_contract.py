@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lodex.indexer.encoders.encoder import Encoder
+from lodex.encoders.encoder import Encoder
 from lodex.indexer.pipeline import Indexer
 from lodex.search.searcher import MODES, RANKINGS, Searcher
 from lodex.store import faiss_lifecycle

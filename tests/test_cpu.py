@@ -6,7 +6,7 @@ import json
 from typer.testing import CliRunner
 
 from lodex.api.cli import app
-from lodex.indexer.encoders.cpu import cpu_info, parse_cpuinfo
+from lodex.encoders.cpu import cpu_info, parse_cpuinfo
 
 _ZEN3 = """processor\t: 0
 vendor_id\t: AuthenticAMD

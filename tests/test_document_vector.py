@@ -13,9 +13,9 @@ import pytest
 from lodex.api.application import Application
 from lodex.api.factory import open_app
 from lodex.api.settings import Settings
+from lodex.encoders.model_languages import unread_languages
+from lodex.encoders.transformers_encoder import bundled_model_dir
 from lodex.indexer.chunking.chunker import Chunker
-from lodex.indexer.encoders.model_languages import unread_languages
-from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
 from lodex.indexer.encoding_jobs import TitleLead, WholeText
 from tests.conftest import EVALDATA
 from tests.fakes import FakeEncoder

@@ -58,7 +58,7 @@ def test_empty_input() -> None:
 def test_sentence_transformers_parity(real_encoder) -> None:
     from sentence_transformers import SentenceTransformer
 
-    from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
+    from lodex.encoders.transformers_encoder import bundled_model_dir
 
     texts = _real_texts(48) + ["", "a", "Heat transfer. " * 200]  # empty, tiny, and truncated inputs too
     ours = real_encoder.embed(texts)
@@ -132,8 +132,8 @@ def test_threads_one_after_another_share_one_tokenizer_copy(real_encoder, monkey
 def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder, tmp_path) -> None:
     """Queries go through a float32 ONNX copy of the model (exported once); a query embedded as a query and as
     a document gives the same vector, and without a usable cache PyTorch answers instead."""
-    from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     queries = ["heat transfer in hypersonic flow", "what is the effect of sweep on the drag of wings at transonic speed",
                "a", "Boundary layer. " * 300]  # short, long, tiny and truncated
@@ -157,9 +157,9 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
 def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, monkeypatch, caplog) -> None:
     """The query model is checked against PyTorch when loaded (a traced length baked into a graph would give
     wrong vectors silently): one that disagrees is dropped, with a warning, and PyTorch answers."""
-    import lodex.indexer.encoders.fast_mode as fast_mode
-    import lodex.indexer.encoders.transformers_encoder as module
-    from lodex.indexer.settings import EncoderSettings
+    import lodex.encoders.fast_mode as fast_mode
+    import lodex.encoders.transformers_encoder as module
+    from lodex.encoders.settings import EncoderSettings
 
     class Garbled:
         def __init__(self, model) -> None:

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lodex.api.cli import app
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.settings import EncoderSettings
 from lodex.store.errors import LodexError
 from tests.tiny_models import tiny_model
 
@@ -78,8 +78,8 @@ def test_an_exact_index_stays_exact_under_auto(tmp_path: Path, monkeypatch: pyte
 
 def test_a_refused_fast_path_falls_back_to_exact_with_the_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A model whose int8 export does not pass the fidelity gate: "auto" encodes exactly and says why; "fast" refuses."""
-    import lodex.indexer.encoders.fast_mode as fast_mode
-    import lodex.indexer.encoders.transformers_encoder as module
+    import lodex.encoders.fast_mode as fast_mode
+    import lodex.encoders.transformers_encoder as module
 
     model = tiny_model("bert", tmp_path / "model")
     monkeypatch.setattr(fast_mode, "FAST_GATE", 1.01)  # no int8 export can pass: as on a CPU whose int8 kernels saturate
@@ -95,7 +95,7 @@ def test_a_refused_fast_path_falls_back_to_exact_with_the_reason(tmp_path: Path,
 
 
 def test_auto_takes_exact_for_a_layer_streamed_model(tmp_path: Path) -> None:
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     model = tiny_model("bert", tmp_path / "model")
     encoder = TransformersEncoder(EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"), stream_layers=True),

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="session")
 def fast_encoder(fast_cache: Path):
-    from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     return TransformersEncoder(EncoderSettings(precision="fast", cache_dir=str(fast_cache)))
 
@@ -52,8 +52,8 @@ def test_fidelity_gate_fast_vectors_match_exact_ones_on_real_text(real_encoder, 
 def test_a_fast_vector_does_not_depend_on_the_texts_encoded_beside_it(fast_encoder, fast_cache: Path) -> None:
     """int8 activations are quantized per run: each input runs alone, so a chunk (or query) gets the same vector
     whatever else its batch holds (in a batch, the cosine to the same text alone was 0.9988 on average, 0.997 at worst)."""
-    from lodex.indexer.encoders.recipe_encoder import load_fast_encoder
-    from lodex.indexer.settings import EncoderSettings
+    from lodex.encoders.recipe_encoder import load_fast_encoder
+    from lodex.encoders.settings import EncoderSettings
 
     texts = _real_chunks(fast_encoder, per_collection=25)[:61] + [
         "向量检索把文档切成段落，再为每一段计算向量。", "日本語の文書を検索するには、まず形態素に分けます。",
@@ -70,8 +70,8 @@ def test_a_fast_vector_does_not_depend_on_the_texts_encoded_beside_it(fast_encod
 
 
 def test_fast_model_is_exported_once_and_reused(fast_encoder, fast_cache: Path) -> None:
-    from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     chosen = fast_encoder._fast.path  # the export of the path measured fastest (7-bit weights can win on AVX2 without VNNI)
     assert chosen.parent == fast_cache and chosen.exists()
@@ -110,7 +110,7 @@ def test_smoothing_keeps_the_model_function_and_evens_out_input_ranges(real_enco
     its int8 matrix products see have less uneven channel ranges than the original's."""
     import torch
 
-    from lodex.indexer.encoders.smoothing import calibration_texts, smoothed_copy
+    from lodex.encoders.smoothing import calibration_texts, smoothed_copy
 
     model, tokenizer = real_encoder.model, real_encoder.tokenizer
     smoothed = smoothed_copy(model, tokenizer, real_encoder.max_length)
@@ -152,8 +152,8 @@ def test_a_fast_index_of_another_quantization_scheme_is_refused(fast_encoder, re
 
 def test_fast_queries_on_an_exact_index_use_the_int8_model_for_queries_only(real_encoder, fast_encoder, fast_cache: Path) -> None:
     """encoder.fast_queries: queries through the (cached) int8 model, documents exact, the index's origin unchanged."""
-    from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     encoder = TransformersEncoder(EncoderSettings(cache_dir=str(fast_cache), fast_queries=True, precision="exact"))
     texts = _real_chunks(real_encoder, per_collection=25)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lodex.indexer.encoders.cpu import parse_cpuinfo
-from lodex.indexer.errors import ModelError
-from lodex.indexer.encoders.fast_paths import ALL_PATHS, FastPath, candidates, choose, parse_path, remember, remembered
+from lodex.encoders.cpu import parse_cpuinfo
+from lodex.encoders.errors import ModelError
+from lodex.encoders.fast_paths import ALL_PATHS, FastPath, candidates, choose, parse_path, remember, remembered
 from lodex.store.errors import ConfigError
 
 ZEN3 = parse_cpuinfo("model name : AMD EPYC 7763\nflags : avx2 fma\nprocessor : 0\ncore id : 0\nprocessor : 1\ncore id : 1\n", 2, "x86_64")
@@ -88,8 +88,8 @@ def test_a_configured_path_is_parsed_or_refused() -> None:
 def test_every_path_passes_the_fidelity_gate_on_real_text(real_encoder, fast_cache: Path) -> None:
     """Each path, configured (encoder.fast_path), gives vectors within the gate of exact ones on real chunks, records its
     scheme, and the same path in the other layout gives the same vectors."""
-    from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
     from tests.test_fast_mode import _real_chunks
 
     texts = _real_chunks(real_encoder, per_collection=25)  # ~200 chunks (test_fast_mode checks the default path on ~400)

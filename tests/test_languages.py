@@ -11,9 +11,9 @@ import pytest
 from lodex.indexer.settings import IndexSettings
 from lodex.store import lance_bridge
 from lodex.store.fts_terms import keyword_terms, keyword_text
-from lodex.store.languages import detect
 from lodex.store.lance_store import LanceStore
 from lodex.store.lancedb_import import import_lancedb
+from lodex.store.languages import detect
 from tests.conftest import indexed_notes
 from tests.fakes import ReferenceBM25
 
@@ -182,8 +182,8 @@ def test_cli_language_mix_note_and_lang_filter(cli_home: Path) -> None:
 def test_api_lang_filter_and_stats(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from lodex.api.http.app import create_app
     from lodex.api.factory import open_app
+    from lodex.api.http.app import create_app
     from lodex.api.settings import Settings
     from tests.fakes import FakeEncoder
 
@@ -243,7 +243,7 @@ def test_model_languages_and_the_note(tmp_path: Path) -> None:
     its card; the note names the folder's main language when the model does not cover it, and only then."""
     import json
 
-    from lodex.indexer.encoders.model_languages import language_note, model_languages
+    from lodex.encoders.model_languages import language_note, model_languages
 
     assert model_languages("") == frozenset({"en"})
     (tmp_path / "m1").mkdir()

@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lodex.encoders.settings import EncoderSettings
+from lodex.encoders.transformers_encoder import TransformersEncoder
 from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking, late_chunking, plan_windows
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.scanner import ScanRules
-from lodex.indexer.settings import EncoderSettings, IndexSettings
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+from lodex.indexer.settings import IndexSettings
 from lodex.store.errors import ConfigError
 from lodex.store.lance_store import LanceStore
 from lodex.store.manifest import IndexManifest

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from lodex.indexer.errors import ModelError
-from lodex.indexer.encoders.layer_stream import SPILL_PREFIX
-from lodex.indexer.settings import EncoderSettings
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+from lodex.encoders.errors import ModelError
+from lodex.encoders.layer_stream import SPILL_PREFIX
+from lodex.encoders.settings import EncoderSettings
+from lodex.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.errors import ConfigError
 from tests.tiny_models import KINDS, tiny_model
 from tests.waiting import Wake, wait_until
@@ -73,7 +73,7 @@ def test_int4_layers_are_measured_and_gated(models: dict[str, Path], tmp_path: P
 
 def test_activations_beyond_the_budget_spill_to_disk_and_are_removed(models: dict[str, Path], tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from lodex.indexer.encoders import layer_stream
+    from lodex.encoders import layer_stream
 
     reference = _encoder(models["modernbert"], tmp_path).embed(TEXTS)
     leftover = tmp_path / "data" / f"{SPILL_PREFIX}999999999-1.bin"  # from a killed run
@@ -90,9 +90,9 @@ def test_activations_beyond_the_budget_spill_to_disk_and_are_removed(models: dic
 
 
 def test_streaming_is_chosen_when_the_weights_exceed_the_budget(models: dict[str, Path], tmp_path: Path, caplog) -> None:
-    from lodex.indexer.encoders.layer_stream import StreamedModel
+    from lodex.encoders.layer_stream import StreamedModel
 
-    with caplog.at_level(logging.INFO, logger="lodex.indexer.encoders.layer_stream"):
+    with caplog.at_level(logging.INFO, logger="lodex.encoders.layer_stream"):
         encoder = _encoder(models["bert"], tmp_path, memory_budget_mb=1)
     assert isinstance(encoder.model, StreamedModel) and "exceed the memory budget (1 MiB)" in caplog.text
     assert not isinstance(_encoder(models["bert"], tmp_path, memory_budget_mb=1000).model, StreamedModel)
@@ -124,7 +124,7 @@ def test_a_broken_layer_cache_is_detected_and_rebuilt(models: dict[str, Path], t
     first = _encoder(models["bert"], tmp_path, stream_layers=True, layer_weights="int8").embed(TEXTS)
     cache = next((tmp_path / "cache" / "layers").glob("*-int8"))
     message = _break(cache, how)
-    with caplog.at_level(logging.WARNING, logger="lodex.indexer.encoders.layer_cache"):
+    with caplog.at_level(logging.WARNING, logger="lodex.encoders.layer_cache"):
         again = _encoder(models["bert"], tmp_path, stream_layers=True, layer_weights="int8").embed(TEXTS)
     assert message in caplog.text and "rebuilding it" in caplog.text
     np.testing.assert_allclose(again, first, atol=1e-6)

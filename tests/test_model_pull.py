@@ -12,7 +12,7 @@ from lodex.api.factory import build_encoder
 from lodex.api.model.cache import cached_model, model_path
 from lodex.api.model.pull import MANIFEST, pull_model
 from lodex.api.settings import Settings
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
 from tests.hub_server import SHA, Hub, HubServer
 from tests.tiny_models import sentence_transformers_files, tiny_model
 

@@ -13,7 +13,7 @@ from lodex.api.factory import build_encoder
 from lodex.api.model.cache import cached_model, models_dir
 from lodex.api.model.pull import MANIFEST, pull_model
 from lodex.api.model.pull_guard import redirect_guard
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
 from tests.hub_server import Hub, HubServer
 from tests.test_model_pull import MODEL_ID, WEIGHTS, _settings, online, tiny_dir  # noqa: F401 - the fixtures
 

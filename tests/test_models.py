@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from lodex.api.cli import app
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.errors import ModelError
+from lodex.encoders.settings import EncoderSettings
 from tests.tiny_models import KINDS, sentence_transformers_files, tiny_model, tokenizer_options
 
 runner = CliRunner()
@@ -43,7 +43,7 @@ def _copy(source: Path, tmp_path: Path, name: str = "model") -> Path:
 
 
 def _encoder(path: Path, **settings):  # noqa: ANN202
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     settings.setdefault("precision", "exact")
     return TransformersEncoder(EncoderSettings(model=str(path), cache_dir=os.environ["LODEX_ENCODER__CACHE_DIR"], **settings))
@@ -132,7 +132,7 @@ def test_the_models_query_prompt_goes_to_queries_only(models: dict[str, Path], t
 
 
 def test_pooling_precedence(models: dict[str, Path], tmp_path: Path) -> None:
-    from lodex.indexer.encoders.model_info import read_model_dir
+    from lodex.encoders.model_info import read_model_dir
 
     path = _copy(models["qwen3"], tmp_path)
     assert read_model_dir(path).pooling("auto").source == "default for decoder architectures (last token)"
@@ -158,7 +158,7 @@ def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str
 
 def test_a_model_whose_export_fails_is_refused_in_fast_mode(models: dict[str, Path], tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import lodex.indexer.encoders.fast_mode as fast_mode
+    import lodex.encoders.fast_mode as fast_mode
 
     def failing(*args, **kwargs):
         raise RuntimeError("Exporting the operator 'aten::unsupported' to ONNX opset version 17 is not supported")
@@ -304,7 +304,7 @@ def test_model_check_of_the_bundled_model(fast_cache: Path, monkeypatch: pytest.
 
 
 def test_model_check_says_why_fast_mode_is_not_available(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lodex.indexer.encoders.model_probe as probe
+    import lodex.encoders.model_probe as probe
 
     monkeypatch.setattr(probe, "FAST_GATE", 1.01)  # no export can pass: the gate's reason
     code, out, _ = _check(str(models["lfm2"]))

@@ -14,11 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from lodex.api.cli import app
+from lodex.encoders.settings import EncoderSettings
 from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking, plan_windows
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.scanner import ScanRules
-from lodex.indexer.settings import EncoderSettings, IndexSettings
+from lodex.indexer.settings import IndexSettings
 from lodex.store.lance_store import LanceStore
 from lodex.store.origin import make_origin
 from tests.test_models import _copy, _encoder, onnx_cache, shared_cache  # noqa: F401 - one ONNX cache per module, as there
@@ -216,7 +217,7 @@ def test_model_check_says_which_languages_a_model_declares(xlmr: Path, tmp_path:
 def test_a_cold_search_encodes_e5_queries_as_the_full_encoder(xlmr: Path, tmp_path: Path) -> None:
     """The recipe a cold `lodex search` rebuilds its query encoder from (tokenizers + ONNX Runtime, no PyTorch) keeps
     XLM-R's tokenizer, its pad id (1: positions are counted from it) and E5's query prompt."""
-    from lodex.indexer.encoders.query_encoder import load_query_encoder
+    from lodex.encoders.query_encoder import load_query_encoder
 
     path = prompts(_copy(xlmr, tmp_path), E5)
     cfg = EncoderSettings(model=str(path), fast_queries=False, cache_dir=os.environ["LODEX_ENCODER__CACHE_DIR"], precision="exact")

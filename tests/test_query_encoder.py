@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lodex.indexer.encoders.query_encoder import load_query_encoder, recipe_path
-from lodex.indexer.settings import EncoderSettings
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+from lodex.encoders.query_encoder import load_query_encoder, recipe_path
+from lodex.encoders.settings import EncoderSettings
+from lodex.encoders.transformers_encoder import TransformersEncoder
 from tests.test_serve import REPO
 from tests.tiny_models import tiny_model, tokenizer_options
 

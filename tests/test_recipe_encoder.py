@@ -12,9 +12,9 @@ import pytest
 
 from lodex.api.factory import build_indexer, open_store
 from lodex.api.settings import Settings
-from lodex.indexer.encoders.recipe_encoder import RecipeEncoder, load_fast_encoder
-from lodex.indexer.settings import EncoderSettings
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+from lodex.encoders.recipe_encoder import RecipeEncoder, load_fast_encoder
+from lodex.encoders.settings import EncoderSettings
+from lodex.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.schema import vectors_of
 from tests.conftest import EVALDATA
 

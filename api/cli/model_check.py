@@ -5,24 +5,24 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from lodex.api.cli.render import print_model_check
 from lodex.api.index_policy import late_plan
 from lodex.api.model.cache import cached_model, is_model_id, model_path, named_model
 from lodex.api.model.imports import NAMED
-from lodex.api.cli.render import print_model_check
 from lodex.api.settings import Settings
-from lodex.indexer.encoders.layer_stream import StreamedModel
-from lodex.indexer.encoders.layer_weights import fp32_bytes, tensor_index
-from lodex.indexer.encoders.model_files import bundled_model_dir
-from lodex.indexer.encoders.model_info import Choice, read_model_dir, window
-from lodex.indexer.encoders.model_languages import declared_languages
-from lodex.indexer.encoders.model_probe import (
+from lodex.encoders.layer_stream import StreamedModel
+from lodex.encoders.layer_weights import fp32_bytes, tensor_index
+from lodex.encoders.model_files import bundled_model_dir
+from lodex.encoders.model_info import Choice, read_model_dir, window
+from lodex.encoders.model_languages import declared_languages
+from lodex.encoders.model_probe import (
     FastProbe,
     Run,
     measure_exact,
     probe_fast,
     probe_texts,
 )
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+from lodex.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.errors import LodexError
 from lodex.store.manifest import IndexManifest
 from rich.console import Console

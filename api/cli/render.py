@@ -58,7 +58,7 @@ def print_failures(out: Console, failures: dict[str, dict[str, Any]]) -> None:
 
 def runtime_line(runtime: str) -> str:
     """The encoder's runtime and the CPU it runs on (model, cores, the flags that decide its speed)."""
-    from lodex.indexer.encoders.cpu import cpu_info
+    from lodex.encoders.cpu import cpu_info
 
     return f"encoder: {runtime}\n{cpu_info().line()}"
 

@@ -23,9 +23,9 @@ def eval_(
     config: ConfigOpt = None,
 ) -> None:
     """Measure retrieval quality on a labelled collection: nDCG@10, Recall@100 and MRR@10 per mode."""
-    from lodex.api.evaluation import evaluate_dataset
     from lodex.api.cli.progress import progress_bar
     from lodex.api.cli.render import print_evaluation
+    from lodex.api.evaluation import evaluate_dataset
     from lodex.search.searcher import MODES, RANKINGS
 
     settings = command_settings(ctx, config, None)
@@ -58,10 +58,10 @@ def status(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Show what the index holds: counts, model, folder, data dir, the last run and failed files."""
-    from lodex.api.index_files import read_job_log, require_index
-    from lodex.api.http.forward import ask_server
     from lodex.api.cli.render import print_failures, print_status
-    from lodex.indexer.encoders.cpu import cpu_info
+    from lodex.api.http.forward import ask_server
+    from lodex.api.index_files import read_job_log, require_index
+    from lodex.encoders.cpu import cpu_info
     from lodex.store.keyword_scheme import REINDEX_HINT
 
     settings = command_settings(ctx, config, data_dir)

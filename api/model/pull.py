@@ -16,9 +16,9 @@ import httpx
 from lodex.api.model.cache import cached_model, is_model_id
 from lodex.api.model.pull_guard import (announced_size, drop_remote_code, fresh_staging, is_hex, no_pickles, open_part, pick_files,
                                   redirect_guard, target, write_within)
-from lodex.indexer.encoders.model_info import read_model_declarations, read_model_dir
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.errors import ModelError
+from lodex.encoders.model_info import read_model_declarations, read_model_dir
+from lodex.encoders.settings import EncoderSettings
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 MANIFEST = ".lodex-pull.json"

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
 
 # The hub's own domains: huggingface.co sends large files to its CDN (cdn-lfs.huggingface.co, cdn-lfs-us-1.hf.co,
 # cas-bridge.xethub.hf.co); a mirror (HF_ENDPOINT) may send them to its own host or to one of its subdomains.

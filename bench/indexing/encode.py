@@ -50,15 +50,15 @@ def worker(kind: str, data_dir: Path, folder: Path | None = None, pairs: int = 3
     if kind == "st":
         from sentence_transformers import SentenceTransformer
 
-        from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
+        from lodex.encoders.transformers_encoder import bundled_model_dir
 
         model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
         model.encode(texts[:64], batch_size=32)  # warm-up
         started = time.perf_counter()
         model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
     else:
-        from lodex.indexer.settings import EncoderSettings
-        from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+        from lodex.encoders.settings import EncoderSettings
+        from lodex.encoders.transformers_encoder import TransformersEncoder
 
         encoder = TransformersEncoder(EncoderSettings(precision=kind, cache_dir=str(data_dir.parent / "model-cache")))
         encoder.embed(texts[:64])
@@ -152,7 +152,7 @@ def matmul_gflops(size: int = 4096, repeats: int = 5) -> float:
     """Best fp32 GFLOP/s of a size x size matrix multiply with torch on all physical cores."""
     import torch
 
-    from lodex.indexer.encoders.cpu import physical_cores
+    from lodex.encoders.cpu import physical_cores
 
     torch.set_num_threads(physical_cores())
     a, b = torch.randn(size, size), torch.randn(size, size)

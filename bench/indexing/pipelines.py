@@ -42,7 +42,7 @@ LABELS = {"lodex": "lodex index (defaults)", "txtai": "txtai Embeddings.index (T
 
 
 def model_dir() -> str:
-    from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
+    from lodex.encoders.transformers_encoder import bundled_model_dir
 
     return str(bundled_model_dir())
 

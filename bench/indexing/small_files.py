@@ -32,7 +32,7 @@ _ST = """
 import json, sys, time
 from pathlib import Path
 from sentence_transformers import SentenceTransformer
-from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
+from lodex.encoders.transformers_encoder import bundled_model_dir
 model = SentenceTransformer(str(bundled_model_dir()), device="cpu")
 texts = [p.read_text(encoding="utf-8") for p in sorted(Path(sys.argv[1]).iterdir())]
 started = time.perf_counter()

@@ -61,9 +61,9 @@ def worker(args: argparse.Namespace) -> None:
     import numpy as np
 
     import lodex.store.lance_store  # noqa: F401 - the baseline holds Lance too, as `lodex index` does
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
     from lodex.indexer.encoding_jobs import GROUP_BATCHES
-    from lodex.indexer.settings import EncoderSettings
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     workdir = Path(args.workdir)
     cfg = {"baseline": EncoderSettings(),
@@ -114,7 +114,7 @@ def main() -> None:
         return worker(args)
     import numpy as np
 
-    from lodex.indexer.encoders.layer_weights import evict, fp32_bytes, tensor_index
+    from lodex.encoders.layer_weights import evict, fp32_bytes, tensor_index
 
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="lodex-streamed-")
     model = build_model(Path(args.workdir) / "model", args.layers, args.hidden)

@@ -34,7 +34,7 @@ def worker(run: str, texts: list[str]) -> dict[str, float]:
     """Load the model of `run`, warm it, time `texts`: seconds, characters, the model's tokens, peak RSS in MB."""
     from lodex.api.model.cache import model_path
     from lodex.api.settings import load_settings
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     model, mode = run.split(":")
     settings = load_settings(None, {"encoder.model": MODELS[model], "encoder.precision": mode})

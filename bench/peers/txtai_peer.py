@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from lodex.indexer.encoders.transformers_encoder import bundled_model_dir  # noqa: E402
+from lodex.encoders.transformers_encoder import bundled_model_dir  # noqa: E402
 
 CONFIG = {"method": "external", "hybrid": True, "content": True}
 QUERY_TRANSFORM = f"{Path(__file__).stem}.encode_queries"  # resolved by txtai.api, this folder being on sys.path

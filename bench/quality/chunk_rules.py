@@ -53,9 +53,9 @@ def why(dataset: Path, documents: int) -> None:
     alike a document's two chunk vectors are, and how close each is to the whole abstract's own vector, plain vs late."""
     import numpy as np
 
+    from lodex.encoders.transformers_encoder import TransformersEncoder
     from lodex.indexer.chunking.chunker import Chunker
     from lodex.indexer.chunking.late_chunking import plan_windows
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
 
     encoder = TransformersEncoder()
     chunker = Chunker(encoder.token_spans, 128 - encoder.special_tokens, 32)

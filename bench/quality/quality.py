@@ -31,7 +31,7 @@ def st_baseline(store, queries: dict[str, str], depth: int) -> tuple[dict[str, l
     import faiss
     from sentence_transformers import SentenceTransformer
 
-    from lodex.indexer.encoders.transformers_encoder import bundled_model_dir
+    from lodex.encoders.transformers_encoder import bundled_model_dir
 
     chunks = store.chunks.search().select(["document_id", "text"]).limit(None).to_arrow()
     paths = {r["id"]: r["path"] for r in store.scan_documents().select(["id", "path"]).to_pylist()}

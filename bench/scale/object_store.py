@@ -25,7 +25,7 @@ from lodex.api.factory import build_searcher, open_store  # noqa: E402
 from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
 from bench.harness import machine_line  # noqa: E402
-from lodex.indexer.encoders.encoder import Encoder  # noqa: E402
+from lodex.encoders.encoder import Encoder  # noqa: E402
 
 QUERIES = ["heat transfer in hypersonic boundary layers", "wind tunnel measurements of lift", "clinical trial outcomes",
            "information retrieval evaluation", "turbulent flow separation"]

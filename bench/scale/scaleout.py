@@ -42,9 +42,9 @@ def calibrate(precision: str, texts: int = 96, rounds: int = 2) -> tuple[float, 
     per token measured here) over real chunks of ~100 tokens, the best of `rounds` after a warm-up. The first is the
     encoder's CPU seconds per token over the cores it runs on: what a dedicated machine's wall time would be, which a
     shared machine's wall clock cannot show (other sessions' load stretches it many times)."""
-    from lodex.indexer.encoders.cpu import physical_cores
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
-    from lodex.indexer.settings import EncoderSettings
+    from lodex.encoders.cpu import physical_cores
+    from lodex.encoders.settings import EncoderSettings
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
     encoder = TransformersEncoder(EncoderSettings(precision=precision, cache_dir=str(OUT / "model-cache")))  # type: ignore[arg-type]
     chunks = [p[: int(100 * CHARS_PER_TOKEN)] for p in passages()][:texts]

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lodex.encoders.window import Window
 from lodex.indexer.chunking.chunker import Chunk, TokenSpans, token_spans_of
 from lodex.store.errors import ConfigError
 
@@ -22,16 +23,6 @@ class LateChunking:
         """What an index built this way records (its vectors differ from plain chunking's); an index late-chunking
         every document records no "for", as those from before chunking.late_for did."""
         return {"window_tokens": self.window_tokens, "margin": self.margin} | ({"for": "long"} if self.long_only else {})
-
-
-@dataclass(frozen=True)
-class Window:
-    """A stretch of a document encoded at once: its text, the chunks pooled from it and their char spans in it."""
-
-    text: str
-    chunks: list[int]  # indices of the document's (or part's) chunks
-    spans: list[tuple[int, int]]  # each chunk's (start, end) in `text`
-    tokens: int  # content tokens, as the chunker counted them
 
 
 def late_chunking(enabled: bool, window_tokens: int, margin: int, chunk_tokens: int, model_window: int,
@@ -95,28 +86,3 @@ def plan_windows(text: str, chunks: list[Chunk], tokenize: TokenSpans, budget: i
 def _width(lo: int, hi_inclusive: int, n: int, margin: int) -> int:
     """Tokens of a window over chunk tokens [lo, hi] with its context margins (as far as the document goes)."""
     return int(hi_inclusive) + 1 - int(lo) + min(margin, int(lo)) + min(margin, n - int(hi_inclusive) - 1)
-
-
-def pool_spans(hidden: np.ndarray, mask: np.ndarray, special: np.ndarray, offsets: np.ndarray, spans: list[tuple[int, int]],
-               content: tuple[int, int], pooling: str) -> np.ndarray:
-    """One vector per char span from one window's token states: (tokens, dim) `hidden`, `mask` marking its real
-    tokens (not padding), `special` its special tokens, their char `offsets` in the window's text. A span touching the
-    start (end) of the window's `content` also takes the real tokens before (after) it (special tokens, a prefix), so
-    a window holding one chunk pools exactly as that chunk encoded alone. Pooling: the mean, the last token or the first."""
-    real = np.flatnonzero(mask)
-    words = mask & ~special & (offsets[:, 1] > offsets[:, 0])
-    out = np.zeros((len(spans), hidden.shape[-1]), dtype=np.float32)
-    for k, (a, b) in enumerate(spans):
-        inside = np.flatnonzero(words & (offsets[:, 0] >= a) & (offsets[:, 1] <= b))
-        if not len(inside) or not len(real):
-            continue  # truncated away: cannot happen with planned windows
-        lo = int(real[0]) if a <= content[0] else int(inside[0])
-        hi = int(real[-1]) + 1 if b >= content[1] else int(inside[-1]) + 1
-        if pooling == "last":
-            out[k] = hidden[hi - 1]
-        elif pooling == "cls":
-            out[k] = hidden[lo]
-        else:
-            keep = mask[lo:hi].astype(hidden.dtype)[:, None]
-            out[k] = (hidden[lo:hi] * keep).sum(axis=0) / max(float(keep.sum()), 1e-9)
-    return out

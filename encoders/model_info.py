@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.errors import ModelError
+from lodex.encoders.settings import EncoderSettings
 from lodex.store.json_files import NotAnObject, read_json_object
 
 ST_CONFIG = "config_sentence_transformers.json"

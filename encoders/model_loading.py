@@ -5,11 +5,11 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from lodex.indexer.encoders.layer_stream import open_streamed
-from lodex.indexer.encoders.model_files import model_fingerprint
-from lodex.indexer.encoders.model_info import ModelInfo
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.errors import ModelError
+from lodex.encoders.layer_stream import open_streamed
+from lodex.encoders.model_files import model_fingerprint
+from lodex.encoders.model_info import ModelInfo
+from lodex.encoders.settings import EncoderSettings
 
 
 def load_model(path: Path, info: ModelInfo, cfg: EncoderSettings, spill_dir: Path | None) -> tuple[Any, str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
 
 # safetensors dtype names -> numpy dtypes (bfloat16 is read as its raw 16 bits and widened by hand).
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64, "I32": np.int32,

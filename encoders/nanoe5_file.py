@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
 
 MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block

@@ -6,11 +6,11 @@ from typing import Callable
 
 import numpy as np
 
-from lodex.indexer.encoders.onnx_model import OnnxModel, load_onnx_model
-from lodex.indexer.encoders.smoothing import calibration_texts
-from lodex.indexer.encoders.fast_mode import FAST_GATE
-from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
+from lodex.encoders.fast_mode import FAST_GATE
+from lodex.encoders.onnx_model import OnnxModel, load_onnx_model
+from lodex.encoders.smoothing import calibration_texts
+from lodex.encoders.transformers_encoder import TransformersEncoder
 
 
 @dataclass

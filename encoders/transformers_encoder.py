@@ -8,21 +8,20 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.chunking.late_chunking import pool_spans
-from lodex.indexer.encoders.cpu import physical_cores
-from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoders.fast_mode import FastMode
-from lodex.indexer.encoders.fast_paths import FastPath, Trial
-from lodex.indexer.encoders.layer_stream import StreamedModel
-from lodex.indexer.encoders.model_files import bundled_model_dir
-from lodex.indexer.encoders.model_loading import load_model
-from lodex.indexer.encoders.model_info import ModelInfo, read_model_dir, window
-from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, model_inputs
-from lodex.indexer.encoders.padding import padded_inputs
-from lodex.indexer.encoders.pooling import pool_states, token_offsets
-from lodex.indexer.encoders.tokenizer_copies import TokenizerCopies
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.cpu import physical_cores
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.errors import ModelError
+from lodex.encoders.fast_mode import FastMode
+from lodex.encoders.fast_paths import FastPath, Trial
+from lodex.encoders.layer_stream import StreamedModel
+from lodex.encoders.model_files import bundled_model_dir
+from lodex.encoders.model_info import ModelInfo, read_model_dir, window
+from lodex.encoders.model_loading import load_model
+from lodex.encoders.onnx_model import OnnxModel, SessionPool, model_inputs
+from lodex.encoders.padding import padded_inputs
+from lodex.encoders.pooling import pool_spans, pool_states, token_offsets
+from lodex.encoders.settings import EncoderSettings
+from lodex.encoders.tokenizer_copies import TokenizerCopies
 from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
 
@@ -116,7 +115,7 @@ class TransformersEncoder(FastMode, Encoder):
             return token_offsets(tokenizer, texts)
 
     def tokenizer_only(self) -> Encoder:
-        from lodex.indexer.encoders.tokenizer_only import TokenizerOnly
+        from lodex.encoders.tokenizer_only import TokenizerOnly
 
         return TokenizerOnly(self)
 
@@ -147,7 +146,7 @@ class TransformersEncoder(FastMode, Encoder):
 
     def _save_recipe(self, model: "OnnxModel") -> None:
         """Leave what a later `lodex search` needs to encode queries as this encoder does, without PyTorch."""
-        from lodex.indexer.encoders.query_encoder import save_recipe
+        from lodex.encoders.query_encoder import save_recipe
 
         save_recipe(self, self._settings, model.path)
 

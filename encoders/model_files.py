@@ -4,7 +4,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
 
 
 def bundled_model_dir() -> Path:

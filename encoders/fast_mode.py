@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lodex.indexer.encoders.cpu import cpu_info
-from lodex.indexer.encoders.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
-from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model
-from lodex.indexer.encoders.pooling import row_cosines
-from lodex.indexer.encoders.smoothing import calibration_texts
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.cpu import cpu_info
+from lodex.encoders.errors import ModelError
+from lodex.encoders.fast_paths import FastPath, Trial, candidates, choose, parse_path, remember, remembered
+from lodex.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir, load_onnx_model
+from lodex.encoders.pooling import row_cosines
+from lodex.encoders.settings import EncoderSettings
+from lodex.encoders.smoothing import calibration_texts
 
 # Inputs of other lengths than the export's sample, to check an ONNX model against PyTorch when it is loaded
 # (an exporter can bake a traced length into a graph: its vectors would be wrong, silently).

@@ -11,16 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.chunking.late_chunking import pool_spans
-from lodex.indexer.encoders.cpu import cpu_info, physical_cores
-from lodex.indexer.encoders.fast_paths import FastPath, candidates, parse_path, remembered
-from lodex.indexer.encoders.layer_stream import streaming_reason
-from lodex.indexer.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir
-from lodex.indexer.encoders.padding import padded_inputs
-from lodex.indexer.encoders.query_encoder import OnnxQueryEncoder, recipe_path, settings_model_dir, tokenizer_of
-from lodex.indexer.encoders.model_files import model_fingerprint
-from lodex.indexer.encoders.fast_mode import FAST_BATCH_TOKENS
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.cpu import cpu_info, physical_cores
+from lodex.encoders.fast_mode import FAST_BATCH_TOKENS
+from lodex.encoders.fast_paths import FastPath, candidates, parse_path, remembered
+from lodex.encoders.layer_stream import streaming_reason
+from lodex.encoders.model_files import model_fingerprint
+from lodex.encoders.onnx_model import OnnxModel, SessionPool, default_cache_dir
+from lodex.encoders.padding import padded_inputs
+from lodex.encoders.pooling import pool_spans
+from lodex.encoders.query_encoder import OnnxQueryEncoder, recipe_path, settings_model_dir, tokenizer_of
+from lodex.encoders.settings import EncoderSettings
 
 _WARM = ["warm up", "a second, somewhat longer text to warm up"]
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lodex.indexer.encoders.cpu import CpuInfo
-from lodex.indexer.encoders.onnx_model import EXPORT
-from lodex.indexer.encoders.smoothing import SCHEME
-from lodex.indexer.errors import ModelError
+from lodex.encoders.cpu import CpuInfo
+from lodex.encoders.errors import ModelError
+from lodex.encoders.onnx_model import EXPORT
+from lodex.encoders.smoothing import SCHEME
 from lodex.store.errors import ConfigError
 
 # int8 weights: "int8" uses the full 8-bit range per output channel; "int8r7" only 7 bits, so that AVX2's int8 dot

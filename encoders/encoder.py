@@ -6,8 +6,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from lodex.indexer.chunking.late_chunking import Window
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
+from lodex.encoders.window import Window
 
 
 class Encoder(ABC):

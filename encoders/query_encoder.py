@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.encoders.cpu import physical_cores
-from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoders.onnx_model import OnnxModel, default_cache_dir
-from lodex.indexer.encoders.padding import padded_inputs
-from lodex.indexer.encoders.model_files import bundled_model_dir, model_fingerprint
-from lodex.indexer.encoders.pooling import pool_states
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.cpu import physical_cores
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.model_files import bundled_model_dir, model_fingerprint
+from lodex.encoders.onnx_model import OnnxModel, default_cache_dir
+from lodex.encoders.padding import padded_inputs
+from lodex.encoders.pooling import pool_states
+from lodex.encoders.settings import EncoderSettings
 
 RECIPE_VERSION = 2  # 2: the fast path recorded (fast mode's documents run from the recipe too)
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lodex.indexer.encoders.layer_weights import TensorSlot, read_tensor
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
+from lodex.encoders.layer_weights import TensorSlot, read_tensor
 
 # Layer stacks streamed (config.model_type): BERT family, ModernBERT, LFM2 (conv + attention) and Qwen3.
 SUPPORTED = ("bert", "roberta", "xlm-roberta", "modernbert", "lfm2", "qwen3")

@@ -15,8 +15,8 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from lodex.indexer.encoders.smoothing import SCHEME, smoothed_copy
-from lodex.indexer.errors import ModelError
+from lodex.encoders.errors import ModelError
+from lodex.encoders.smoothing import SCHEME, smoothed_copy
 
 
 # The export's own version, in its cache file names: a model exported by an earlier lodex is exported again (v2: eager

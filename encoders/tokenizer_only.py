@@ -5,12 +5,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lodex.indexer.encoders.encoder import Encoder
-from lodex.indexer.encoders.pooling import token_offsets
-from lodex.indexer.errors import ModelError
+from lodex.encoders.encoder import Encoder
+from lodex.encoders.errors import ModelError
+from lodex.encoders.pooling import token_offsets
 
 if TYPE_CHECKING:
-    from lodex.indexer.encoders.transformers_encoder import TransformersEncoder
+    from lodex.encoders.transformers_encoder import TransformersEncoder
 
 
 class TokenizerOnly(Encoder):

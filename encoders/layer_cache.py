@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from lodex.indexer.encoders.layer_weights import TensorSlot, read_header, read_tensor
+from lodex.encoders.layer_weights import TensorSlot, read_header, read_tensor
 
 CACHE_VERSION = 1
 GROUP = 32  # int4: weights per scale

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from lodex.indexer.encoders.layer_arch import Skeleton
-from lodex.indexer.encoders.layer_cache import LayerCache
-from lodex.indexer.encoders.layer_weights import Prefetcher, TensorSlot, fp32_bytes, read_tensor, tensor_index
-from lodex.indexer.errors import ModelError
-from lodex.indexer.settings import EncoderSettings
+from lodex.encoders.errors import ModelError
+from lodex.encoders.layer_arch import Skeleton
+from lodex.encoders.layer_cache import LayerCache
+from lodex.encoders.layer_weights import Prefetcher, TensorSlot, fp32_bytes, read_tensor, tensor_index
+from lodex.encoders.settings import EncoderSettings
 from lodex.store.heap import release_freed
 from lodex.store.system_memory import available_bytes
 
@@ -212,7 +212,7 @@ def open_streamed(model_dir: Path, cfg: EncoderSettings, fingerprint: str, spill
     None (the model loads whole)."""
     import tempfile
 
-    from lodex.indexer.encoders.onnx_model import default_cache_dir
+    from lodex.encoders.onnx_model import default_cache_dir
     from lodex.store.errors import ConfigError
 
     reason = streaming_reason(model_dir, cfg.memory_budget_mb, cfg.stream_layers)

@@ -114,13 +114,13 @@ def report(points: list[Point], work: Workload, args: argparse.Namespace) -> Non
             cells.append(f"{p.docs_per_s:18.1f} {100 * p.docs_per_s / (base * n):8.0f}%")
         print(f"{n:4d} {per_machine * n:13.1f} " + " ".join(cells))
     print()
-    print(f"{'design':10} {'N':>4} {'commits':>8} {'commit s p50':>13} {'p95':>7} {'busy':>6} {'frags/commit':>13} "
-          f"{'rows/commit':>12} {'docs/commit':>12} {'manifest KB':>12} {'cpu s (this, s3)':>17} {'check':>6}")
+    print(f"{'design':10} {'N':>4} {'commits':>8} {'commit s p50':>13} {'p95':>7} {'chunks s p50':>13} {'docs s p50':>11} "
+          f"{'busy':>6} {'frags/commit':>13} {'rows/commit':>12} {'docs/commit':>12} {'manifest KB':>12} {'cpu s (this, s3)':>17} {'check':>6}")
     for p in points:
         s = sorted(c.seconds for c in p.commits)
-        busy = sum(s) / p.seconds
+        chunks, rest = statistics.median(c.chunks_s for c in p.commits), statistics.median(c.seconds - c.chunks_s for c in p.commits)
         print(f"{p.design:10} {p.machines:4d} {len(s):8d} {statistics.median(s):13.3f} {s[int(0.95 * (len(s) - 1))]:7.3f} "
-              f"{100 * busy:5.0f}% {statistics.mean(c.fragments for c in p.commits):13.1f} "
+              f"{chunks:13.3f} {rest:11.3f} {100 * sum(s) / p.seconds:5.0f}% {statistics.mean(c.fragments for c in p.commits):13.1f} "
               f"{statistics.mean(c.rows for c in p.commits):12.0f} {statistics.mean(c.docs for c in p.commits):12.1f} "
               f"{p.manifest_bytes / 1024:12.1f} {p.cpu_s['harness']:8.0f},{p.cpu_s['s3']:7.0f} {'ok' if p.check['ok'] else 'FAIL':>6}")
     print()

@@ -19,6 +19,7 @@ import numpy as np
 from bench.scale import scaleout_fragments as fragments
 from bench.scale.scaleout_s3 import Endpoint
 from bench.scale.scaleout_work import Doc, Workload, batches, chunk_rows, document_rows, document_table, encode, machine_docs, verify
+from lodex.store import fragments as lodex_fragments
 from lodex.store.errors import StoreError
 from lodex.store.fragments import FragmentTarget, write_chunk_fragments
 from lodex.store.lance_store import LanceStore
@@ -36,6 +37,7 @@ class Commit:
     fragments: int
     rows: int
     docs: int
+    chunks_s: float = 0.0  # of which the chunks table's commit (the Append of fragments, or LanceDB's add)
 
 
 @dataclass
@@ -153,6 +155,8 @@ def _single_writer(point: Point, docs: list[list[Doc]], work: Workload, uri: str
                    rival_every_s: float) -> Opened:
     """Today's design: the machines' documents gathered to one LanceStore, committed a flush at a time."""
     store = _open_store(uri, options, cache, work.dim)
+    chunks_s: list[float] = []
+    store.chunks.add = _timed(store.chunks.add, chunks_s)  # type: ignore[method-assign]
     gathered: "queue.Queue[list[Doc] | None]" = queue.Queue()
     failed = {"commits": 0}
     rng = np.random.default_rng([work.seed, 99])
@@ -162,6 +166,7 @@ def _single_writer(point: Point, docs: list[list[Doc]], work: Workload, uri: str
             chunks, vectors = chunk_rows(pending, work.dim, rng)
             rows = document_rows(pending, vectors)
             started = time.perf_counter()
+            chunks_s.clear()
             try:
                 store.commit(chunks, rows, [])
                 break
@@ -169,7 +174,7 @@ def _single_writer(point: Point, docs: list[list[Doc]], work: Workload, uri: str
                 failed["commits"] += 1
                 if attempt == fragments.ATTEMPTS - 1:
                     raise
-        point.commits.append(Commit(time.perf_counter() - started, 1, chunks.num_rows, len(pending)))
+        point.commits.append(Commit(time.perf_counter() - started, 1, chunks.num_rows, len(pending), sum(chunks_s)))
 
     def committer() -> None:
         pending: list[Doc] = []
@@ -245,10 +250,18 @@ def _fragment_writes(point: Point, docs: list[list[Doc]], work: Workload, uri: s
                 frags, rows = [f for w in ready for f in w[0]], [r for w in ready for r in w[1]]
                 started = time.perf_counter()
                 _commit(store, frags, rows, options, tries)
-                point.commits.append(Commit(time.perf_counter() - started, len(frags), sum(w[2] for w in ready), len(rows)))
+                point.commits.append(Commit(time.perf_counter() - started, len(frags), sum(w[2] for w in ready), len(rows),
+                                            sum(chunks_s)))
+                chunks_s.clear()
 
     rival = Rival(_uris(uri), options, rival_every_s, work.dim)
-    _run_both(point, docs, work, work.flush_tokens, deliver, committer, lambda: written.put(None), rival)
+    chunks_s: list[float] = []
+    kept = lodex_fragments.commit_fragments
+    lodex_fragments.commit_fragments = _timed(kept, chunks_s)  # as LanceStore.commit_fragments calls it
+    try:
+        _run_both(point, docs, work, work.flush_tokens, deliver, committer, lambda: written.put(None), rival)
+    finally:
+        lodex_fragments.commit_fragments = kept
     return *_uris(uri), lambda: _tries(tries, rival.tries), lambda: _collect(store), store.close
 
 
@@ -281,6 +294,18 @@ def _commit(store: LanceStore, frags: list[Any], rows: list[dict[str, Any]], opt
                 tries.landed_unseen += 1
                 frags = []
     raise AssertionError("unreachable")
+
+
+def _timed(function: Callable[..., Any], sink: list[float]) -> Callable[..., Any]:
+    """`function`, its seconds appended to `sink` at each call."""
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            sink.append(time.perf_counter() - started)
+
+    return timed
 
 
 def _tries(*kept: fragments.Tries) -> dict[str, int]:

@@ -106,12 +106,12 @@ def report(points: list[Point], work: Workload, args: argparse.Namespace) -> Non
     """The tables: throughput and % of linear against N for both designs, then what the committers did."""
     by = {(p.design, p.machines): p for p in points}
     per_machine = 1 / (MEAN_DOC_TOKENS * work.per_token_s)
-    print(f"{'N':>4} {'ideal docs/s':>13} " + " ".join(f"{d + ' docs/s':>18} {'% linear':>9}" for d in args.designs))
+    print(f"{'N':>4} {'ideal docs/s':>13} " + " ".join(f"{d + ' docs/s':>18} {'% linear':>9} {'steady':>7}" for d in args.designs))
     for n in args.machines:
         cells = []
         for design in args.designs:
             p, base = by[(design, n)], by[(design, args.machines[0])].docs_per_s / args.machines[0]
-            cells.append(f"{p.docs_per_s:18.1f} {100 * p.docs_per_s / (base * n):8.0f}%")
+            cells.append(f"{p.docs_per_s:18.1f} {100 * p.docs_per_s / (base * n):8.0f}% {p.steady_docs_per_s():7.1f}")
         print(f"{n:4d} {per_machine * n:13.1f} " + " ".join(cells))
     print()
     print(f"{'design':10} {'N':>4} {'commits':>8} {'commit s p50':>13} {'p95':>7} {'chunks s p50':>13} {'docs s p50':>11} "

@@ -38,6 +38,7 @@ class Commit:
     rows: int
     docs: int
     chunks_s: float = 0.0  # of which the chunks table's commit (the Append of fragments, or LanceDB's add)
+    ended: float = field(default_factory=time.perf_counter)  # when it ended (the run's clock: `Point.started`)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Point:
     machines: int
     docs: int = 0
     tokens: int = 0
+    started: float = 0.0
     seconds: float = 0.0
     commits: list[Commit] = field(default_factory=list)
     check: dict[str, Any] = field(default_factory=dict)
@@ -59,6 +61,16 @@ class Point:
     @property
     def docs_per_s(self) -> float:
         return self.docs / self.seconds if self.seconds else 0.0
+
+    def steady_docs_per_s(self) -> float:
+        """Documents/s committed between the commits that took the run past 10% and 90% of its documents (the start,
+        where machines fill their first flush, and the end, where they all write their last, left out)."""
+        done, marks = 0, []
+        for commit in self.commits:
+            done += commit.docs
+            marks.append((done, commit.ended - self.started))
+        (d0, t0), (d1, t1) = next(m for m in marks if m[0] >= 0.1 * self.docs), next(m for m in marks if m[0] >= 0.9 * self.docs)
+        return (d1 - d0) / (t1 - t0) if t1 > t0 else self.docs_per_s
 
 
 class Rival:
@@ -210,7 +222,7 @@ def _run_both(point: Point, docs: list[list[Doc]], work: Workload, flush: int, d
             thread_error.append(exc)
 
     with rival:
-        started = time.perf_counter()
+        started = point.started = time.perf_counter()
         thread = threading.Thread(target=guarded, name="committer")
         thread.start()
         try:

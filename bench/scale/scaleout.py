@@ -16,6 +16,7 @@ Needs the test extra (moto[server]). Prints the CPU's flags, the load average an
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -119,7 +120,7 @@ def report(points: list[Point], work: Workload, args: argparse.Namespace) -> Non
     for p in points:
         s = sorted(c.seconds for c in p.commits)
         chunks, rest = statistics.median(c.chunks_s for c in p.commits), statistics.median(c.seconds - c.chunks_s for c in p.commits)
-        print(f"{p.design:10} {p.machines:4d} {len(s):8d} {statistics.median(s):13.3f} {s[int(0.95 * (len(s) - 1))]:7.3f} "
+        print(f"{p.design:10} {p.machines:4d} {len(s):8d} {statistics.median(s):13.3f} {s[math.ceil(0.95 * len(s)) - 1]:7.3f} "
               f"{chunks:13.3f} {rest:11.3f} {100 * sum(s) / p.seconds:5.0f}% {statistics.mean(c.fragments for c in p.commits):13.1f} "
               f"{statistics.mean(c.rows for c in p.commits):12.0f} {statistics.mean(c.docs for c in p.commits):12.1f} "
               f"{p.manifest_bytes / 1024:12.1f} {p.cpu_s['harness']:8.0f},{p.cpu_s['s3']:7.0f} {'ok' if p.check['ok'] else 'FAIL':>6}")

@@ -101,7 +101,7 @@ def run_baselines(lang: str, folder: Path, qs: list[dict[str, str]]) -> dict[str
 
 def check_targets(folder: Path, qs: list[dict[str, str]]) -> list[str]:
     """Questions whose target file is missing or no longer holds its evidence (another package version)."""
-    from lang_baseline import html_text
+    from bench.languages.lang_baseline import html_text
 
     bad = []
     for q in qs:

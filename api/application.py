@@ -40,7 +40,6 @@ class FolderDocumentError(LodexError):
     """A delete asked of a file of the watched folder: only pushed documents are deleted through lodex."""
 
     code = "conflict"
-    status = 409
 
 
 class Application:

@@ -24,10 +24,10 @@ from lodex.indexer.readers.readers import reader_versions
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.indexer.writer import IndexWriter, RunHooks
+from lodex.search.blas_threads import single_threaded_numpy_blas
 from lodex.search.searcher import Fusion, Searcher
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.base import PERSIST_EVERY_S, Store
-from lodex.store.blas_threads import single_threaded_numpy_blas
 from lodex.store.errors import ConfigError
 from lodex.store.job_log import FileRecord, JobLog
 from lodex.store.lance_store import LanceStore

@@ -23,7 +23,6 @@ class BadRequest(LodexError):
     k out of range, too many extensions or languages, a malformed language code."""
 
     code = "bad_request"
-    status = 400
 
 
 class InvalidRequest(LodexError):
@@ -31,14 +30,12 @@ class InvalidRequest(LodexError):
     that is not valid Unicode)."""
 
     code = "invalid_request"
-    status = 422
 
 
 class TooLarge(LodexError):
     """A pushed document's text over api.max_document_kb."""
 
     code = "too_large"
-    status = 413
 
 
 @dataclass(frozen=True)

@@ -7,4 +7,3 @@ class ModelError(LodexError):
     """The encoder model cannot be found or loaded."""
 
     code = "model_error"
-    status = 503

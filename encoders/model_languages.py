@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from lodex.store.languages import OTHER_SCRIPT_LANGUAGES, name_of
+from lodex.text.languages import OTHER_SCRIPT_LANGUAGES, name_of
 
 SHARE_TO_WARN = 0.3  # a language this large a share of the folder's documents, not covered, is worth a note
 _CARD_LIST = re.compile(r"^language:\s*\n((?:\s*-\s*[\w-]+\s*\n)+)", re.MULTILINE)

@@ -8,14 +8,12 @@ class ReadError(LodexError):
     """One input file (or pushed text) cannot be indexed: binary, too large, undecodable, unparsable, not a regular file."""
 
     code = "read_error"
-    status = 422
 
 
 class Interrupted(LodexError):
     """The run was asked to stop (the process is stopping): what is committed stays, the next run does the rest."""
 
     code = "stopping"
-    status = 503
 
     def __init__(self, message: str = "lodex is stopping: this change was not finished",
                  fix: str = "it is applied when lodex starts again") -> None:

@@ -29,8 +29,8 @@ from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.streaming import chunk_stream, file_digest, text_blocks
 from lodex.store.base import DocRecord, Store
 from lodex.store.errors import LodexError
-from lodex.store.languages import detect_text
 from lodex.store.schema import LOCATION_COLUMNS, chunks_schema, vectors_of
+from lodex.text.languages import detect_text
 
 _CHUNK_COPY_COLUMNS = ["ordinal", "char_start", "char_end", "token_count", "text", "vector", *LOCATION_COLUMNS, "language", "keywords"]
 _COPY_BATCH = 4_096  # chunk rows per part when copying a stored document's chunks

@@ -15,7 +15,7 @@ from lodex.indexer.readers.document import page_of, section_of
 from lodex.indexer.scanner import FileEntry
 from lodex.store.base import DocRecord, Store
 from lodex.store.errors import LodexError
-from lodex.store.fts_terms import keyword_text
+from lodex.text.terms import keyword_text
 
 CHANGED = "changed while being read; it is indexed again on its next change or run"
 VANISHED = "vanished while being read"

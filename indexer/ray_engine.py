@@ -43,7 +43,6 @@ class ClusterError(LodexError):
     """The Ray cluster could not be reached, or the job failed beyond Ray's retries."""
 
     code = "cluster_error"
-    status = 503
 
 
 def import_ray() -> Any:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("api", "indexer", "search", "encoders", "store", "lodex")
+FOLDERS = ("api", "indexer", "search", "encoders", "store", "text", "lodex")
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 60
 # "path" (a module) or "path:qualified.name" (a function) -> why it may stay larger

@@ -1,6 +1,7 @@
-"""The layer check (`make test`): import-linter over lodex.api, lodex.search, lodex.indexer, lodex.encoders and
-lodex.store. Those are folders of the checkout mapped into the regular package `lodex` (lodex/, the Python API), and
-grimp takes a subpackage as a root only below a namespace package: told here to take them, it reads each folder as its layer."""
+"""The layer check (`make test`): import-linter over lodex.api, lodex.search, lodex.indexer, lodex.encoders,
+lodex.store and lodex.text. Those are folders of the checkout mapped into the regular package `lodex` (lodex/, the
+Python API), and grimp takes a subpackage as a root only below a namespace package: told here to take them, it reads
+each folder as its layer."""
 
 import sys
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FARM = ROOT / "build" / "typecheck"
-LAYERS = ("api", "search", "indexer", "encoders", "store")
+LAYERS = ("api", "search", "indexer", "encoders", "store", "text")
 
 
 def lay_out() -> None:

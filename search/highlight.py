@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import lru_cache, wraps
 from typing import TypeVar
 
-from lodex.store.script_words import SPACELESS, highlight_words, split_runs
+from lodex.text.script_words import SPACELESS, highlight_words, split_runs
 
 T = TypeVar("T")
 _WORD = re.compile(r"\w+", re.UNICODE)

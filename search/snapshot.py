@@ -10,8 +10,8 @@ from lodex.search.results import SearchFilters
 from lodex.store.base import Store
 from lodex.store.chunk_owners import ChunkOwners, version_keys
 from lodex.store.keyword_delta import KeywordDelta
-from lodex.store.languages import detect
 from lodex.store.schema import vectors_of
+from lodex.text.languages import detect
 
 
 DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime", "language"]

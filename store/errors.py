@@ -1,13 +1,12 @@
-"""The base of lodex's errors (in the lowest layer, so every layer can raise them): a failure a user can act on, with
-the fix to apply and the HTTP status the API answers it with; the store's own errors; a wrong setting."""
+"""The base of lodex's errors (in the store, below every layer that raises them): a failure a user can act on, of a
+kind (its `code`), with the fix to apply; the store's own errors; a wrong setting."""
 
 
 class LodexError(Exception):
-    """A failure a user can act on: `message` says what happened, `fix` what to do. Each subclass names its `code`
-    and the HTTP `status` the API answers with (mapped at the edge, in api/http/errors.py)."""
+    """A failure a user can act on: `message` says what happened, `fix` what to do. Each subclass names its kind,
+    `code`; the doors map kinds to what they answer (the HTTP status: api/http/errors.py's STATUS_OF_KIND)."""
 
     code = "lodex_error"
-    status = 500
 
     def __init__(self, message: str, fix: str = "") -> None:
         super().__init__(message)
@@ -23,36 +22,31 @@ class ConfigError(LodexError):
     """The configuration file, an environment variable, a flag or a request holds an invalid value."""
 
     code = "config_error"
-    status = 400
 
 
 class OriginMismatchError(LodexError):
     """The index was built with another encoder or other chunking settings."""
 
     code = "origin_mismatch"
-    status = 409
 
 
 class StoreError(LodexError):
     """The data directory cannot be opened, read or written."""
 
     code = "store_error"
-    status = 503
 
 
 class ReadOnlyError(LodexError):
     """A write (push, delete, reindex) asked of a read-only replica (`lodex serve --read-only`)."""
 
     code = "read_only"
-    status = 409
 
 
 class BusyError(LodexError):
-    """A write refused because as many requests wait already as lodex keeps: the client sends it again later (the
-    API answers 429 with Retry-After)."""
+    """A write refused because as many requests wait already as lodex keeps: the client sends it again later, after
+    `retry_after` seconds."""
 
     code = "busy"
-    status = 429
 
     def __init__(self, message: str, fix: str = "", retry_after: float = 5.0) -> None:
         super().__init__(message, fix)
@@ -63,4 +57,3 @@ class NotFoundError(LodexError):
     """A document asked for by id (or citation) that the index does not hold."""
 
     code = "not_found"
-    status = 404

@@ -4,7 +4,7 @@ was, Lance's English tokenizer over `text` (searched as then: Chinese and Japane
 
 from dataclasses import dataclass
 
-from lodex.store.fts_terms import TERMS_VERSION, keyword_words_and_terms, terms, words_and_terms
+from lodex.text.terms import TERMS_VERSION, keyword_words_and_terms, terms, words_and_terms
 
 KEYWORDS = "keywords"  # the column of lodex's terms
 LEGACY = "text"  # the column an index made before it holds

@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 
 from lodex.store.errors import StoreError
-from lodex.store.fts_terms import TERMS_VERSION
 from lodex.store.keyword_scheme import KEYWORDS, LEGACY, KeywordScheme
 from lodex.store.lance_sql import in_lists
+from lodex.text.terms import TERMS_VERSION
 
 T = TypeVar("T")
 

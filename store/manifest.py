@@ -5,16 +5,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lodex.store.errors import StoreError
-from lodex.store.fts_terms import TERMS_VERSION
 from lodex.store.json_files import read_json_object
 from lodex.store.object_store import ObjectStore
+from lodex.text.terms import TERMS_VERSION
 
 ORIGIN_FILE = "origin.json"
 LateFor = Literal["all", "long"]
 
 
 def keyword_terms_version(record: dict[str, Any]) -> int:
-    """Which keyword terms (`fts_terms.TERMS_VERSION`) an index holds: the version its record names, 1 when none."""
+    """Which keyword terms (`terms.TERMS_VERSION`) an index holds: the version its record names, 1 when none."""
     return int(record.get("keyword_terms", 1))
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from lodex.store.errors import OriginMismatchError, StoreError
-from lodex.store.fts_terms import TERMS_VERSION
 from lodex.store.manifest import ORIGIN_FILE, IndexManifest
 from lodex.store.object_store import ObjectStore
+from lodex.text.terms import TERMS_VERSION
 
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
 _MUST_MATCH = (

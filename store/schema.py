@@ -44,7 +44,7 @@ def chunks_schema(dim: int) -> pa.Schema:
         ("page_end", pa.int32()),  # the page where it ends (the same page for most)
         ("section", pa.string()),  # heading path, e.g. "2 Methods › 2.3 Sampling"; null without headings
         ("language", pa.string()),  # its document's language (ISO 639-1)
-        ("keywords", pa.string()),  # its terms for the full-text index, joined by spaces (`fts_terms.keyword_text`)
+        ("keywords", pa.string()),  # its terms for the full-text index, joined by spaces (`terms.keyword_text`)
     ])
 
 
@@ -67,7 +67,7 @@ def with_keywords(chunks: pa.Table, terms_version: int | None = None) -> pa.Tabl
     """The chunk rows with their `keywords` made from text, section heading and language where they lack them (the
     indexer makes them while reading; rows made elsewhere get them here), or, for an index of other keyword terms
     than the indexer makes (`terms_version`: an index made before them), made again as that index holds them."""
-    from lodex.store.fts_terms import TERMS_VERSION, keyword_text
+    from lodex.text.terms import TERMS_VERSION, keyword_text
 
     version = TERMS_VERSION if terms_version is None else terms_version
     if "keywords" in chunks.column_names and chunks["keywords"].null_count == 0 and version == TERMS_VERSION:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.http.app import create_app
 from lodex.api.application import Application
 from lodex.api.factory import open_app
+from lodex.api.http.app import create_app
 from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder
 from tests.waiting import Wake, wait_until
@@ -162,6 +162,27 @@ def test_admin_endpoints(client: TestClient) -> None:
 )
 def test_errors_have_one_shape(client: TestClient, method: str, url: str, kwargs: dict, status: int, code: str) -> None:
     _error(getattr(client, method)(url, **kwargs), status, code)
+
+
+def test_every_kind_of_error_has_its_status_at_the_edge() -> None:
+    """The core's errors name a kind, never an HTTP status: the edge maps each kind the package raises (a new one
+    listed in api/http/errors.py, or it would answer 500)."""
+    import importlib
+
+    for module in ("lodex.api.application", "lodex.api.request", "lodex.encoders.errors", "lodex.indexer.errors",
+                   "lodex.indexer.ray_engine"):
+        importlib.import_module(module)  # the modules that declare error kinds
+    from lodex.api.http.errors import STATUS_OF_KIND, status_of
+    from lodex.store.errors import BusyError, LodexError
+
+    def lodex_classes(cls: type[LodexError]) -> list[type[LodexError]]:
+        return [cls, *(c for sub in cls.__subclasses__() for c in lodex_classes(sub))] if cls.__module__.startswith("lodex.") else []
+
+    classes = lodex_classes(LodexError)
+    assert {c.code for c in classes} - set(STATUS_OF_KIND) <= {"lodex_error", "remote_error", "server_refused"}
+    assert {"config_error", "read_error", "model_error", "stopping", "cluster_error", "conflict"} <= {c.code for c in classes}
+    assert not [c for c in classes if "status" in vars(c)]
+    assert status_of(BusyError("full")) == 429 and status_of(LodexError("bug")) == 500
 
 
 def test_chunked_body_over_the_limit(client: TestClient) -> None:

@@ -8,9 +8,9 @@ import tracemalloc
 import pytest
 
 from lodex.search.highlight import highlight_spans, query_stems
-from lodex.store.fts_terms import keyword_terms
-from lodex.store.languages import detect
-from lodex.store.script_words import word_starts
+from lodex.text.languages import detect
+from lodex.text.script_words import word_starts
+from lodex.text.terms import keyword_terms
 
 HAN = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(4000))  # Chinese characters, no space, few repeats
 MIXED = "a漢한ไあ"  # Latin, Han, Hangul, Thai, kana: a new script at every character

@@ -11,9 +11,9 @@ import pytest
 from lodex.search import snapshot_source
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store import lance_bridge
-from lodex.store.fts_terms import STOP_WORDS, terms
 from lodex.store.lance_store import LanceStore
 from lodex.store.lancedb_import import import_lancedb
+from lodex.text.terms import STOP_WORDS, terms
 from tests.conftest import EVALDATA, indexed_notes, make_pipeline
 from tests.fakes import FakeEncoder, ReferenceBM25
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from lodex.search.fusion import Hits
-from lodex.store.fts_terms import HEADING_WEIGHT, TERMS_VERSION, keyword_terms, keyword_text
 from lodex.store.lance_store import LanceStore
 from lodex.store.origin import ORIGIN_FILE
+from lodex.text.terms import HEADING_WEIGHT, TERMS_VERSION, keyword_terms, keyword_text
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 

@@ -10,10 +10,10 @@ import pytest
 
 from lodex.indexer.settings import IndexSettings
 from lodex.store import lance_bridge
-from lodex.store.fts_terms import keyword_terms, keyword_text
 from lodex.store.lance_store import LanceStore
 from lodex.store.lancedb_import import import_lancedb
-from lodex.store.languages import detect
+from lodex.text.languages import detect
+from lodex.text.terms import keyword_terms, keyword_text
 from tests.conftest import indexed_notes
 from tests.fakes import ReferenceBM25
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from lodex.store.errors import StoreError
-from lodex.store.fts_terms import TERMS_VERSION
 from lodex.store.manifest import ORIGIN_FILE, IndexManifest
 from lodex.store.object_store import ObjectStore
+from lodex.text.terms import TERMS_VERSION
 
 RECORD = {
     "model_id": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384, "precision": "fast", "quantization": "s8s8",

@@ -1,6 +1,6 @@
-"""The package as a wheel installs it: `lodex` (lodex/) with lodex.api, .search, .indexer, .encoders and .store (the
-layer folders) inside, importable from anywhere, and typed: mypy sees the Python API's result types and refuses a wrong
-call."""
+"""The package as a wheel installs it: `lodex` (lodex/) with lodex.api, .search, .indexer, .encoders, .store and
+.text (the layer folders) inside, importable from anywhere, and typed: mypy sees the Python API's result types and
+refuses a wrong call."""
 
 import subprocess
 import sys
@@ -30,7 +30,7 @@ def test_a_wheel_holds_one_typed_lodex_package(tmp_path: Path) -> None:
         wheel.extractall(site)
     assert {"lodex/__init__.py", "lodex/py.typed", "lodex/api/library.py", "lodex/search/results.py", "lodex/encoders/encoder.py",
             "lodex/encoders/data/calibration.txt", "lodex/indexer/readers/readers.py", "lodex/indexer/pdf/pdf_reader.py",
-            "lodex/indexer/chunking/chunker.py", "lodex/store/errors.py"} <= names
+            "lodex/indexer/chunking/chunker.py", "lodex/store/errors.py", "lodex/text/terms.py"} <= names
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import lodex, lodex.api.library, lodex.store.errors; "
             "print(lodex.__file__, lodex.api.library.__file__, lodex.open.__module__)")
     done = subprocess.run([sys.executable, "-c", code, str(site)], cwd=tmp_path, capture_output=True, text=True, timeout=120)

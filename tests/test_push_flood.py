@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from lodex.api.application import Application
 from lodex.api.http.app import create_app
 from lodex.api.push_spool import SPOOL_DIR, PushSpool
-from lodex.api.application import Application
 from lodex.indexer import writer
 from lodex.indexer.identity import document_id
 from lodex.store.errors import BusyError
@@ -117,7 +117,7 @@ def test_the_spool_refuses_past_its_bytes(tmp_path: Path) -> None:
         for i in range(100):
             kept.append(spool.add({"name": f"n{i}", "text": "x" * 900}))
     assert 4 <= len(kept) <= 5 and spool.bytes <= 5_000
-    assert refused.value.status == 429 and refused.value.retry_after >= 1 and "api.max_queued_push_mb" in refused.value.message
+    assert refused.value.code == "busy" and refused.value.retry_after >= 1 and "api.max_queued_push_mb" in refused.value.message
     spool.done(kept[0])  # room again once one is indexed
     spool.add({"name": "again", "text": "x" * 900})
     assert PushSpool(tmp_path, max_bytes=5_000).bytes == spool.bytes  # a restart counts what is there

@@ -145,7 +145,7 @@ def test_vendor_failures_of_a_write_become_one_store_error_with_their_cause(tmp_
     monkeypatch.setattr(store.chunks, "add", full_disk)
     with pytest.raises(StoreError, match="cannot commit to the index: .*No space left on device") as caught:
         indexer.run(root)
-    assert isinstance(caught.value.__cause__, OSError) and caught.value.status == 503
+    assert isinstance(caught.value.__cause__, OSError) and caught.value.code == "store_error"
     assert "free space" in caught.value.one_line()
 
 

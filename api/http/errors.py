@@ -24,12 +24,21 @@ from lodex.store.errors import LodexError
 CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
          409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid_request",
          429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
+# The HTTP status each kind of lodex error (its `code`) answers with: the core's errors name their kind, never a status.
+STATUS_OF_KIND = {"config_error": 400, "bad_request": 400, "not_found": 404, "origin_mismatch": 409, "read_only": 409,
+                  "conflict": 409, "too_large": 413, "invalid_request": 422, "read_error": 422, "busy": 429, "store_error": 503,
+                  "model_error": 503, "stopping": 503, "cluster_error": 503}
 OPEN_PATHS = ("/health", "/identity", "/", "/docs", "/openapi.json", "/static/")  # answered without the key (the Host rule still applies)
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 
 
 _HOST = re.compile(r"\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<name>[A-Za-z0-9._-]+)")
 _PORT = re.compile(r":[0-9]{1,5}")
+
+
+def status_of(exc: LodexError) -> int:
+    """The HTTP status a lodex error answers with, by its kind (500 for a kind not listed)."""
+    return STATUS_OF_KIND.get(exc.code, 500)
 
 
 def is_loopback(host: str) -> bool:
@@ -82,7 +91,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def lodex_error(request: Request, exc: LodexError) -> JSONResponse:
         retry = getattr(exc, "retry_after", None)  # a busy writer says when to come back
         headers = {"Retry-After": str(max(1, round(retry)))} if retry is not None else None
-        return error(exc.status, exc.one_line(), exc.code, headers=headers)  # each error class names its status
+        return error(status_of(exc), exc.one_line(), exc.code, headers=headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

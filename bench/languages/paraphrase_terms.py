@@ -3,7 +3,7 @@ target section, but for function words.
 
 usage: python bench/languages/paraphrase_terms.py zh|ja --questions FILE [--work DIR] [--verbose]
 
-A question's terms are those keyword search asks for (`store.fts_terms.keyword_words_and_terms`, query side, the
+A question's terms are those keyword search asks for (`text.terms.keyword_words_and_terms`, query side, the
 question's language); the target's are those its chunks are indexed with (document side) of the section's text
 (`paraphrase_check.html_text`). Shared terms are allowed only when they are function words: a term in
 paraphrase_check.STOP_WORDS, or a Chinese character pair (·XY) of two characters each of which is one. Exits 1 when a
@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from bench.languages.paraphrase_check import STOP_WORDS, find_folder, html_text  # noqa: E402
 
-from lodex.store.fts_terms import keyword_terms  # noqa: E402
+from lodex.text.terms import keyword_terms  # noqa: E402
 
 
 def function_word(term: str, lang: str) -> bool:

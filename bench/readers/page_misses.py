@@ -31,7 +31,7 @@ from lodex.api.factory import build_encoder, build_indexer, open_store  # noqa: 
 from lodex.api.settings import Settings  # noqa: E402
 from lodex.search.listing import is_listing  # noqa: E402
 from lodex.search.searcher import PASSAGE_POOL, Searcher  # noqa: E402
-from lodex.store.fts_terms import terms  # noqa: E402
+from lodex.text.terms import terms  # noqa: E402
 
 
 class Recording(Searcher):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lodex.store.script_words import SPACELESS, word_starts
+from lodex.text.script_words import SPACELESS, word_starts
 
 # Tokenizes a list of texts; returns, per text, an (n, 2) int array of token (start, end) char spans.
 TokenSpans = Callable[[list[str]], list[np.ndarray]]

@@ -5,7 +5,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from lodex.store.script_words import SPACELESS
+from lodex.text.script_words import SPACELESS
 
 if TYPE_CHECKING:
     from py3langid.langid import LanguageIdentifier

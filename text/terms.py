@@ -14,8 +14,8 @@ from functools import lru_cache
 
 import Stemmer  # PyStemmer: the Snowball stemmers, as Lance's (rust-stemmers)
 
-from lodex.store.languages import SNOWBALL
-from lodex.store.script_words import SPACELESS, run_words, split_runs
+from lodex.text.languages import SNOWBALL
+from lodex.text.script_words import SPACELESS, run_words, split_runs
 
 # Lance's English stop words, found by asking its index for each word (`tests/test_keyword_delta.py` checks them):
 # they are matched after stemming, so "does" (stem "doe") and "during" ("dure") are words, "doing" ("do") is not.

@@ -1,7 +1,7 @@
 """Words of the scripts written without spaces: Chinese by jieba's dictionary (rjieba) with the run's character pairs
 alongside, Japanese by Sudachi's (core dictionary) with its function words left out by part of speech, Korean and the
 others (Thai, Lao, Khmer, Myanmar) as overlapping character pairs; keyword search makes its terms of these words
-(`fts_terms`). `terms_version` 1 is how an index made before the pairs and parts of speech holds its words, 2 before
+(`terms`). `terms_version` 1 is how an index made before the pairs and parts of speech holds its words, 2 before
 Japanese compounds (its words Sudachi's shortest units alone)."""
 
 import re

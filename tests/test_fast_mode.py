@@ -156,7 +156,9 @@ def test_fast_queries_on_an_exact_index_use_the_int8_model_for_queries_only(real
     from lodex.encoders.transformers_encoder import TransformersEncoder
 
     encoder = TransformersEncoder(EncoderSettings(cache_dir=str(fast_cache), fast_queries=True, precision="exact"))
-    texts = _real_chunks(real_encoder, per_collection=25)
+    # every 8th of ~200 real chunks, of all three collections and mixed lengths: an int8 document would be off by ~1e-2
+    # on each, so equality to 1e-5 on these shows the documents stay exact (the fidelity test above encodes ~400)
+    texts = _real_chunks(real_encoder, per_collection=25)[::8]
     assert np.allclose(encoder.embed(texts, kind="document"), real_encoder.embed(texts, kind="document"), atol=1e-5)
     queries = ["heat transfer in hypersonic flow", "information retrieval evaluation", "blood pressure in children"]
     ours, exact = encoder.embed(queries, kind="query"), real_encoder.embed(queries, kind="document")  # no prefixes: exact

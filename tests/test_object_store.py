@@ -265,3 +265,26 @@ def test_a_writing_server_on_s3_sees_its_own_pushes_at_once(s3: str, tmp_path: P
             assert hits[0]["path"] == "@api/kites.txt"  # this process's own commit: no wait for serve.refresh_s
     finally:
         service.close()
+
+
+def test_chunk_fragments_written_elsewhere_commit_on_s3(s3: str, tmp_path: Path) -> None:
+    """index.ray_writes "fragments" on object storage: a worker writes chunk fragments with the store's own options (the
+    target travels pickled), the writer commits them with their documents, and a fragment never committed is swept."""
+    import pickle
+
+    from lodex.api.settings import load_settings
+    from lodex.api.write_side import WriteSide
+    from lodex.store.fragments import write_chunk_fragments
+    from tests.test_fragments import _document
+
+    (tmp_path / "docs").mkdir()
+    with WriteSide(load_settings(None, {"index.data_dir": s3}), tmp_path / "docs") as side:
+        store = side.store
+        target = pickle.loads(pickle.dumps(store.fragment_target()))
+        assert target.uri.startswith("s3://") and target.options
+        (rows_a, doc_a), (rows_b, _) = _document(1, 3), _document(2, 2)
+        store.commit_fragments(write_chunk_fragments(target, rows_a), [doc_a["id"]], [doc_a], [])
+        write_chunk_fragments(target, rows_b)  # a run that died before its commit
+        assert store.sweep_fragments() == 1
+        assert store.counts() == {"documents": 1, "chunks": 3}
+        assert sorted(store.vector_index().ids().tolist()) == rows_a["id"].to_pylist()

@@ -272,13 +272,13 @@ def test_chunk_fragments_written_elsewhere_commit_on_s3(s3: str, tmp_path: Path)
     target travels pickled), the writer commits them with their documents, and a fragment never committed is swept."""
     import pickle
 
+    from lodex.api.factory import open_app
     from lodex.api.settings import load_settings
-    from lodex.api.write_side import WriteSide
     from lodex.store.fragments import write_chunk_fragments
     from tests.test_fragments import _document
 
     (tmp_path / "docs").mkdir()
-    with WriteSide(load_settings(None, {"index.data_dir": s3}), tmp_path / "docs") as side:
+    with open_app(load_settings(None, {"index.data_dir": s3}), "write", tmp_path / "docs") as side:
         store = side.store
         target = pickle.loads(pickle.dumps(store.fragment_target()))
         assert target.uri.startswith("s3://") and target.options

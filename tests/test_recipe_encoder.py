@@ -41,14 +41,25 @@ def _vectors(settings: Settings, encoder, root: Path, data: Path) -> dict[tuple[
     return dict(zip(zip(rows["document_id"].to_pylist(), rows["char_start"].to_pylist()), vectors_of(rows)))
 
 
+@pytest.fixture(scope="module")
+def full_encoders() -> dict[str, TransformersEncoder]:
+    """The full encoder of each fast path, loaded once for the module: late chunking is a setting of the chunker, not
+    of the encoder, so the plain and late runs of a path share one (the recipe is what each test rebuilds)."""
+    return {}
+
+
 @pytest.mark.parametrize("path", ["int8", "int8-sessions"])
 @pytest.mark.parametrize("late", [True, False])
-def test_the_recipe_encoder_gives_the_full_encoders_vectors(tmp_path: Path, fast_cache: Path, path: str, late: bool) -> None:
+def test_the_recipe_encoder_gives_the_full_encoders_vectors(tmp_path: Path, fast_cache: Path, path: str, late: bool,
+                                                            full_encoders: dict[str, TransformersEncoder]) -> None:
     settings = Settings(base_dir=tmp_path)
     settings.encoder.precision, settings.encoder.cache_dir, settings.encoder.fast_path = "fast", str(fast_cache), path
     settings.chunking.late = late
     cfg = settings.encoder
-    full = TransformersEncoder(cfg)  # exports (once per session), checks, and leaves the recipe
+    if path not in full_encoders:
+        full_encoders[path] = TransformersEncoder(cfg)  # exports (once per session), checks, and leaves the recipe
+    full = full_encoders[path]
+    assert full._settings == cfg
     light = load_fast_encoder(cfg, None)
     assert isinstance(light, RecipeEncoder) and light.origin() == full.origin()
     assert light.parallel_calls == full.parallel_calls and light.batch_tokens == full.batch_tokens

@@ -15,7 +15,7 @@ import lodex.api
 from lodex.api.cli.render import print_search
 from lodex.search.results import SearchResponse
 
-PAGE = Path(lodex.api.__file__).parent / "static" / "index.html"
+PAGE = Path(lodex.api.__file__).parent / "http" / "static" / "index.html"
 ASTRAL = "𠀀😀"  # two characters outside the BMP: two UTF-16 units each in JavaScript's strings
 TEXTS = {"zh.txt": ASTRAL + "前言。使用 apt-get 安装后检查时钟同步状态，时钟很重要。",
          "ja.txt": ASTRAL + "はじめに。時刻同期の問題を解決する方法。",

@@ -42,4 +42,4 @@ def test_a_wheel_holds_one_typed_lodex_package(tmp_path: Path) -> None:
                              cwd=tmp_path, env={"MYPYPATH": str(site), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=600)
     assert 'Revealed type is "lodex.search.results.Passage"' in checked.stdout, checked.stdout
     assert 'Revealed type is "lodex.api.models.DocumentOut"' in checked.stdout
-    assert 'use.py:6: error: Argument 1 to "search" of "Index" has incompatible type "int"; expected "str"' in checked.stdout
+    assert 'use.py:6: error: Argument 1 to "search" of "Application" has incompatible type "int"; expected "str"' in checked.stdout

@@ -60,6 +60,8 @@ run: install
 # and the docs build beside them, on the CPU time the tests leave idle while they wait on the processes and servers
 # they start. The two print their output after the tests'; any of the three failing fails `make test`.
 test: install-test
+	$(BIN)/ruff format --check --quiet . || { echo 'the format differs: run $(BIN)/ruff format .'; exit 1; }
+	$(BIN)/ruff check --quiet .  # the lint rules in pyproject.toml [tool.ruff.lint]
 	$(BIN)/python scripts/lint_imports.py  # the layers: api > search | indexer > encoders > store > text (import-linter; see the script)
 	@mkdir -p build
 	@$(BIN)/python scripts/typecheck.py > build/typecheck.log 2>&1 & typecheck=$$!; \

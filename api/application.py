@@ -48,8 +48,18 @@ class Application:
     "serve" (the write side and `serving`, or a read-only replica's reads; `lodex serve`). Reads by other threads than
     the serve role's are serialized; closing it releases what it holds (the lock last)."""
 
-    def __init__(self, settings: Settings, role: Role, encoder: Encoder, store: Store | None, jobs: JobLog | None, root: Path | None,
-                 searcher: Callable[[], Searcher], indexer: Indexer | None = None, lock: WriteLock | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        role: Role,
+        encoder: Encoder,
+        store: Store | None,
+        jobs: JobLog | None,
+        root: Path | None,
+        searcher: Callable[[], Searcher],
+        indexer: Indexer | None = None,
+        lock: WriteLock | None = None,
+    ) -> None:
         self.settings, self.role, self.encoder, self.store, self.jobs, self.root = settings, role, encoder, store, jobs, root
         self.indexer, self.lock = indexer, lock
         self.serving: Serving | None = None
@@ -77,12 +87,21 @@ class Application:
         return self.serving
 
     # ---- reads -----------------------------------------------------------------------------
-    def search(self, query: str, k: int | None = None, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None,
-               modified_after: datetime | float | str | None = None, mode: Mode | None = None,
-               lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        path_glob: str | None = None,
+        ext: list[str] | tuple[str, ...] | None = None,
+        modified_after: datetime | float | str | None = None,
+        mode: Mode | None = None,
+        lang: list[str] | tuple[str, ...] | None = None,
+    ) -> SearchResponse:
         """See LodexAPI.search."""
-        return self.run_search(check_search(self.limits, q=query, k=k, path_glob=path_glob, ext=ext, modified_after=modified_after,
-                                            mode=mode, lang=lang))
+        return self.run_search(
+            check_search(self.limits, q=query, k=k, path_glob=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
+        )
 
     def run_search(self, search: Search) -> SearchResponse:
         """A checked search: through the serve role's query batcher, else this process's searcher."""
@@ -91,8 +110,9 @@ class Application:
         with self._lock:
             return self.searcher.search(search.query, search.k, search.filters, search.mode)
 
-    def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
-                  ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:
+    def documents(
+        self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None
+    ) -> DocumentListOut:
         """See LodexAPI.documents."""
         check_extensions(list(ext) if ext else None)
         total, docs = self.list_documents(offset, limit, SearchFilters(path_glob, tuple(ext or ())))
@@ -108,8 +128,7 @@ class Application:
         with self.reading() as store:
             return document_out(document_row(store, doc_id))
 
-    def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None,
-             max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
+    def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None, max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
         """See LodexAPI.read."""
         with self.reading() as store:
             return read_text(store, self._root(), doc_id, start, end, page, max_chars)
@@ -211,8 +230,10 @@ class Application:
         if self.serving is not None:
             self.serving.require_door()
         elif self.indexer is None:
-            raise ReadOnlyError(f"the index in {self.settings.location} is open for reading in this process",
-                                "push, delete and reindex through `lodex serve` (lodex.Client) or the `lodex index` command")
+            raise ReadOnlyError(
+                f"the index in {self.settings.location} is open for reading in this process",
+                "push, delete and reindex through `lodex serve` (lodex.Client) or the `lodex index` command",
+            )
 
     def _indexer(self) -> Indexer:
         assert self.indexer is not None

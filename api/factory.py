@@ -6,8 +6,8 @@ object or these builders). Builders never change what they are given."""
 import importlib
 from collections.abc import Callable
 from functools import partial
-from typing import cast
 from pathlib import Path
+from typing import cast
 
 from lodex.api.application import Application, Role
 from lodex.api.index_files import index_manifest, read_job_log, remote_store, require_index, wipe_index
@@ -105,8 +105,6 @@ def build_query_encoder(settings: Settings, manifest: IndexManifest | None = Non
     return build_encoder(settings, manifest=manifest)
 
 
-
-
 def build_chunker(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> Chunker:
     """The chunker for this encoder's tokenizer, cutting as the index of `manifest` was cut (chunk_rule)."""
     size = chunk_tokens(settings, encoder)
@@ -115,14 +113,15 @@ def build_chunker(settings: Settings, encoder: Encoder, manifest: IndexManifest)
     return Chunker(encoder.token_spans, max_tokens=size, overlap=settings.chunking.overlap, rule=chunk_rule(settings, encoder, manifest))
 
 
-
-
-
-
-
-
-def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: bool, long_lived: bool = False,
-               optimize_apart: bool = False, manifest: IndexManifest | None = None) -> LanceStore:
+def open_store(
+    settings: Settings,
+    encoder: Encoder,
+    data_dir: Path,
+    create: bool,
+    long_lived: bool = False,
+    optimize_apart: bool = False,
+    manifest: IndexManifest | None = None,
+) -> LanceStore:
     """The store in data_dir (or on object storage, data_dir its cache), checked against this encoder and chunking
     (created when allowed); `manifest`: its record, read (pulled from object storage) when not given; the store keeps
     it as settled. The format readers' versions are checked only by the writer (create=True): a search reads stored
@@ -131,21 +130,32 @@ def open_store(settings: Settings, encoder: Encoder, data_dir: Path, create: boo
     large tables in a helper process at watch.writer_nice, its seconds of compaction kept off the query threads'."""
     manifest = manifest if manifest is not None else index_manifest(settings, data_dir)
     late = late_plan(settings, encoder, manifest)
-    origin = make_origin(encoder.origin(), chunk_tokens(settings, encoder), settings.chunking.overlap, settings.chunking.title_prefix,
-                         reader_versions() if create else None, late.origin() if late else None,
-                         chunk_rule(settings, encoder, manifest).origin(), whole_vector_tokens(settings, encoder, manifest))
+    origin = make_origin(
+        encoder.origin(),
+        chunk_tokens(settings, encoder),
+        settings.chunking.overlap,
+        settings.chunking.title_prefix,
+        reader_versions() if create else None,
+        late.origin() if late else None,
+        chunk_rule(settings, encoder, manifest).origin(),
+        whole_vector_tokens(settings, encoder, manifest),
+    )
     persist_every_s = settings.watch.save_index_every_s if long_lived else PERSIST_EVERY_S
-    return LanceStore.open(data_dir, origin, create=create, ann=ann_policy(settings), remote=remote_store(settings, data_dir),
-                           persist_every_s=persist_every_s, optimize_nice=settings.watch.writer_nice if optimize_apart else None,
-                           manifest=manifest)
+    return LanceStore.open(
+        data_dir,
+        origin,
+        create=create,
+        ann=ann_policy(settings),
+        remote=remote_store(settings, data_dir),
+        persist_every_s=persist_every_s,
+        optimize_nice=settings.watch.writer_nice if optimize_apart else None,
+        manifest=manifest,
+    )
 
 
-
-
-
-
-def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False,
-                  manifest: IndexManifest | None = None) -> Indexer:
+def build_indexer(
+    settings: Settings, encoder: Encoder, store: Store, jobs: JobLog | None = None, long_lived: bool = False, manifest: IndexManifest | None = None
+) -> Indexer:
     """The indexing pipeline over this store, recording its runs in `jobs`, chunking as the index of `manifest` keeps
     (the store's record, `LanceStore.manifest`, when not given); `long_lived` (watch, serve): its long runs keep the
     full-text index caught up as they go (watch.optimize_every_s), and it indexes locally whatever index.engine (the
@@ -156,8 +166,19 @@ def build_indexer(settings: Settings, encoder: Encoder, store: Store, jobs: JobL
     unread = unread_languages(encoder_languages(settings)) if whole else frozenset()
     if settings.index.engine == "ray" and not long_lived:
         return _ray_indexer(settings, encoder, store, chunker, late, jobs, whole, unread, manifest)
-    return Indexer(store, encoder, chunker, scan_rules(settings), settings.index, jobs=jobs, title_prefix=settings.chunking.title_prefix,
-                   late=late, optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0, whole_vector=whole, unread=unread)
+    return Indexer(
+        store,
+        encoder,
+        chunker,
+        scan_rules(settings),
+        settings.index,
+        jobs=jobs,
+        title_prefix=settings.chunking.title_prefix,
+        late=late,
+        optimize_every_s=settings.watch.optimize_every_s if long_lived else 0.0,
+        whole_vector=whole,
+        unread=unread,
+    )
 
 
 def _store_manifest(store: Store) -> IndexManifest:
@@ -165,8 +186,17 @@ def _store_manifest(store: Store) -> IndexManifest:
     return store.manifest if isinstance(store, LanceStore) else IndexManifest.read(store.data_dir)
 
 
-def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Chunker, late: LateChunking | None,
-                 jobs: JobLog | None, whole_vector: int, unread: frozenset[str], manifest: IndexManifest) -> Indexer:
+def _ray_indexer(
+    settings: Settings,
+    encoder: Encoder,
+    store: Store,
+    chunker: Chunker,
+    late: LateChunking | None,
+    jobs: JobLog | None,
+    whole_vector: int,
+    unread: frozenset[str],
+    manifest: IndexManifest,
+) -> Indexer:
     """`lodex index --ray`: the indexer whose files are read, chunked and encoded on Ray; each actor builds this encoder
     from these settings and the index's manifest, its model on index.ray_cpus_per_actor threads (unless encoder.threads
     says)."""
@@ -175,8 +205,19 @@ def _ray_indexer(settings: Settings, encoder: Encoder, store: Store, chunker: Ch
     threads = settings.encoder.threads or max(1, round(settings.index.ray_cpus_per_actor))
     on_actor = settings.model_copy(update={"encoder": settings.encoder.model_copy(update={"threads": threads})})
     make_encoder = partial(build_encoder, on_actor, manifest=manifest)
-    return RayIndexer(store, encoder, chunker, scan_rules(settings), settings.index, make_encoder, jobs=jobs,
-                      title_prefix=settings.chunking.title_prefix, late=late, whole_vector=whole_vector, unread=unread)
+    return RayIndexer(
+        store,
+        encoder,
+        chunker,
+        scan_rules(settings),
+        settings.index,
+        make_encoder,
+        jobs=jobs,
+        title_prefix=settings.chunking.title_prefix,
+        late=late,
+        whole_vector=whole_vector,
+        unread=unread,
+    )
 
 
 def build_writer(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> IndexWriter:
@@ -187,8 +228,7 @@ def build_writer(settings: Settings, indexer: Indexer, root: Path, hooks: RunHoo
 def build_watch(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> WatchService:
     """Watcher, change collector and the one writer, for `root`."""
     collector = ChangeCollector(root, settings.watch.quiet_s)
-    watcher = FolderWatcher(root, scan_rules(settings), collector, settings.watch.polling, settings.watch.ignore,
-                            settings.watch.poll_interval_s)
+    watcher = FolderWatcher(root, scan_rules(settings), collector, settings.watch.polling, settings.watch.ignore, settings.watch.poll_interval_s)
     return WatchService(build_writer(settings, indexer, root, hooks), watcher, collector)
 
 
@@ -201,16 +241,45 @@ def open_reader(settings: Settings, dim: int, manifest: IndexManifest | None = N
 def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: SnapshotSource | None = None) -> Searcher:
     """The query side over this store (`source`: the snapshots it shares with other searchers of the index)."""
     cfg = settings.search
-    fusion = Fusion(method=cfg.fusion, dense_weight=cfg.dense_weight, ceiling_share=cfg.ceiling_share, rrf_k=cfg.rrf_k, bm25_weight=cfg.bm25_weight,
-                    feedback_chunks=cfg.feedback_chunks, feedback_weight=cfg.feedback_weight, doc_dense_weight=cfg.doc_dense_weight,
-                    hybrid_blend_alpha=cfg.hybrid_blend_alpha,
-                    top_m=cfg.top_m, blend_alpha=cfg.blend_alpha, depth=cfg.candidates, keyword_passages=cfg.keyword_passages)
-    return Searcher(store, encoder, passages=cfg.passages, candidates=cfg.candidates, mode=cfg.mode, ranking=cfg.ranking, fusion=fusion,
-                    source=source, languages=encoder_languages(settings))
+    fusion = Fusion(
+        method=cfg.fusion,
+        dense_weight=cfg.dense_weight,
+        ceiling_share=cfg.ceiling_share,
+        rrf_k=cfg.rrf_k,
+        bm25_weight=cfg.bm25_weight,
+        feedback_chunks=cfg.feedback_chunks,
+        feedback_weight=cfg.feedback_weight,
+        doc_dense_weight=cfg.doc_dense_weight,
+        hybrid_blend_alpha=cfg.hybrid_blend_alpha,
+        top_m=cfg.top_m,
+        blend_alpha=cfg.blend_alpha,
+        depth=cfg.candidates,
+        keyword_passages=cfg.keyword_passages,
+    )
+    return Searcher(
+        store,
+        encoder,
+        passages=cfg.passages,
+        candidates=cfg.candidates,
+        mode=cfg.mode,
+        ranking=cfg.ranking,
+        fusion=fusion,
+        source=source,
+        languages=encoder_languages(settings),
+    )
 
 
-def open_app(settings: Settings, role: Role, root: Path | None = None, *, encoder: Encoder | None = None, rebuild: bool = False,
-             long_lived: bool = False, watch: bool = True, on_file: Callable[[FileRecord], None] | None = None) -> Application:
+def open_app(
+    settings: Settings,
+    role: Role,
+    root: Path | None = None,
+    *,
+    encoder: Encoder | None = None,
+    rebuild: bool = False,
+    long_lived: bool = False,
+    watch: bool = True,
+    on_file: Callable[[FileRecord], None] | None = None,
+) -> Application:
     """The index of `settings` as the application object, in `role`: "read" (StoreError where there is no index),
     "write" for the folder `root` (`rebuild`: wiped first; `long_lived`: watch), or "serve" (`lodex serve`: the write
     side for `root` and its writer, `watch` with the watcher; a read-only replica with serve.read_only). `encoder`:
@@ -227,8 +296,9 @@ def open_app(settings: Settings, role: Role, root: Path | None = None, *, encode
         # optimize_apart: its seconds of compaction kept off the query threads' runtime
         app = _open_write(settings, root, encoder=encoder, long_lived=True, optimize_apart=True, role="serve")
     try:
-        return app.serve(Serving(settings, app.encoder, app.store if isinstance(app.store, LanceStore) else None,
-                                 _serve_builders(settings, app), watch, on_file))
+        return app.serve(
+            Serving(settings, app.encoder, app.store if isinstance(app.store, LanceStore) else None, _serve_builders(settings, app), watch, on_file)
+        )
     except BaseException:
         app.release()
         raise
@@ -243,8 +313,15 @@ def _open_read(settings: Settings, encoder: Encoder | None) -> Application:
     return Application(settings, "read", encoder, store, None, None, partial(build_searcher, settings, encoder, store))
 
 
-def _open_write(settings: Settings, root: Path, rebuild: bool = False, encoder: Encoder | None = None, long_lived: bool = False,
-                optimize_apart: bool = False, role: Role = "write") -> Application:
+def _open_write(
+    settings: Settings,
+    root: Path,
+    rebuild: bool = False,
+    encoder: Encoder | None = None,
+    long_lived: bool = False,
+    optimize_apart: bool = False,
+    role: Role = "write",
+) -> Application:
     """The write side of one index: the write lock (one writing process), the job log (checked against the folder the
     index mirrors), the encoder, the store and the indexer; `long_lived` and `optimize_apart` as open_store takes them."""
     remote = remote_store(settings)
@@ -256,11 +333,14 @@ def _open_write(settings: Settings, root: Path, rebuild: bool = False, encoder: 
         jobs = JobLog(settings.data_dir, remote)
         try:
             if jobs.root and Path(jobs.root) != root:
-                raise ConfigError(f"the index in {settings.location} mirrors {jobs.root}, not {root}",
-                                  "give that folder, use another --data-dir for this one, or `lodex index --rebuild` to replace the index")
+                raise ConfigError(
+                    f"the index in {settings.location} mirrors {jobs.root}, not {root}",
+                    "give that folder, use another --data-dir for this one, or `lodex index --rebuild` to replace the index",
+                )
             encoder = encoder or build_encoder(settings, manifest=manifest)
-            store = open_store(settings, encoder, settings.data_dir, create=True, long_lived=long_lived, optimize_apart=optimize_apart,
-                               manifest=manifest)
+            store = open_store(
+                settings, encoder, settings.data_dir, create=True, long_lived=long_lived, optimize_apart=optimize_apart, manifest=manifest
+            )
             jobs.set_root(str(root))
             indexer = build_indexer(settings, encoder, store, jobs, long_lived)
         except BaseException:
@@ -288,5 +368,9 @@ def _serve_builders(settings: Settings, app: Application) -> ServeBuilders:
     searcher = partial(build_searcher, settings, encoder)
     if indexer is None or root is None:
         return ServeBuilders(partial(open_reader, settings, encoder.dim), searcher)
-    return ServeBuilders(partial(open_reader, settings, encoder.dim), searcher, partial(build_watch, settings, indexer, root),
-                         partial(build_writer, settings, indexer, root))
+    return ServeBuilders(
+        partial(open_reader, settings, encoder.dim),
+        searcher,
+        partial(build_watch, settings, indexer, root),
+        partial(build_writer, settings, indexer, root),
+    )

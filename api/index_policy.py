@@ -35,8 +35,15 @@ def late_plan(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> 
     chunking = settings.chunking
     enabled = manifest.late_chunking(chunking.late)
     long_only = manifest.late_for(chunking.late_for) == "long"
-    return late_chunking(enabled, settings.encoder.window_tokens, chunking.late_margin, min(chunking.max_tokens, encoder.max_length),
-                         encoder.window_limit, encoder.pooling, long_only)
+    return late_chunking(
+        enabled,
+        settings.encoder.window_tokens,
+        chunking.late_margin,
+        min(chunking.max_tokens, encoder.max_length),
+        encoder.window_limit,
+        encoder.pooling,
+        long_only,
+    )
 
 
 def whole_vector_tokens(settings: Settings, encoder: Encoder, manifest: IndexManifest) -> int:

@@ -127,20 +127,27 @@ class PushIn(BaseModel):
     """POST /documents body: a text document pushed by a tool, indexed like a file."""
 
     name: Annotated[str, AfterValidator(valid_name)] = Field(
-        min_length=1, max_length=300, description=f"Unique name; pushing the same name again replaces it. Stored as {PUSHED_PREFIX}<name>: a "
+        min_length=1,
+        max_length=300,
+        description=f"Unique name; pushing the same name again replaces it. Stored as {PUSHED_PREFIX}<name>: a "
         "single line of printable characters, relative (no leading /, \\, ~/ or drive letter), without '.' or '..' segments "
-        "(between / or \\); surrounding white space is dropped. Other names answer 422.")
+        "(between / or \\); surrounding white space is dropped. Other names answer 422.",
+    )
     text: Text = Field(description="The document's text.")
     title: Text = Field("", max_length=1000)
     metadata: Annotated[dict[str, Any], AfterValidator(valid_metadata)] = Field(
-        default_factory=dict, description=f"Any JSON object (at most {MAX_METADATA_DEPTH} levels deep, {MAX_METADATA_BYTES // 1024} KiB), returned with the document.")
+        default_factory=dict,
+        description=f"Any JSON object (at most {MAX_METADATA_DEPTH} levels deep, {MAX_METADATA_BYTES // 1024} KiB), returned with the document.",
+    )
 
 
 class PushOut(BaseModel):
     id: str
     path: str
-    status: str = Field(description="queued (answered at once; GET /documents/{id} says when it is indexed), or with wait=true: "
-                                    "indexed, or unchanged when the same text was pushed before")
+    status: str = Field(
+        description="queued (answered at once; GET /documents/{id} says when it is indexed), or with wait=true: "
+        "indexed, or unchanged when the same text was pushed before"
+    )
     chunks: int = Field(description="Chunks of the document (0 while queued).")
 
 
@@ -174,8 +181,9 @@ class IdentityOut(BaseModel):
     """GET /identity: proof that this is the server recorded in its data dir's server.json."""
 
     instance: str = Field(description="This server's instance id (random, new at each start), as server.json records it.")
-    proof: str = Field(description="HMAC-SHA256, in hex, of the challenge under the per-start secret server.json holds "
-                                   "(mode 0600); the secret itself is never sent.")
+    proof: str = Field(
+        description="HMAC-SHA256, in hex, of the challenge under the per-start secret server.json holds (mode 0600); the secret itself is never sent."
+    )
 
 
 class HealthOut(BaseModel):
@@ -186,7 +194,9 @@ class ReadyOut(BaseModel):
     ready: bool
     model: str
     documents: int
-    indexing: bool = Field(description="Changes are being applied or wait (also files the watcher saw change that are still settling): searches may not find them yet.")
+    indexing: bool = Field(
+        description="Changes are being applied or wait (also files the watcher saw change that are still settling): searches may not find them yet."
+    )
     files_left: int = Field(description="Files the current indexing run has not reached yet (0 when idle).")
 
 
@@ -201,7 +211,7 @@ class IndexStatus(BaseModel):
     data_dir: str
     root: str
     last_run: dict[str, Any] | None
-    languages: dict[str, int] = Field({}, description="Documents per language (ISO 639-1 code; \"unknown\": none detected), most first.")
+    languages: dict[str, int] = Field({}, description='Documents per language (ISO 639-1 code; "unknown": none detected), most first.')
 
 
 class StatsOut(IndexStatus):
@@ -211,4 +221,7 @@ class StatsOut(IndexStatus):
     queue_depth: int
     encode_tokens_per_s: float
     uptime_s: float
-    keywords_segmented: bool = Field(True, description="Whether the keyword index holds lodex's terms (words per script, stems per language); false: an index made before, with Lance's English tokenizer, until `lodex index --rebuild`.")
+    keywords_segmented: bool = Field(
+        True,
+        description="Whether the keyword index holds lodex's terms (words per script, stems per language); false: an index made before, with Lance's English tokenizer, until `lodex index --rebuild`.",
+    )

@@ -14,16 +14,25 @@ from lodex.search.results import SearchResponse
 class LodexAPI(Protocol):
     """An index to search, read and write, wherever it is served."""
 
-    def search(self, query: str, k: int | None = None, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None,
-               modified_after: datetime | float | str | None = None, mode: Mode | None = None,
-               lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        path_glob: str | None = None,
+        ext: list[str] | tuple[str, ...] | None = None,
+        modified_after: datetime | float | str | None = None,
+        mode: Mode | None = None,
+        lang: list[str] | tuple[str, ...] | None = None,
+    ) -> SearchResponse:
         """The `k` documents (default search.k) that best match `query`, each with its best passages; `path_glob`,
         `ext`, `modified_after` (a datetime, epoch seconds or ISO 8601 text) and `lang` restrict them; `mode`: dense, bm25 or hybrid. Checked as every door checks
         a search (api.max_k, api.max_query_chars): a bad one raises a LodexError saying what to fix."""
         ...
 
-    def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
-                  ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:
+    def documents(
+        self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None
+    ) -> DocumentListOut:
         """A page of the indexed documents, ordered by path."""
         ...
 
@@ -31,8 +40,7 @@ class LodexAPI(Protocol):
         """One document's record (path, title, format, size, chunks, metadata)."""
         ...
 
-    def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None,
-             max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
+    def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None, max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
         """A window of a document's extracted text: characters `start`..`end` (offsets as in passages), or its page
         `page`; at most `max_chars` characters."""
         ...

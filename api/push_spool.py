@@ -53,10 +53,13 @@ class PushSpool:
         body = json.dumps(request, ensure_ascii=False).encode("utf-8")
         with self._lock:
             if len(self._sizes) >= self.max_files or sum(self._sizes.values()) + len(body) > self.max_bytes:
-                raise BusyError(f"{len(self._sizes):,} pushes ({sum(self._sizes.values()) / 2**20:,.1f} MB) wait to be indexed already, the "
-                                f"most this server keeps (api.max_queued_pushes = {self.max_files:,}, api.max_queued_push_mb = "
-                                f"{self.max_bytes / 2**20:,.0f})", "send it again after the time in Retry-After, or raise the limits",
-                                retry_after=self.retry_after)
+                raise BusyError(
+                    f"{len(self._sizes):,} pushes ({sum(self._sizes.values()) / 2**20:,.1f} MB) wait to be indexed already, the "
+                    f"most this server keeps (api.max_queued_pushes = {self.max_files:,}, api.max_queued_push_mb = "
+                    f"{self.max_bytes / 2**20:,.0f})",
+                    "send it again after the time in Retry-After, or raise the limits",
+                    retry_after=self.retry_after,
+                )
             self._seq += 1
             name = f"{time.time_ns():020d}-{os.getpid()}-{self._seq % 1_000_000:06d}{'-' + doc_id if doc_id else ''}.json"
             self._sizes[name] = len(body)  # counted before the write, so that parallel pushes cannot overshoot

@@ -26,8 +26,9 @@ def document_out(row: dict[str, Any]) -> DocumentOut:
         meta = valid_metadata(json.loads(row.get("metadata") or "{}"))
     except (ValueError, RecursionError):
         meta = {"_unreadable": "this metadata was stored before lodex checked it; push the document again"}
-    return DocumentOut(**{k: row[k] for k in DOCUMENT_COLUMNS if k not in ("content_hash", "metadata")},
-                       status="indexed", source=source, metadata=meta)
+    return DocumentOut(
+        **{k: row[k] for k in DOCUMENT_COLUMNS if k not in ("content_hash", "metadata")}, status="indexed", source=source, metadata=meta
+    )
 
 
 def list_documents(store: Store, offset: int = 0, limit: int = 50, filters: SearchFilters = SearchFilters()) -> tuple[int, list[DocumentOut]]:
@@ -57,14 +58,18 @@ def page_span(store: Store, row: dict[str, Any], page: int) -> tuple[int, int]:
     on_page = [c for c in chunks if c["page"] is not None and c["page"] <= page <= (c["page_end"] or c["page"])]
     if not on_page:
         pages = sorted({c["page"] for c in chunks if c["page"] is not None})
-        fix = f"pages run from {pages[0]} to {max(c['page_end'] or c['page'] for c in chunks if c['page'] is not None)}" if pages \
+        fix = (
+            f"pages run from {pages[0]} to {max(c['page_end'] or c['page'] for c in chunks if c['page'] is not None)}"
+            if pages
             else "this document has no pages: read it by character offsets"
+        )
         raise NotFoundError(f"{row['path']} has no page {page}", fix)
     return min(c["char_start"] for c in on_page), max(c["char_end"] for c in on_page)
 
 
-def read_text(store: Store, root: Path | None, doc_id: str, start: int = 0, end: int | None = None, page: int | None = None,
-              max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
+def read_text(
+    store: Store, root: Path | None, doc_id: str, start: int = 0, end: int | None = None, page: int | None = None, max_chars: int = MAX_WINDOW_CHARS
+) -> TextOut:
     """A window of document `doc_id`'s extracted text: offsets `start`..`end` (default: `max_chars` from `start`), or
     page `page`; at most `max_chars` (and MAX_WINDOW_CHARS) characters, clamped to the text."""
     if start < 0 or max_chars < 1:
@@ -89,5 +94,14 @@ def _where(store: Store, row: dict[str, Any], offset: int) -> tuple[int | None, 
 def index_status(store: Store, jobs: JobLog, model: str, dim: int, data_dir: str) -> IndexStatus:
     """Counts, model, folder, failures and last run of an index."""
     counts = store.counts()
-    return IndexStatus(documents=counts["documents"], chunks=counts["chunks"], failed=len(jobs.failed()), model=model, dim=dim,
-                       data_dir=data_dir, root=str(jobs.root or ""), last_run=jobs.last_run(), languages=store.language_mix())
+    return IndexStatus(
+        documents=counts["documents"],
+        chunks=counts["chunks"],
+        failed=len(jobs.failed()),
+        model=model,
+        dim=dim,
+        data_dir=data_dir,
+        root=str(jobs.root or ""),
+        last_run=jobs.last_run(),
+        languages=store.language_mix(),
+    )

@@ -68,13 +68,17 @@ class SearchRequest(BaseModel):
 
     q: Text = Field(description="The query, in plain words.")
     k: int | None = Field(None, strict=True, description="Documents to return (default: search.k; at most api.max_k).")
-    path_glob: Text | None = Field(None, validation_alias=AliasChoices("path_glob", "path"),
-                                   description="Only documents whose relative path matches this glob (`path`, its former name, is still read).")
-    ext: list[Text] | None = Field(None, description="Only these file extensions, e.g. [\"md\", \"txt\"].")
-    modified_after: datetime | None = Field(None, description="Only documents modified after this time (ISO 8601 or epoch seconds; "
-                                                               "a time without a zone is this machine's local time).")
+    path_glob: Text | None = Field(
+        None,
+        validation_alias=AliasChoices("path_glob", "path"),
+        description="Only documents whose relative path matches this glob (`path`, its former name, is still read).",
+    )
+    ext: list[Text] | None = Field(None, description='Only these file extensions, e.g. ["md", "txt"].')
+    modified_after: datetime | None = Field(
+        None, description="Only documents modified after this time (ISO 8601 or epoch seconds; a time without a zone is this machine's local time)."
+    )
     mode: Mode | None = Field(None, description="Retrieval mode (default: search.mode).")
-    lang: list[Text] | None = Field(None, description="Only documents in these languages (ISO 639-1 codes, e.g. [\"zh\", \"en\"]).")
+    lang: list[Text] | None = Field(None, description='Only documents in these languages (ISO 639-1 codes, e.g. ["zh", "en"]).')
 
     def checked(self, limits: Limits) -> Search:
         """The search this request asks for, or BadRequest saying which value is out of bounds and how to fix it."""

@@ -44,8 +44,15 @@ class Serving:
     """The serve role's pieces over an index opened by the composition root: `store` the writer's (None on a replica),
     whose snapshots keep the process's one vector index; `watch` False: no watcher (the writer alone)."""
 
-    def __init__(self, settings: Settings, encoder: Encoder, store: LanceStore | None, build: ServeBuilders, watch: bool = True,
-                 on_file: Callable[[FileRecord], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        encoder: Encoder,
+        store: LanceStore | None,
+        build: ServeBuilders,
+        watch: bool = True,
+        on_file: Callable[[FileRecord], None] | None = None,
+    ) -> None:
         self.settings, self.encoder, self.started_at = settings, encoder, time.time()
         self.encoder.embed(["warm-up"], kind="query")  # the query path loaded (exported at the first start) before any request
         # what loading made (the modules, the models: ~0.5M objects, there for good) left out of the collector's
@@ -66,16 +73,26 @@ class Serving:
             self.snapshots.follow_writer(self.writer.applying_for)  # it refreshes after each request: its short ones' versions are left to it
         self._local = threading.local()
         api = settings.api
-        embeds = EmbedQueue(lambda texts, kind: (encoder.embed(texts, kind=kind), sum(encoder.input_tokens(texts, kind))),
-                            api.max_queued_embed_inputs, api.embed_slice_inputs)
-        self.batcher = QueryBatcher(lambda: build.searcher(build.open_reader(), self.snapshots),
-                                    lambda texts: encoder.embed(texts, kind="query"), workers=api.query_threads, embeds=embeds)
+        embeds = EmbedQueue(
+            lambda texts, kind: (encoder.embed(texts, kind=kind), sum(encoder.input_tokens(texts, kind))),
+            api.max_queued_embed_inputs,
+            api.embed_slice_inputs,
+        )
+        self.batcher = QueryBatcher(
+            lambda: build.searcher(build.open_reader(), self.snapshots),
+            lambda texts: encoder.embed(texts, kind="query"),
+            workers=api.query_threads,
+            embeds=embeds,
+        )
         self.queries = ThreadPoolExecutor(2, thread_name_prefix="lodex-read")
         # the API's writes: kept on disk (a push) on these threads, then queued without waiting for the writer
         self.writes = ThreadPoolExecutor(4, thread_name_prefix="lodex-push")
         self.door = WriteQueue(self.writer, api.max_queued_pushes) if self.writer else None
-        self.pushes = PendingPushes(PushSpool(settings.data_dir, api.max_queued_pushes, api.max_queued_push_mb * 2**20), self.door,
-                                    on_file) if self.door else None
+        self.pushes = (
+            PendingPushes(PushSpool(settings.data_dir, api.max_queued_pushes, api.max_queued_push_mb * 2**20), self.door, on_file)
+            if self.door
+            else None
+        )
 
     # ---- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -165,8 +182,10 @@ class Serving:
     def require_door(self) -> WriteQueue:
         """The API's queue to the one writer, or ReadOnlyError on a read-only replica."""
         if self.door is None:
-            raise ReadOnlyError(f"this server is a read-only replica of {self.settings.location}: it writes nothing",
-                                "send pushes, deletes and reindexing to the server that writes the index (the one started without --read-only)")
+            raise ReadOnlyError(
+                f"this server is a read-only replica of {self.settings.location}: it writes nothing",
+                "send pushes, deletes and reindexing to the server that writes the index (the one started without --read-only)",
+            )
         return self.door
 
     def require_pushes(self) -> PendingPushes:

@@ -14,8 +14,18 @@ from lodex.search.settings import SearchSettings
 from lodex.store.errors import ConfigError
 from lodex.store.object_store import is_remote
 
-__all__ = ["ApiSettings", "ChunkingSettings", "EncoderSettings", "IndexSettings", "SearchSettings", "ServeSettings", "Settings",
-           "StorageSettings", "WatchSettings", "load_settings"]
+__all__ = [
+    "ApiSettings",
+    "ChunkingSettings",
+    "EncoderSettings",
+    "IndexSettings",
+    "SearchSettings",
+    "ServeSettings",
+    "Settings",
+    "StorageSettings",
+    "WatchSettings",
+    "load_settings",
+]
 
 _TOML_PATH: ContextVar[Path | None] = ContextVar("lodex_toml_path", default=None)
 

@@ -58,8 +58,11 @@ class WriteQueue:
                 future.set_exception(Interrupted())
                 return future
             if bounded and len(self._items) >= self.max_waiting:
-                raise BusyError(f"{len(self._items):,} writes wait for the index already, the most this server queues",
-                                "send it again after the time in Retry-After", retry_after=self.retry_after)
+                raise BusyError(
+                    f"{len(self._items):,} writes wait for the index already, the most this server queues",
+                    "send it again after the time in Retry-After",
+                    retry_after=self.retry_after,
+                )
             self._items.append((job, future))
             self._cond.notify()
         return future

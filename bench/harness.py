@@ -38,8 +38,14 @@ def command_line() -> str:
 def result_block(title: str, *facts: str) -> list[str]:
     """The head of a dated result block (Markdown): `## DATE UTC — title`, the machine, the command and `facts` (each
     a `- name: value` line), then a blank line; `publish` prints it and appends it to a results file."""
-    return [f"## {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC — {title}", "",
-            f"- machine: {machine_line()}", f"- command: `{command_line()}`", *facts, ""]
+    return [
+        f"## {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC — {title}",
+        "",
+        f"- machine: {machine_line()}",
+        f"- command: `{command_line()}`",
+        *facts,
+        "",
+    ]
 
 
 def publish(lines: list[str], out: Path | None) -> None:
@@ -93,8 +99,7 @@ def free_port() -> int:
 def index_folder(folder: Path, env: Mapping[str, str] | None = None, *options: str) -> str:
     """`lodex index FOLDER OPTIONS...` run to its end from the repository root (the index where `env`'s
     LODEX_DATA_DIR or `--data-dir` says); its standard output. A failure ends the script with lodex's last words."""
-    done = subprocess.run([*LODEX_CLI, "index", str(folder), *options], env=dict(env or os.environ), cwd=ROOT,
-                          capture_output=True, text=True)
+    done = subprocess.run([*LODEX_CLI, "index", str(folder), *options], env=dict(env or os.environ), cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"lodex index {folder} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return done.stdout

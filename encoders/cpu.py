@@ -45,8 +45,7 @@ class CpuInfo:
     def line(self) -> str:
         """One line for logs and benches: model, cores, the flags that matter and the int8 kernel."""
         flags = " ".join(self.features) or "none of " + "/".join(FEATURES[:3])
-        return (f"cpu: {self.model}, {self.physical_cores} cores ({self.logical_cpus} CPUs), {self.machine}; flags: {flags}; "
-                f"int8: {self.int8_kernel}")
+        return f"cpu: {self.model}, {self.physical_cores} cores ({self.logical_cpus} CPUs), {self.machine}; flags: {flags}; int8: {self.int8_kernel}"
 
 
 def parse_cpuinfo(text: str, logical_cpus: int, machine: str = "") -> CpuInfo:

@@ -130,7 +130,7 @@ class Encoder(ABC):
         # characters under a byte-level tokenizer) has no token states: encoded alone, as plain chunking would
         lost = [(i, k) for i, vectors in enumerate(out) for k in np.flatnonzero(~vectors.any(axis=1))]
         if lost:
-            alone = self.embed([leads[i][len(self.document_prefix):] + windows[i].text[slice(*windows[i].spans[k])] for i, k in lost])
+            alone = self.embed([leads[i][len(self.document_prefix) :] + windows[i].text[slice(*windows[i].spans[k])] for i, k in lost])
             for (i, k), vector in zip(lost, alone):
                 out[i][k] = vector
         return out
@@ -156,7 +156,7 @@ class Encoder(ABC):
         run = self._query_batch if kind == "query" else self.embed_batch
         return (run(batch) for batch in batches)
 
-    def release_memory(self) -> None:
+    def release_memory(self) -> None:  # noqa: B027 - optional: a backend that keeps nothing has nothing to give back
         """Give back working memory kept from large batches (after a big run); the next batch grows it again."""
 
     def tokenizer_only(self) -> "Encoder":

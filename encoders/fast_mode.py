@@ -47,6 +47,7 @@ class FastMode:
     fast_trials: list[Trial]
 
     if TYPE_CHECKING:  # the encoder's own methods (stubs here would shadow the base class's)
+
         def _save_recipe(self, model: OnnxModel) -> None: ...
         def _torch_batch(self, texts: list[str]) -> np.ndarray: ...
         def _onnx_batch(self, model: OnnxModel, texts: list[str]) -> np.ndarray: ...
@@ -69,8 +70,11 @@ class FastMode:
         except Exception as exc:  # noqa: BLE001 - an architecture the exporter or the runtime cannot take: refused with the reason
             if isinstance(exc, ModelError):
                 raise
-            raise ModelError(f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
-                             f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})", 'set encoder.precision = "exact"') from exc
+            raise ModelError(
+                f"fast mode is not available for the model in {path}: its int8 ONNX export failed "
+                f"({f'{type(exc).__name__}: {exc}'.splitlines()[0][:200]})",
+                'set encoder.precision = "exact"',
+            ) from exc
 
     def _fall_back_to_exact(self, reason: str) -> None:
         """encoder.precision = "auto" on a model or CPU whose int8 path is refused: documents are encoded exactly."""
@@ -98,8 +102,17 @@ class FastMode:
     def _measure_path(self, path: FastPath) -> tuple[float, float, float]:
         """A fast path's fidelity (mean and lowest cosine to PyTorch on the calibration texts) and its time to encode them
         (best of two, after a warm-up)."""
-        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=True,
-                                max_length=self.max_length, spin=True, reduce_range=path.reduce_range)
+        model = load_onnx_model(
+            self.model,
+            self.tokenizer,
+            self.fingerprint,
+            self._cache_dir,
+            self._threads,
+            int8=True,
+            max_length=self.max_length,
+            spin=True,
+            reduce_range=path.reduce_range,
+        )
         texts = _CHECK_TEXTS + calibration_texts()
         exact = self._torch_batch(texts)
         ours = self._onnx_batch(model, texts)
@@ -130,11 +143,22 @@ class FastMode:
     def _checked_onnx_model(self, int8: bool, spin: bool, reduce_range: bool = False) -> "OnnxModel":
         """The cached (or newly exported) ONNX model, checked against PyTorch: a ModelError unless its vectors keep a
         cosine of 0.95 (int8) or 0.9999 (float32) to PyTorch's."""
-        model = load_onnx_model(self.model, self.tokenizer, self.fingerprint, self._cache_dir, self._threads, int8=int8,
-                                max_length=self.max_length, spin=spin, reduce_range=reduce_range)
+        model = load_onnx_model(
+            self.model,
+            self.tokenizer,
+            self.fingerprint,
+            self._cache_dir,
+            self._threads,
+            int8=int8,
+            max_length=self.max_length,
+            spin=spin,
+            reduce_range=reduce_range,
+        )
         if (agreement := self._agreement(model)) < (FAST_GATE if int8 else 0.9999):
-            raise ModelError(f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
-                             "set encoder.precision = \"exact\"" if self.precision == "fast" else "")
+            raise ModelError(
+                f"the {'int8' if int8 else 'float32'} ONNX export does not reproduce the model (cosine {agreement:.6f} to PyTorch)",
+                'set encoder.precision = "exact"' if self.precision == "fast" else "",
+            )
         return model
 
     def _agreement(self, model: "OnnxModel") -> float:

@@ -57,7 +57,7 @@ def parse_path(name: str) -> FastPath:
     for path in ALL_PATHS:
         if path.name == name:
             return path
-    raise ConfigError(f"unknown encoder.fast_path {name!r}", f"use \"auto\" or one of: {', '.join(p.name for p in ALL_PATHS)}")
+    raise ConfigError(f"unknown encoder.fast_path {name!r}", f'use "auto" or one of: {", ".join(p.name for p in ALL_PATHS)}')
 
 
 def may_saturate(cpu: CpuInfo) -> bool:

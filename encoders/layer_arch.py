@@ -50,8 +50,10 @@ class Skeleton:
         except (OSError, ValueError) as exc:
             raise ModelError(f"cannot read the model config in {model_dir}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
         if self.config.model_type not in SUPPORTED:
-            raise ModelError(f"layer streaming does not support {self.config.model_type} models yet (only {', '.join(SUPPORTED)})",
-                             "set encoder.stream_layers = false and raise encoder.memory_budget_mb so the model loads whole")
+            raise ModelError(
+                f"layer streaming does not support {self.config.model_type} models yet (only {', '.join(SUPPORTED)})",
+                "set encoder.stream_layers = false and raise encoder.memory_budget_mb so the model loads whole",
+            )
         with torch.device("meta"):
             self.model = AutoModel.from_config(self.config).eval()
         self.parent, self.attr, self.prefix = _layer_list(self.model, int(self.config.num_hidden_layers))
@@ -70,7 +72,7 @@ class Skeleton:
         """Layer `index`'s tensors by their name inside the layer."""
         names = self.layers[index].state_dict().keys()
         keys = _key_names(self.model.base_model_prefix, [f"{self.prefix}.{index}.{n}" for n in names], self.slots)
-        return {name[len(f"{self.prefix}.{index}."):]: self.slots[key] for name, key in keys.items()}
+        return {name[len(f"{self.prefix}.{index}.") :]: self.slots[key] for name, key in keys.items()}
 
     def real_layer(self, index: int, weights: dict[str, Any]) -> Any:
         """Layer `index` made real with these tensors (a copy of the meta layer: the skeleton stays reusable)."""
@@ -157,5 +159,7 @@ def _restore_buffers(model: Any, config: Any) -> None:
             elif name == "token_type_ids":
                 buffer.zero_()
             else:
-                raise ModelError(f"layer streaming cannot rebuild the buffer {name} of {type(module).__name__}",
-                                 "set encoder.stream_layers = false and raise encoder.memory_budget_mb so the model loads whole")
+                raise ModelError(
+                    f"layer streaming cannot rebuild the buffer {name} of {type(module).__name__}",
+                    "set encoder.stream_layers = false and raise encoder.memory_budget_mb so the model loads whole",
+                )

@@ -7,9 +7,9 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -118,8 +118,7 @@ def _run_layer(store: Activations, b: int, layer: Any, _: Any, args: tuple[Any, 
 class StreamedModel:
     """A transformer run a layer at a time from its weight files (float32, or a compressed per-layer copy)."""
 
-    def __init__(self, model_dir: Path, fingerprint: str, budget_mb: int, layer_weights: str, cache_dir: Path,
-                 spill_dir: Path) -> None:
+    def __init__(self, model_dir: Path, fingerprint: str, budget_mb: int, layer_weights: str, cache_dir: Path, spill_dir: Path) -> None:
         slots = tensor_index(model_dir)
         self.skeleton = Skeleton(model_dir, slots)
         self.config = self.skeleton.config
@@ -134,8 +133,10 @@ class StreamedModel:
             self.cache = LayerCache(cache_dir / "layers", fingerprint, layer_weights, self.layer_slots)
             agreement = self.cache.ensure(self._agreement)
             if agreement < MIN_AGREEMENT:
-                raise ModelError(f"{layer_weights} layers do not reproduce the model (mean cosine {agreement:.4f} to float32, below {MIN_AGREEMENT})",
-                                 'set encoder.layer_weights = "int8"' if layer_weights == "int4" else 'set encoder.layer_weights = "fp32"')
+                raise ModelError(
+                    f"{layer_weights} layers do not reproduce the model (mean cosine {agreement:.4f} to float32, below {MIN_AGREEMENT})",
+                    'set encoder.layer_weights = "int8"' if layer_weights == "int4" else 'set encoder.layer_weights = "fp32"',
+                )
 
     def group_tokens(self) -> int:
         """Tokens worth handing `run` at once: many (the weights are read once per call), bounded by a quarter of the
@@ -195,7 +196,7 @@ class StreamedModel:
         for length in (8, 40, 120):
             ids = torch.randint(0, int(self.config.vocab_size), (2, length), generator=generator)
             mask = torch.ones_like(ids)
-            mask[1, length // 2:] = 0
+            mask[1, length // 2 :] = 0
             batches.append({"input_ids": ids, "attention_mask": mask})
 
         def pooled(b: int, hidden: Any) -> Any:
@@ -219,9 +220,16 @@ def open_streamed(model_dir: Path, cfg: EncoderSettings, fingerprint: str, spill
     if not reason:
         return None
     if cfg.precision == "fast":  # "auto" takes exact mode for a streamed model
-        raise ConfigError(f"encoder.precision = \"fast\" cannot run a layer-streamed model ({reason})",
-                          'set encoder.precision = "exact" and encoder.layer_weights = "int8" for compressed streamed layers')
+        raise ConfigError(
+            f'encoder.precision = "fast" cannot run a layer-streamed model ({reason})',
+            'set encoder.precision = "exact" and encoder.layer_weights = "int8" for compressed streamed layers',
+        )
     log.info("the model in %s is layer-streamed from disk: %s", model_dir, reason)
-    return StreamedModel(model_dir, fingerprint, cfg.memory_budget_mb, cfg.layer_weights,
-                         Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir(),
-                         spill_dir or Path(tempfile.gettempdir()))
+    return StreamedModel(
+        model_dir,
+        fingerprint,
+        cfg.memory_budget_mb,
+        cfg.layer_weights,
+        Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir(),
+        spill_dir or Path(tempfile.gettempdir()),
+    )

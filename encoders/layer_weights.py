@@ -14,8 +14,18 @@ import numpy as np
 from lodex.encoders.errors import ModelError
 
 # safetensors dtype names -> numpy dtypes (bfloat16 is read as its raw 16 bits and widened by hand).
-_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64, "I32": np.int32,
-           "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+_DTYPES = {
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "BF16": np.uint16,
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
+}
 _READ_CHUNK = 1 << 22
 
 
@@ -41,15 +51,21 @@ def read_header(path: Path) -> dict[str, TensorSlot]:
         (size,) = struct.unpack("<Q", fh.read(8))
         header = json.loads(fh.read(size))
     base = 8 + size
-    return {name: TensorSlot(path, info["dtype"], tuple(info["shape"]), base + info["data_offsets"][0], base + info["data_offsets"][1])
-            for name, info in header.items() if name != "__metadata__"}
+    return {
+        name: TensorSlot(path, info["dtype"], tuple(info["shape"]), base + info["data_offsets"][0], base + info["data_offsets"][1])
+        for name, info in header.items()
+        if name != "__metadata__"
+    }
 
 
 def tensor_index(model_dir: Path) -> dict[str, TensorSlot]:
     """Every tensor of a model directory's safetensors files, by name."""
     files = sorted(model_dir.glob("*.safetensors"))
     if not files:
-        raise ModelError(f"the model in {model_dir} has no .safetensors weights", "streaming reads safetensors files: convert the model, or set encoder.stream_layers = false")
+        raise ModelError(
+            f"the model in {model_dir} has no .safetensors weights",
+            "streaming reads safetensors files: convert the model, or set encoder.stream_layers = false",
+        )
     index: dict[str, TensorSlot] = {}
     for path in files:
         index.update(read_header(path))

@@ -29,4 +29,3 @@ def model_fingerprint(model_dir: Path) -> str:
             with path.open("rb") as fh:
                 digest.update(fh.read(1 << 20))
     return digest.hexdigest()
-

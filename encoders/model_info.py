@@ -12,8 +12,28 @@ from lodex.store.json_files import NotAnObject, read_json_object
 
 ST_CONFIG = "config_sentence_transformers.json"
 # model_types of causal (decoder) language models: last-token pooling by default
-_CAUSAL_TYPES = ("qwen2", "qwen3", "llama", "mistral", "mixtral", "gemma", "phi", "lfm2", "gpt2", "gpt_neox", "gptj", "falcon",
-                 "olmo", "granite", "smollm", "starcoder2", "deepseek", "internlm", "cohere", "stablelm")
+_CAUSAL_TYPES = (
+    "qwen2",
+    "qwen3",
+    "llama",
+    "mistral",
+    "mixtral",
+    "gemma",
+    "phi",
+    "lfm2",
+    "gpt2",
+    "gpt_neox",
+    "gptj",
+    "falcon",
+    "olmo",
+    "granite",
+    "smollm",
+    "starcoder2",
+    "deepseek",
+    "internlm",
+    "cohere",
+    "stablelm",
+)
 _POOLING_KEYS = {"pooling_mode_cls_token": "cls", "pooling_mode_lasttoken": "last", "pooling_mode_mean_tokens": "mean"}
 _UNSUPPORTED_POOLING = ("pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens")
 
@@ -53,8 +73,10 @@ class ModelInfo:
             name, config = declared
             if not any(config.get(key) for key in _POOLING_KEYS):
                 used = [key for key in _UNSUPPORTED_POOLING if config.get(key)]
-                raise ModelError(f"the model in {self.path} declares a pooling lodex does not support ({', '.join(used) or 'none'} in {name})",
-                                 'set encoder.pooling to "mean", "cls" or "last"')
+                raise ModelError(
+                    f"the model in {self.path} declares a pooling lodex does not support ({', '.join(used) or 'none'} in {name})",
+                    'set encoder.pooling to "mean", "cls" or "last"',
+                )
             return Choice(next(v for k, v in _POOLING_KEYS.items() if config.get(k)), name)
         if self.decoder:
             return Choice("last", "default for decoder architectures (last token)")
@@ -84,7 +106,7 @@ class ModelInfo:
         declared = declared[0] if isinstance(declared, list) and declared else declared
         eos_id, where = (declared, "config.json eos_token_id") if isinstance(declared, int) else (tokenizer.eos_token_id, "tokenizer eos_token")
         if mode == "never":
-            return Choice(None, "lodex config encoder.append_eos = \"never\"")
+            return Choice(None, 'lodex config encoder.append_eos = "never"')
         if mode == "auto" and not (self.decoder and pooling == "last"):
             return Choice(None, "not a last-token decoder")
         if not isinstance(eos_id, int):
@@ -94,8 +116,7 @@ class ModelInfo:
         full, plain = tokenizer("a")["input_ids"], tokenizer("a", add_special_tokens=False)["input_ids"]
         if full and plain and full[-1] != plain[-1]:
             return Choice(None, f"the tokenizer ends inputs with token {full[-1]} itself")
-        return Choice(int(eos_id), f"appended: {where} {eos_id}" + (" (encoder.append_eos = \"always\")" if mode == "always" else ""))
-
+        return Choice(int(eos_id), f"appended: {where} {eos_id}" + (' (encoder.append_eos = "always")' if mode == "always" else ""))
 
     def check_weights(self, model: Any) -> None:
         """A ModelError when the weights files lack tensors the loaded model needs, or hold them in other shapes
@@ -109,8 +130,11 @@ class ModelInfo:
         wrong = [k for k, t in state.items() if k in stored and tuple(t.shape) != stored[k]]
         if missing or wrong:
             example = f"{wrong[0]} is {list(stored[wrong[0]])} in the file, {list(state[wrong[0]].shape)} by config.json" if wrong else missing[0]
-            raise ModelError(f"the weights in {self.path} do not fit its config.json ({len(missing)} tensors missing, {len(wrong)} of other "
-                             f"shapes; e.g. {example})", "restore config.json and the weights of the same model")
+            raise ModelError(
+                f"the weights in {self.path} do not fit its config.json ({len(missing)} tensors missing, {len(wrong)} of other "
+                f"shapes; e.g. {example})",
+                "restore config.json and the weights of the same model",
+            )
 
 
 def window(path: Path, configured: int, positions: int, tokenizer_max: int) -> Choice:
@@ -150,13 +174,18 @@ def read_model_declarations(path: Path) -> ModelInfo:
     from transformers import CONFIG_MAPPING, __version__
 
     if model_type not in CONFIG_MAPPING:
-        raise ModelError(f"unsupported architecture in {path}: model_type {model_type or None!r} is not one transformers {__version__} can build",
-                         "use a model of a supported architecture (BERT, ModernBERT, LFM2, Qwen3, ...) or a newer transformers")
+        raise ModelError(
+            f"unsupported architecture in {path}: model_type {model_type or None!r} is not one transformers {__version__} can build",
+            "use a model of a supported architecture (BERT, ModernBERT, LFM2, Qwen3, ...) or a newer transformers",
+        )
     if not (path / "tokenizer.json").is_file():
         raise ModelError(f"the model in {path} has no fast tokenizer (tokenizer.json missing)", "use a model directory with tokenizer.json")
     architectures = [str(a) for a in config.get("architectures") or []]
-    decoder = bool(config.get("is_decoder")) or any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures) \
+    decoder = (
+        bool(config.get("is_decoder"))
+        or any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in architectures)
         or model_type.startswith(_CAUSAL_TYPES)
+    )
     return ModelInfo(path, config, model_type, architectures[0] if architectures else model_type, decoder)
 
 
@@ -168,10 +197,11 @@ def _read_weights(info: ModelInfo) -> None:
     if not names:
         binaries = sorted(path.glob("pytorch_model*.bin"))
         if not binaries:
-            raise ModelError(f"the model in {path} has no weights (no model.safetensors or pytorch_model.bin)", "copy the model's weights files into it")
+            raise ModelError(
+                f"the model in {path} has no weights (no model.safetensors or pytorch_model.bin)", "copy the model's weights files into it"
+            )
         info.weights, info.weight_bytes = binaries, sum(p.stat().st_size for p in binaries)
         return
-    parameters = 0
     for name in names:
         file = path / name
         if not file.is_file():
@@ -216,7 +246,9 @@ def _product(shape: tuple[int, ...]) -> int:
 def _pooling_file(path: Path) -> tuple[str, dict[str, Any]] | None:
     """(its name, its content) of the sentence-transformers Pooling module's config (modules.json says where), or None."""
     modules = _read_json_any(path / "modules.json")
-    folders = [m.get("path") for m in modules if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling")] if isinstance(modules, list) else []
+    folders = (
+        [m.get("path") for m in modules if isinstance(m, dict) and str(m.get("type", "")).endswith("Pooling")] if isinstance(modules, list) else []
+    )
     for folder in [*(f for f in folders if isinstance(f, str)), "1_Pooling"]:
         config = _read_json(path / folder / "config.json")
         if config:

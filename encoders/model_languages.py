@@ -61,7 +61,8 @@ def language_note(mix: dict[str, int], covered: frozenset[str] | None, bundled: 
     share = n / sum(mix.values())
     if code in covered or share < SHARE_TO_WARN:
         return None
-    model = ("the bundled model is English-only" if bundled
-             else f"the model covers {', '.join(name_of(c) for c in sorted(covered))} only")
-    return (f"{100 * share:.0f}% of this folder is {name_of(code)}; {model}: keyword search carries these documents; "
-            "point encoder.model at a multilingual model")
+    model = "the bundled model is English-only" if bundled else f"the model covers {', '.join(name_of(c) for c in sorted(covered))} only"
+    return (
+        f"{100 * share:.0f}% of this folder is {name_of(code)}; {model}: keyword search carries these documents; "
+        "point encoder.model at a multilingual model"
+    )

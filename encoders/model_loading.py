@@ -23,14 +23,21 @@ def load_model(path: Path, info: ModelInfo, cfg: EncoderSettings, spill_dir: Pat
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         fingerprint = model_fingerprint(path)
-        return tokenizer, fingerprint, open_streamed(path, cfg, fingerprint, spill_dir) or AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+        return (
+            tokenizer,
+            fingerprint,
+            open_streamed(path, cfg, fingerprint, spill_dir) or AutoModel.from_pretrained(str(path), local_files_only=True).eval(),
+        )
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot load the model in {path}: {str(exc).splitlines()[0]}", "check encoder.model") from exc
     except pickle.UnpicklingError as exc:  # torch's weights-only loader refused a pickled object that could run code
-        raise ModelError(f"the weights file {', '.join(p.name for p in info.weights)} in {path} holds pickled Python objects, not "
-                         "plain tensors: lodex does not load them (loading could run any code)",
-                         "convert the weights to safetensors: load the model where you trust it and save it with "
-                         "model.save_pretrained(DIR, safe_serialization=True), or use the model's model.safetensors") from exc
+        raise ModelError(
+            f"the weights file {', '.join(p.name for p in info.weights)} in {path} holds pickled Python objects, not "
+            "plain tensors: lodex does not load them (loading could run any code)",
+            "convert the weights to safetensors: load the model where you trust it and save it with "
+            "model.save_pretrained(DIR, safe_serialization=True), or use the model's model.safetensors",
+        ) from exc
     except RuntimeError as exc:  # transformers refuses weights of other shapes than config.json gives
-        raise ModelError(f"the weights in {path} do not fit its config.json (tensors of other shapes)",
-                         "restore config.json and the weights of the same model") from exc
+        raise ModelError(
+            f"the weights in {path} do not fit its config.json (tensors of other shapes)", "restore config.json and the weights of the same model"
+        ) from exc

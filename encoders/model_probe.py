@@ -1,8 +1,8 @@
 """Measurements of a loaded model for `lodex model check`: tokens/s exact and fast, and fast mode's fidelity and gate."""
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -61,8 +61,16 @@ def measure_exact(encoder: TransformersEncoder, texts: list[str]) -> Run:
 def probe_fast(encoder: TransformersEncoder, texts: list[str], exact: Run) -> FastProbe:
     """Export (or take from the cache) the int8 model fast mode would use, and check it as fast mode does."""
     try:
-        model = load_onnx_model(encoder.model, encoder.tokenizer, encoder.fingerprint, encoder._cache_dir, encoder._threads,
-                                int8=True, max_length=encoder.max_length, spin=False)
+        model = load_onnx_model(
+            encoder.model,
+            encoder.tokenizer,
+            encoder.fingerprint,
+            encoder._cache_dir,
+            encoder._threads,
+            int8=True,
+            max_length=encoder.max_length,
+            spin=False,
+        )
     except ModelError as exc:
         return FastProbe(False, exc.message)
     except Exception as exc:  # noqa: BLE001 - an architecture the exporter cannot take: that is the answer

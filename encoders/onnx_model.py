@@ -18,7 +18,6 @@ import numpy as np
 from lodex.encoders.errors import ModelError
 from lodex.encoders.smoothing import SCHEME, smoothed_copy
 
-
 # The export's own version, in its cache file names: a model exported by an earlier lodex is exported again (v2: eager
 # attention, see _export_attention).
 EXPORT = "v2"
@@ -99,6 +98,7 @@ class SessionPool:
 
     def map(self, fn: Callable[[OnnxModel, T], R], items: list[T]) -> Iterator[R]:
         """fn(a free session, item) for every item, results in order."""
+
         def run(item: T) -> R:
             model = self._free.get()
             try:
@@ -120,16 +120,27 @@ def model_inputs(model: Any, tokenizer: Any) -> list[str]:
     return [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names and n in accepted]
 
 
-def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Path | None, threads: int, int8: bool,
-                    max_length: int = 512, spin: bool = True, reduce_range: bool = False) -> OnnxModel:
+def load_onnx_model(
+    model: Any,
+    tokenizer: Any,
+    fingerprint: str,
+    cache_dir: Path | None,
+    threads: int,
+    int8: bool,
+    max_length: int = 512,
+    spin: bool = True,
+    reduce_range: bool = False,
+) -> OnnxModel:
     """The ONNX model for this encoder: from the cache, or exported from the loaded torch model into the cache
     first (once: ~5 s; int8 ~20 s: smoothed activations, per-channel int8 weights, dynamic int8 activations);
     `reduce_range`: 7-bit int8 weights (see fast_paths.WEIGHTS)."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError as exc:
-        raise ModelError("onnxruntime is not installed (fast mode and quick query encoding need it)",
-                         "reinstall lodex (pip install -e .), or set encoder.precision = \"exact\"") from exc
+        raise ModelError(
+            "onnxruntime is not installed (fast mode and quick query encoding need it)",
+            'reinstall lodex (pip install -e .), or set encoder.precision = "exact"',
+        ) from exc
     cache = cache_dir or default_cache_dir()
     path = cache / f"{fingerprint[:20]}-{EXPORT}-{(SCHEME + ('-r7' if reduce_range else '')) if int8 else FP32}.onnx"
     if not path.exists():
@@ -137,8 +148,7 @@ def load_onnx_model(model: Any, tokenizer: Any, fingerprint: str, cache_dir: Pat
             cache.mkdir(parents=True, exist_ok=True)
             _export(model, tokenizer, path, int8, max_length, reduce_range)
         except OSError as exc:
-            raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}",
-                             "set encoder.cache_dir to a writable folder") from exc
+            raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}", "set encoder.cache_dir to a writable folder") from exc
     return OnnxModel(path, threads, spin)
 
 
@@ -175,16 +185,23 @@ def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int,
         exported = Path(tmp) / "model.onnx"
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(Hidden(model).eval(), tuple(sample[n] for n in names), str(exported), dynamo=False, opset_version=17,
-                              input_names=names, output_names=["hidden"], dynamic_axes=axes)
+            torch.onnx.export(
+                Hidden(model).eval(),
+                tuple(sample[n] for n in names),
+                str(exported),
+                dynamo=False,
+                opset_version=17,
+                input_names=names,
+                output_names=["hidden"],
+                dynamic_axes=axes,
+            )
         if int8:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             quantized = Path(tmp) / "model.int8.onnx"
             logging.disable(logging.WARNING)  # the quantizer's advice lines are not for users
             try:
-                quantize_dynamic(str(exported), str(quantized), weight_type=QuantType.QInt8, per_channel=True,
-                                 reduce_range=reduce_range)
+                quantize_dynamic(str(exported), str(quantized), weight_type=QuantType.QInt8, per_channel=True, reduce_range=reduce_range)
             finally:
                 logging.disable(logging.NOTSET)
             exported = quantized

@@ -5,16 +5,20 @@ from typing import Any
 import numpy as np
 
 
-def padded_inputs(ids: list[list[int]], pad_id: int, left: bool, eos_id: int | None,
-                  extra: dict[str, tuple[list[Any], Any]] | None = None) -> dict[str, np.ndarray]:
+def padded_inputs(
+    ids: list[list[int]], pad_id: int, left: bool, eos_id: int | None, extra: dict[str, tuple[list[Any], Any]] | None = None
+) -> dict[str, np.ndarray]:
     """input_ids, attention_mask and token_type_ids (zeros) for these rows: `eos_id` appended to each row when set,
     rows padded with `pad_id` to the longest, on the left or the right. `extra` columns ({name: (rows, value)}: per-token
     values, e.g. token types, char offsets as pairs, special-token flags) are laid out alike, `value` for the appended
     EOS and the padding."""
     eos = eos_id is not None
     width, count = max(len(row) for row in ids) + eos, len(ids)
-    out = {"input_ids": np.full((count, width), pad_id, np.int64), "attention_mask": np.zeros((count, width), np.int64),
-           "token_type_ids": np.zeros((count, width), np.int64)}
+    out = {
+        "input_ids": np.full((count, width), pad_id, np.int64),
+        "attention_mask": np.zeros((count, width), np.int64),
+        "token_type_ids": np.zeros((count, width), np.int64),
+    }
     for name, (_, value) in (extra or {}).items():
         out[name] = np.empty((count, width, *np.shape(value)), np.int64)
         out[name][...] = value

@@ -28,8 +28,15 @@ def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return cast(np.ndarray, (a * b).sum(axis=1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12))
 
 
-def pool_spans(hidden: np.ndarray, mask: np.ndarray, special: np.ndarray, offsets: np.ndarray, spans: list[tuple[int, int]],
-               content: tuple[int, int], pooling: str) -> np.ndarray:
+def pool_spans(
+    hidden: np.ndarray,
+    mask: np.ndarray,
+    special: np.ndarray,
+    offsets: np.ndarray,
+    spans: list[tuple[int, int]],
+    content: tuple[int, int],
+    pooling: str,
+) -> np.ndarray:
     """One vector per char span from one window's token states: (tokens, dim) `hidden`, `mask` marking its real
     tokens (not padding), `special` its special tokens, their char `offsets` in the window's text. A span touching the
     start (end) of the window's `content` also takes the real tokens before (after) it (special tokens, a prefix), so

@@ -28,10 +28,23 @@ def settings_model_dir(cfg: EncoderSettings) -> Path:
 
 def recipe_path(cfg: EncoderSettings, fingerprint: str) -> Path:
     """Where the recipe for these settings and these weights lives (any setting that changes query vectors is in its name)."""
-    shaping = cfg.model_dump(include={"pooling", "normalize", "max_length", "query_prefix", "document_prefix", "precision",
-                                      "fast_queries", "append_eos", "window_tokens", "fast_path"})
-    key = hashlib.blake2b(json.dumps([RECIPE_VERSION, str(settings_model_dir(cfg)), fingerprint, shaping], sort_keys=True).encode(),
-                          digest_size=10).hexdigest()
+    shaping = cfg.model_dump(
+        include={
+            "pooling",
+            "normalize",
+            "max_length",
+            "query_prefix",
+            "document_prefix",
+            "precision",
+            "fast_queries",
+            "append_eos",
+            "window_tokens",
+            "fast_path",
+        }
+    )
+    key = hashlib.blake2b(
+        json.dumps([RECIPE_VERSION, str(settings_model_dir(cfg)), fingerprint, shaping], sort_keys=True).encode(), digest_size=10
+    ).hexdigest()
     cache = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
     return cache / "queries" / f"{key}.json"
 
@@ -41,12 +54,25 @@ def save_recipe(encoder: Any, cfg: EncoderSettings, onnx_path: Path) -> None:
     queries; best effort: a cache that cannot be written only costs the next cold start its speed."""
     path = recipe_path(cfg, encoder.fingerprint)
     recipe = {
-        "onnx": str(onnx_path), "tokenizer": encoder.tokenizer.backend_tokenizer.to_str(), "inputs": list(encoder._inputs),
-        "padding_side": encoder.tokenizer.padding_side, "pad_id": encoder.tokenizer.pad_token_id or 0, "eos_id": encoder.eos_id,
-        "model_id": encoder.model_id, "fingerprint": encoder.fingerprint, "dim": encoder.dim, "pooling": encoder.pooling,
-        "normalize": encoder.normalize, "max_length": encoder.max_length, "window_limit": encoder.window_limit,
-        "special_tokens": encoder.special_tokens, "query_prefix": encoder.query_prefix, "document_prefix": encoder.document_prefix,
-        "precision": encoder.precision, "origin": encoder.origin(), "runtime": encoder.runtime(),
+        "onnx": str(onnx_path),
+        "tokenizer": encoder.tokenizer.backend_tokenizer.to_str(),
+        "inputs": list(encoder._inputs),
+        "padding_side": encoder.tokenizer.padding_side,
+        "pad_id": encoder.tokenizer.pad_token_id or 0,
+        "eos_id": encoder.eos_id,
+        "model_id": encoder.model_id,
+        "fingerprint": encoder.fingerprint,
+        "dim": encoder.dim,
+        "pooling": encoder.pooling,
+        "normalize": encoder.normalize,
+        "max_length": encoder.max_length,
+        "window_limit": encoder.window_limit,
+        "special_tokens": encoder.special_tokens,
+        "query_prefix": encoder.query_prefix,
+        "document_prefix": encoder.document_prefix,
+        "precision": encoder.precision,
+        "origin": encoder.origin(),
+        "runtime": encoder.runtime(),
         "fast_path": encoder.fast_path.name if encoder.precision == "fast" and encoder.fast_path is not None else None,
     }
     try:
@@ -81,8 +107,19 @@ class OnnxQueryEncoder(Encoder):
         self.eos_id: int | None = recipe["eos_id"]
         self.tokenizer = tokenizer_of(recipe, recipe["max_length"] - (self.eos_id is not None))  # inputs, cut as the model's
         self._whole = tokenizer_of(recipe, None)  # token spans of whole texts (the chunker's)
-        for name in ("model_id", "fingerprint", "dim", "pooling", "normalize", "max_length", "window_limit", "special_tokens",
-                     "query_prefix", "document_prefix", "precision"):
+        for name in (
+            "model_id",
+            "fingerprint",
+            "dim",
+            "pooling",
+            "normalize",
+            "max_length",
+            "window_limit",
+            "special_tokens",
+            "query_prefix",
+            "document_prefix",
+            "precision",
+        ):
             setattr(self, name, recipe[name])
         self.model = OnnxModel(Path(recipe["onnx"]), threads, spin=spin)
 
@@ -102,8 +139,13 @@ class OnnxQueryEncoder(Encoder):
     def _run(self, model: OnnxModel, texts: list[str]) -> np.ndarray:
         """One batch through `model`: tokenized and padded as the full encoder does, pooled."""
         encoded = self.tokenizer.encode_batch(texts)
-        columns = padded_inputs([e.ids for e in encoded], self.recipe["pad_id"], self.recipe["padding_side"] == "left", self.eos_id,
-                                {"token_type_ids": ([e.type_ids for e in encoded], 0)})
+        columns = padded_inputs(
+            [e.ids for e in encoded],
+            self.recipe["pad_id"],
+            self.recipe["padding_side"] == "left",
+            self.eos_id,
+            {"token_type_ids": ([e.type_ids for e in encoded], 0)},
+        )
         batch = {name: columns[name] for name in self.recipe["inputs"]}
         return pool_states(model(batch), batch["attention_mask"], self.pooling)
 

@@ -63,18 +63,29 @@ class RecipeEncoder(OnnxQueryEncoder):
             return pool.map(lambda model, args: self._window_batch(args[0], args[1], args[2], model), inputs)
         return super()._window_batches(inputs)
 
-    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int],
-                      model: OnnxModel | None = None) -> list[np.ndarray]:
+    def _window_batch(
+        self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int], model: OnnxModel | None = None
+    ) -> list[np.ndarray]:
         """Late chunking's windows, tokenized as TransformersEncoder._window_inputs does, chunks pooled from their spans."""
         encoded = self._windows.encode_batch(texts)
-        columns = padded_inputs([e.ids for e in encoded], self.recipe["pad_id"], self.recipe["padding_side"] == "left", self.eos_id,
-                                {"token_type_ids": ([e.type_ids for e in encoded], 0), "offsets": ([e.offsets for e in encoded], (0, 0)),
-                                 "special": ([e.special_tokens_mask for e in encoded], 1)})
+        columns = padded_inputs(
+            [e.ids for e in encoded],
+            self.recipe["pad_id"],
+            self.recipe["padding_side"] == "left",
+            self.eos_id,
+            {
+                "token_type_ids": ([e.type_ids for e in encoded], 0),
+                "offsets": ([e.offsets for e in encoded], (0, 0)),
+                "special": ([e.special_tokens_mask for e in encoded], 1),
+            },
+        )
         batch = {name: columns[name] for name in self.recipe["inputs"]}
         hidden = (model or self.model)(batch)
         mask, special = batch["attention_mask"].astype(bool), columns["special"].astype(bool)
-        return [pool_spans(hidden[i], mask[i], special[i], columns["offsets"][i], spans[i], (starts[i], len(texts[i])), self.pooling)
-                for i in range(len(texts))]
+        return [
+            pool_spans(hidden[i], mask[i], special[i], columns["offsets"][i], spans[i], (starts[i], len(texts[i])), self.pooling)
+            for i in range(len(texts))
+        ]
 
     def release_memory(self) -> None:
         tiny = padded_inputs([self.tokenizer.encode("").ids], self.recipe["pad_id"], False, self.eos_id)

@@ -42,6 +42,7 @@ def smoothed_copy(model: Any, tokenizer: Any, max_length: int, alpha: float = AL
         def hook(_module: Any, inputs: tuple[Any, ...], _output: Any) -> None:
             x = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(dim=0)
             ranges[name] = torch.maximum(ranges[name], x) if name in ranges else x
+
         return hook
 
     hooks = [m.register_forward_hook(record(name)) for name, m in linears.items()]

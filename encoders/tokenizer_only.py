@@ -20,8 +20,21 @@ class TokenizerOnly(Encoder):
     def __init__(self, encoder: "TransformersEncoder") -> None:
         super().__init__(batch_tokens=encoder.batch_tokens)
         self.tokenizer = copy.deepcopy(encoder.tokenizer)
-        for name in ("model_id", "fingerprint", "dim", "max_length", "window_limit", "special_tokens", "pooling", "normalize",
-                     "precision", "query_prefix", "document_prefix", "layer_weights", "group_tokens"):
+        for name in (
+            "model_id",
+            "fingerprint",
+            "dim",
+            "max_length",
+            "window_limit",
+            "special_tokens",
+            "pooling",
+            "normalize",
+            "precision",
+            "query_prefix",
+            "document_prefix",
+            "layer_weights",
+            "group_tokens",
+        ):
             setattr(self, name, getattr(encoder, name))
 
     def token_spans(self, texts: list[str]) -> list[np.ndarray]:

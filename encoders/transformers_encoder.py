@@ -26,6 +26,8 @@ from lodex.store.errors import ConfigError
 from lodex.store.heap import release_freed
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
 class TransformersEncoder(FastMode, Encoder):
     """AutoModel + AutoTokenizer from a local directory; mean, cls or last-token pooling."""
 
@@ -55,7 +57,7 @@ class TransformersEncoder(FastMode, Encoder):
         self._copy_lock = threading.Lock()
         self._take_declarations(info, cfg, path, bundled, streamed)
         if precision not in ("auto", "exact", "fast"):
-            raise ConfigError(f"unknown encoder.precision {precision!r}", "use \"auto\", \"exact\" or \"fast\"")
+            raise ConfigError(f"unknown encoder.precision {precision!r}", 'use "auto", "exact" or "fast"')
         chosen = precision == "auto"  # fast unless its int8 path is refused on this CPU and model (or the model streams)
         self.precision = ("exact" if streamed else "fast") if chosen else precision
         self.fast_refused = "the model is layer-streamed" if chosen and streamed else ""  # why "auto" took exact mode
@@ -89,8 +91,9 @@ class TransformersEncoder(FastMode, Encoder):
         self.dim = int(self.model.config.hidden_size)
         self.pooling = info.pooling(cfg.pooling).value
         self.normalize = cfg.normalize
-        self.max_length = window(path, cfg.max_length, int(getattr(self.model.config, "max_position_embeddings", 512)),
-                                 int(self.tokenizer.model_max_length)).value
+        self.max_length = window(
+            path, cfg.max_length, int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length)
+        ).value
         self.window_limit = min(int(getattr(self.model.config, "max_position_embeddings", 512)), int(self.tokenizer.model_max_length))
         self.eos_id: int | None = info.eos(cfg.append_eos, self.pooling, self.tokenizer).value  # appended to every input when not None
         self.special_tokens = len(self.tokenizer("")["input_ids"]) + (self.eos_id is not None)
@@ -100,8 +103,11 @@ class TransformersEncoder(FastMode, Encoder):
     def origin(self) -> dict[str, Any]:
         """The base record, plus fast mode's quantization scheme (indexes from another scheme are refused) and the
         end-of-sequence id appended to inputs (recorded only when one is, so earlier indexes open unchanged)."""
-        return super().origin() | ({"quantization": self.fast_path.scheme} if self.fast_path else {}) \
+        return (
+            super().origin()
+            | ({"quantization": self.fast_path.scheme} if self.fast_path else {})
             | ({"eos_token": self.eos_id} if self.eos_id is not None else {})
+        )
 
     def runtime(self) -> str:
         if self.precision == "fast" and self.fast_path is not None:
@@ -192,13 +198,16 @@ class TransformersEncoder(FastMode, Encoder):
         def pooled(i: int, hidden: Any) -> list[np.ndarray]:  # a torch tensor
             (texts, spans, starts), (batch, offsets, special) = inputs[i], prepared[i]
             mask = batch["attention_mask"].astype(bool)
-            return [pool_spans(hidden[j].float().numpy(), mask[j], special[j], offsets[j], spans[j], (starts[j], len(texts[j])), self.pooling)
-                    for j in range(len(texts))]
+            return [
+                pool_spans(hidden[j].float().numpy(), mask[j], special[j], offsets[j], spans[j], (starts[j], len(texts[j])), self.pooling)
+                for j in range(len(texts))
+            ]
 
         return self.model.run([{k: self._torch.from_numpy(v) for k, v in batch.items()} for batch, _, _ in prepared], pooled)
 
-    def _window_batch(self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int],
-                      model: OnnxModel | None = None) -> list[np.ndarray]:
+    def _window_batch(
+        self, texts: list[str], spans: list[list[tuple[int, int]]], starts: list[int], model: OnnxModel | None = None
+    ) -> list[np.ndarray]:
         batch, offsets, special = self._window_inputs(texts)
         if (model := model or self._fast) is not None:
             hidden = model(batch)
@@ -206,18 +215,27 @@ class TransformersEncoder(FastMode, Encoder):
             with self._torch.inference_mode():
                 hidden = self.model(**{k: self._torch.from_numpy(v) for k, v in batch.items()}).last_hidden_state.float().numpy()
         mask = batch["attention_mask"].astype(bool)
-        return [pool_spans(hidden[i], mask[i], special[i], offsets[i], spans[i], (starts[i], len(texts[i])), self.pooling)
-                for i in range(len(texts))]
+        return [pool_spans(hidden[i], mask[i], special[i], offsets[i], spans[i], (starts[i], len(texts[i])), self.pooling) for i in range(len(texts))]
 
     def _window_inputs(self, texts: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Late chunking's batch (tokenized as `_tokenize` does, up to the model's window), with each token's char
         offsets and a mask of its special tokens (the appended EOS and the padding among them)."""
         with self._tokenizers.borrow() as tokenizer:
-            encoded = tokenizer(texts, truncation=True, max_length=self.window_limit - (self.eos_id is not None),
-                                return_offsets_mapping=True, return_special_tokens_mask=True)
+            encoded = tokenizer(
+                texts,
+                truncation=True,
+                max_length=self.window_limit - (self.eos_id is not None),
+                return_offsets_mapping=True,
+                return_special_tokens_mask=True,
+            )
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        columns = padded_inputs(encoded["input_ids"], pad, self.tokenizer.padding_side == "left", self.eos_id,
-                                {"offsets": (encoded["offset_mapping"], (0, 0)), "special": (encoded["special_tokens_mask"], 1)})
+        columns = padded_inputs(
+            encoded["input_ids"],
+            pad,
+            self.tokenizer.padding_side == "left",
+            self.eos_id,
+            {"offsets": (encoded["offset_mapping"], (0, 0)), "special": (encoded["special_tokens_mask"], 1)},
+        )
         return {name: columns[name] for name in self._inputs}, columns["offsets"], columns["special"].astype(bool)
 
     def _torch_batch(self, texts: list[str]) -> np.ndarray:

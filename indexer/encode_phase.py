@@ -21,8 +21,15 @@ from lodex.indexer.scanner import FileEntry
 CHECK_EVERY_S = 0.5
 
 
-def encode_pending(encoder: Encoder, lead: TitleLead, dim: int, cancel: threading.Event, pending: list[Prepared],
-                   fail: Callable[[FileEntry, str], None] | None, state: Progress) -> list[Prepared]:
+def encode_pending(
+    encoder: Encoder,
+    lead: TitleLead,
+    dim: int,
+    cancel: threading.Event,
+    pending: list[Prepared],
+    fail: Callable[[FileEntry, str], None] | None,
+    state: Progress,
+) -> list[Prepared]:
     """Encode the chunks the pending files need (their vectors filled in place), a group of encoder batches at a
     time; between groups, stop when `cancel` is set (Interrupted) and drop files that changed or vanished meanwhile
     (they are failed through `fail`). Returns the files still wanted."""
@@ -58,6 +65,7 @@ def run_groups(encoder: Encoder, lead: TitleLead, jobs: list[Job], gone: set[str
     """Encode the jobs a group at a time (leaving out the files in `gone` when a group starts), yielding after each
     group. An encoder whose calls run side by side (parallel_calls > 1: one session per core) is kept that many
     groups ahead, so that a core done with a group's last batches starts the next group's instead of waiting."""
+
     def run(group: list[Job]) -> None:
         run_jobs(encoder, lead, [job for job in group if job.prepared.entry.path not in gone])
 

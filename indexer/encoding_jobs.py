@@ -134,8 +134,7 @@ def run_jobs(encoder: Encoder, lead: Lead, group: list[Job]) -> None:
     """Encode a group of jobs and put their vectors in their files' `vectors` (set beforehand)."""
     single = [job for job in group if job.window is None]
     if single:
-        texts = [lead(job.prepared.title) + (job.prepared.texts[job.chunks[0]] if job.chunks else job.prepared.whole or "")
-                 for job in single]
+        texts = [lead(job.prepared.title) + (job.prepared.texts[job.chunks[0]] if job.chunks else job.prepared.whole or "") for job in single]
         for job, vector in zip(single, encoder.embed(texts, lengths=[job.length for job in single])):
             if not job.chunks:  # a document's own vector: unit length, as its chunks' mean is made
                 norm = float(np.linalg.norm(vector))

@@ -15,6 +15,5 @@ class Interrupted(LodexError):
 
     code = "stopping"
 
-    def __init__(self, message: str = "lodex is stopping: this change was not finished",
-                 fix: str = "it is applied when lodex starts again") -> None:
+    def __init__(self, message: str = "lodex is stopping: this change was not finished", fix: str = "it is applied when lodex starts again") -> None:
         super().__init__(message, fix)

@@ -31,14 +31,21 @@ class FlushRows:
 def chunk_table(p: Prepared, vectors: np.ndarray, dim: int) -> pa.Table:
     """A prepared part's chunk rows with these vectors, under new chunk ids."""
     n = len(p.texts)
-    return pa.Table.from_pydict({
-        "id": new_chunk_ids(n), "document_id": [p.doc_id] * n, "content_hash": [p.content_hash] * n, **p.rows,
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim),
-    }, schema=chunks_schema(dim))
+    return pa.Table.from_pydict(
+        {
+            "id": new_chunk_ids(n),
+            "document_id": [p.doc_id] * n,
+            "content_hash": [p.content_hash] * n,
+            **p.rows,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), dim),
+        },
+        schema=chunks_schema(dim),
+    )
 
 
-def flush_rows(pending: list[Prepared], dim: int, encoded_tokens: dict[int, int], summary: RunSummary,
-               state: Progress, committed: set[str] | None = None) -> FlushRows:
+def flush_rows(
+    pending: list[Prepared], dim: int, encoded_tokens: dict[int, int], summary: RunSummary, state: Progress, committed: set[str] | None = None
+) -> FlushRows:
     """The rows to commit for these encoded files; `encoded_tokens`: the tokens encoded for each file (by id()) now,
     counted into `summary` and `state`; `committed`: the fragments (`fragment_key`) committed before in the run (a
     fragment holds the parts of one actor call: it is committed with the first of them), which this flush's join."""
@@ -82,9 +89,17 @@ def _document_row(p: Prepared, total: Stream, dim: int, stamp: float) -> dict[st
         norm = float(np.linalg.norm(mean))
         vector = mean / norm if norm > 0 else mean
     return {
-        "id": p.doc_id, "path": p.entry.path, "content_hash": p.content_hash, "size": p.entry.size,
-        "mtime": p.entry.mtime, "format": p.format, "title": p.title, "chunk_count": total.chunks,
+        "id": p.doc_id,
+        "path": p.entry.path,
+        "content_hash": p.content_hash,
+        "size": p.entry.size,
+        "mtime": p.entry.mtime,
+        "format": p.format,
+        "title": p.title,
+        "chunk_count": total.chunks,
         "token_count": total.tokens,
-        "vector": vector.astype(np.float32).tolist(), "indexed_at": stamp,
-        "metadata": p.metadata, "language": (p.rows.get("language") or [None])[0],
+        "vector": vector.astype(np.float32).tolist(),
+        "indexed_at": stamp,
+        "metadata": p.metadata,
+        "language": (p.rows.get("language") or [None])[0],
     }

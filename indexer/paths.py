@@ -17,8 +17,14 @@ _FOLDER_ESCAPE = "./"
 _TRAVERSAL = re.compile(r"(?:^|[/\\])\.{1,2}(?:[/\\]|$)")  # a "." or ".." segment, between slashes or backslashes
 _ABSOLUTE = re.compile(r"^(?:[/\\]|~(?:[/\\]|$)|[A-Za-z]:[/\\])")  # /x, \\server\x, ~/x, C:\x
 _ESCAPES = re.compile(r"\\\\|\\x([89a-f][0-9a-f])")
-_KINDS = {stat.S_IFIFO: "named pipe", stat.S_IFCHR: "character device", stat.S_IFBLK: "block device",
-          stat.S_IFSOCK: "socket", stat.S_IFDIR: "folder", stat.S_IFLNK: "symbolic link"}
+_KINDS = {
+    stat.S_IFIFO: "named pipe",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFDIR: "folder",
+    stat.S_IFLNK: "symbolic link",
+}
 
 
 def path_key(rel: str) -> str:
@@ -31,8 +37,7 @@ def path_key(rel: str) -> str:
         plain = "\\" not in rel
     except UnicodeEncodeError:
         plain = False
-    key = rel if plain else "".join("\\\\" if c == "\\" else f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c
-                                    for c in rel)
+    key = rel if plain else "".join("\\\\" if c == "\\" else f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in rel)
     if key == PUSHED_PREFIX.rstrip("/") or key.startswith(PUSHED_PREFIX):
         key = _FOLDER_ESCAPE + key
     return key
@@ -57,7 +62,7 @@ def pushed_name_problem(name: str) -> str | None:
 
 def key_path(key: str) -> str:
     """The root-relative path, as the OS layer spells it, of an index name (the inverse of path_key)."""
-    rel = key[len(_FOLDER_ESCAPE):] if key.startswith(_FOLDER_ESCAPE + PUSHED_PREFIX.rstrip("/")) else key
+    rel = key[len(_FOLDER_ESCAPE) :] if key.startswith(_FOLDER_ESCAPE + PUSHED_PREFIX.rstrip("/")) else key
     if "\\" not in rel:
         return rel
     return _ESCAPES.sub(lambda m: "\\" if m.group(0) == "\\\\" else chr(0xDC00 + int(m.group(1), 16)), rel)
@@ -116,5 +121,7 @@ def read_limited(path: Path, limit: int, follow_symlinks: bool = True) -> bytes:
 def check_read(seen: int, limit: int | None) -> None:
     """ReadError once `seen` bytes read from a file pass `limit` (None: no limit): the file grew after it was listed."""
     if limit is not None and seen > limit:
-        raise ReadError(f"larger than {limit / 1e6:.1f} MB when read (it grew after it was listed)",
-                        "raise index.max_file_mb or index.max_parsed_mb, or exclude the file")
+        raise ReadError(
+            f"larger than {limit / 1e6:.1f} MB when read (it grew after it was listed)",
+            "raise index.max_file_mb or index.max_parsed_mb, or exclude the file",
+        )

@@ -36,9 +36,20 @@ FIRST_FLUSH_SHARE = 8
 class Indexer:
     """Brings the store in line with a folder; the only writer of the store while it runs."""
 
-    def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings | None = None,
-                 jobs: JobLog | None = None, title_prefix: bool = False, late: LateChunking | None = None,
-                 optimize_every_s: float = 0.0, whole_vector: int = 0, unread: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        store: Store,
+        encoder: Encoder,
+        chunker: Chunker,
+        rules: ScanRules,
+        cfg: IndexSettings | None = None,
+        jobs: JobLog | None = None,
+        title_prefix: bool = False,
+        late: LateChunking | None = None,
+        optimize_every_s: float = 0.0,
+        whole_vector: int = 0,
+        unread: frozenset[str] = frozenset(),
+    ) -> None:
         """`cfg`: the [index] settings (flush_tokens, retries, retry_backoff_s; their defaults when None); `late`: encode
         documents read whole in windows and pool each chunk from its span (late chunking), or each chunk alone (None);
         `optimize_every_s` > 0 (a serving writer's): optimize during runs too, at most this often; `whole_vector`
@@ -69,9 +80,19 @@ class Indexer:
 
     def preparer(self) -> Preparer:
         """What prepares the files of a run, with this indexer's settings as they are now."""
-        return Preparer(self.store, self.chunker, self.rules, self.cancel, self.flush_tokens, self.retries, self.retry_backoff_s,
-                        self.plan_windows if self.late else None, self.reading, self.language,
-                        self._whole)
+        return Preparer(
+            self.store,
+            self.chunker,
+            self.rules,
+            self.cancel,
+            self.flush_tokens,
+            self.retries,
+            self.retry_backoff_s,
+            self.plan_windows if self.late else None,
+            self.reading,
+            self.language,
+            self._whole,
+        )
 
     def plan_windows(self, text: str, chunks: list[Chunk], title: str, spans: np.ndarray | None = None) -> list[Window] | None:
         """Late chunking: the windows a document's chunks (offsets in its clean `text`, whose token spans are `spans`
@@ -79,8 +100,14 @@ class Indexer:
         assert self.late is not None
         return WindowPlanner(self.encoder, self.late, self.chunker.max_tokens, self._lead)(text, chunks, title, spans)
 
-    def run(self, root: Path, only: list[str] | None = None, progress: Callable[[Progress], None] | None = None,
-            on_file: Callable[[FileRecord], None] | None = None, kind: str = "index") -> RunSummary:
+    def run(
+        self,
+        root: Path,
+        only: list[str] | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        on_file: Callable[[FileRecord], None] | None = None,
+        kind: str = "index",
+    ) -> RunSummary:
         """Index new and changed files under `root` (or only under the `only` paths, as the index names
         them: path_key), drop deleted ones, re-use vectors of moved or copied content; every file processed gets a record."""
         started = time.monotonic()
@@ -126,8 +153,7 @@ class Indexer:
             self.jobs.finish_run(run_id, {k: v for k, v in summary.to_dict().items() if k != "failures"})
         return summary
 
-    def _finish(self, summary: RunSummary, scanned: set[str], in_scope: dict[str, DocRecord], full: bool,
-                note: Callable[[FileRecord], None]) -> None:
+    def _finish(self, summary: RunSummary, scanned: set[str], in_scope: dict[str, DocRecord], full: bool, note: Callable[[FileRecord], None]) -> None:
         """Drop the documents whose files are gone (or failed), then bring the store's indexes up to date."""
         gone = [p for p in in_scope if p not in scanned or p in summary.failures]
         self.store.commit(None, [], [in_scope[p].id for p in gone])
@@ -156,9 +182,20 @@ class Indexer:
         preparer = self.preparer()
         rows = chunk_rows(shifted(chunks, offsets), language=preparer.language_of(clean))
         entry = FileEntry(path, Path(path), len(data), time.time())
-        prepared = Prepared(entry, document_id(path), digest, "text", title or name, rows["text"], rows, None,
-                            "updated" if record else "added", started, metadata=metadata,
-                            windows=self.plan_windows(clean, chunks, title or name) if self.late else None)
+        prepared = Prepared(
+            entry,
+            document_id(path),
+            digest,
+            "text",
+            title or name,
+            rows["text"],
+            rows,
+            None,
+            "updated" if record else "added",
+            started,
+            metadata=metadata,
+            windows=self.plan_windows(clean, chunks, title or name) if self.late else None,
+        )
         preparer.plan_whole(prepared, clean, chunks)
         if record is not None:
             prepared.known = unchanged_chunks(self.store, record, rows["text"])
@@ -176,8 +213,17 @@ class Indexer:
         self.store.after_removal()
         return len(existing)
 
-    def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord], summary: RunSummary,
-                 state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
+    def _process(
+        self,
+        todo: list[FileEntry],
+        known: dict[str, DocRecord],
+        by_content: dict[tuple[str, str], DocRecord],
+        summary: RunSummary,
+        state: Progress,
+        progress: Callable[[Progress], None] | None,
+        note: Callable[[FileRecord], None],
+        run_id: int,
+    ) -> None:
         """Prepare, encode and commit the files to do; each commit runs in the background while the next files encode."""
         self._progress, self._fragments_committed = progress, set()
         with ThreadPoolExecutor(1, thread_name_prefix="lodex-commit") as self._committer:
@@ -187,9 +233,17 @@ class Indexer:
                 self._settle()  # the last commit done (or its error raised) before the run goes on or ends
                 self._committer = self._progress = None
 
-    def _prepare_and_flush(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord], summary: RunSummary,
-                           state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None],
-                           run_id: int) -> None:
+    def _prepare_and_flush(
+        self,
+        todo: list[FileEntry],
+        known: dict[str, DocRecord],
+        by_content: dict[tuple[str, str], DocRecord],
+        summary: RunSummary,
+        state: Progress,
+        progress: Callable[[Progress], None] | None,
+        note: Callable[[FileRecord], None],
+        run_id: int,
+    ) -> None:
         pending: list[Prepared] = []
         pending_tokens = 0
         limit = min(self.flush_tokens, max(self.flush_tokens // FIRST_FLUSH_SHARE, self.encoder.group_tokens))
@@ -237,13 +291,22 @@ class Indexer:
         """Whether a flush that is due waits to join the next one (commits of fragments, while one is in flight)."""
         return False
 
-    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
+    def _items(
+        self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]
+    ) -> Iterator[Prepared | Skipped]:
         """The files to do, prepared (read and chunked, or matched to stored vectors) on a reader thread; the Ray engine
         gives them encoded too (lodex index --ray)."""
         return self.preparer().prepared(todo, known, by_content)
 
-    def _flush(self, pending: list[Prepared], summary: RunSummary, state: Progress, note: Callable[[FileRecord], None], run_id: int,
-               fail: Callable[[FileEntry, str], None] | None = None) -> None:
+    def _flush(
+        self,
+        pending: list[Prepared],
+        summary: RunSummary,
+        state: Progress,
+        note: Callable[[FileRecord], None],
+        run_id: int,
+        fail: Callable[[FileEntry, str], None] | None = None,
+    ) -> None:
         """Encode the pending files' chunks, then commit chunks and documents, then record them."""
         fresh_ids = {id(p) for p in pending if p.vectors is None or p.encoded is not None}
         wanted_before = {id(p): p.to_encode() for p in pending}
@@ -251,8 +314,11 @@ class Indexer:
             pending = encode_pending(self.encoder, self._lead, self.store.dim, self.cancel, pending, fail, state)
         if not pending:
             return
-        encoded_tokens = {key: sum(p.rows["token_count"][i] for i in wanted_before[key]) + (p.whole_tokens if p.whole is not None else 0)
-                          for p in pending if (key := id(p)) in fresh_ids}
+        encoded_tokens = {
+            key: sum(p.rows["token_count"][i] for i in wanted_before[key]) + (p.whole_tokens if p.whole is not None else 0)
+            for p in pending
+            if (key := id(p)) in fresh_ids
+        }
         rows = flush_rows(pending, self.store.dim, encoded_tokens, summary, state, self._fragments_committed)
         finished = rows.finished
 

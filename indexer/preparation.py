@@ -18,8 +18,23 @@ from lodex.indexer.chunking.chunker import Chunk, Chunker, token_spans_of
 from lodex.indexer.errors import ReadError
 from lodex.indexer.identity import content_hash, document_id
 from lodex.indexer.paths import read_limited
-from lodex.indexer.prepared import (CHANGED, VANISHED, ChunkVectors, Item, Outcome, Planner, Prepared, Skipped, Stream, WholePlanner,
-                                    chunk_rows, parts_of, shifted, stored_vector, unchanged_chunks)
+from lodex.indexer.prepared import (
+    CHANGED,
+    VANISHED,
+    ChunkVectors,
+    Item,
+    Outcome,
+    Planner,
+    Prepared,
+    Skipped,
+    Stream,
+    WholePlanner,
+    chunk_rows,
+    parts_of,
+    shifted,
+    stored_vector,
+    unchanged_chunks,
+)
 from lodex.indexer.readers.decoding import OffsetMap
 from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.readers.read_budget import ReadPool
@@ -89,7 +104,9 @@ class Preparer:
         """A document's language: the one set for the index, else detected from its text."""
         return self.language or detect_text(text)
 
-    def prepared(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
+    def prepared(
+        self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]
+    ) -> Iterator[Prepared | Skipped]:
         """Read and chunk files on a worker thread, so that parsing overlaps encoding."""
         out: queue.Queue[Any] = queue.Queue(maxsize=16)
         stop = threading.Event()
@@ -153,9 +170,11 @@ class Preparer:
         # in them): no parser runs on it, so it needs no reading process (see extract)
         streamed = fmt == "text" and entry.size > self.rules.stream_bytes and sniff_path(entry.abspath) is None
         if not streamed and entry.size > self.rules.max_parsed_bytes:
-            raise ReadError(f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
-                            f"{self.rules.max_parsed_bytes / 1e6:.1f} MB); only plain-text files are streamed",
-                            "raise index.max_parsed_mb, or exclude the file")
+            raise ReadError(
+                f"too large to read whole ({entry.size / 1e6:.1f} MB > index.max_parsed_mb "
+                f"{self.rules.max_parsed_bytes / 1e6:.1f} MB); only plain-text files are streamed",
+                "raise index.max_parsed_mb, or exclude the file",
+            )
         follow = self.rules.follow_symlinks
         data = None if streamed else read_limited(entry.abspath, self.rules.max_parsed_bytes, follow)
         digest = file_digest(entry.abspath, self.rules.max_file_bytes, follow) if data is None else content_hash(data)
@@ -173,8 +192,19 @@ class Preparer:
         spans = token_spans_of(doc.text, self.chunker.tokenize) if self.plan and not doc.pages else None
         clean = self.chunker.chunk_parts(doc.text, doc.pages, spans)
         rows = chunk_rows(shifted(clean, doc.offsets), doc.pages, doc.sections, self.language_of(doc.text))
-        prepared = Prepared(entry, document_id(entry.path), digest, doc.format, doc.title, rows["text"], rows, None, outcome, started,
-                            windows=self.plan(doc.text, clean, doc.title, spans) if self.plan else None)
+        prepared = Prepared(
+            entry,
+            document_id(entry.path),
+            digest,
+            doc.format,
+            doc.title,
+            rows["text"],
+            rows,
+            None,
+            outcome,
+            started,
+            windows=self.plan(doc.text, clean, doc.title, spans) if self.plan else None,
+        )
         self.plan_whole(prepared, doc.text, clean)
         stored = self.store if self.store is not None else self.stored
         if record is not None and stored is not None:
@@ -200,8 +230,7 @@ class Preparer:
         """Copy the chunks and vectors of stored identical content (a rename, move or copy), a batch at a time; off the
         writer (no store), a placeholder naming the copy to make."""
         if self.store is None:
-            yield Prepared(entry, document_id(entry.path), digest, source.format, source.title, [], {}, None, outcome, started,
-                           copy_of=source)
+            yield Prepared(entry, document_id(entry.path), digest, source.format, source.title, [], {}, None, outcome, started, copy_of=source)
             return
         batches = self.store.chunk_batches_of(source.id, source.content_hash, _CHUNK_COPY_COLUMNS, _COPY_BATCH)
         schema = chunks_schema(self.store.dim)
@@ -211,8 +240,21 @@ class Preparer:
         for batch, last in _lookahead(batches, empty):
             table = pa.Table.from_batches([batch])
             rows = {c: table[c].to_pylist() for c in _CHUNK_COPY_COLUMNS if c != "vector"}
-            yield Prepared(entry, document_id(entry.path), digest, source.format, source.title, rows["text"], rows, vectors_of(table),
-                           outcome, started, stream=stream, final=last, doc_vector=stored_vector(self.store, source.id) if last else None)
+            yield Prepared(
+                entry,
+                document_id(entry.path),
+                digest,
+                source.format,
+                source.title,
+                rows["text"],
+                rows,
+                vectors_of(table),
+                outcome,
+                started,
+                stream=stream,
+                final=last,
+                doc_vector=stored_vector(self.store, source.id) if last else None,
+            )
 
     def _streamed(self, entry: FileEntry, digest: str, outcome: Outcome, started: float) -> Iterator[Prepared | Skipped]:
         """A large plain-text file read, chunked and handed on in parts of about flush_tokens tokens."""
@@ -230,5 +272,6 @@ class Preparer:
                 yield Skipped(entry, CHANGED)
                 return
             rows = chunk_rows(batch, language=language)
-            yield Prepared(entry, document_id(entry.path), digest, "text", title, rows["text"], rows, None, outcome, started,
-                           stream=stream, final=last)
+            yield Prepared(
+                entry, document_id(entry.path), digest, "text", title, rows["text"], rows, None, outcome, started, stream=stream, final=last
+            )

@@ -23,6 +23,7 @@ VANISHED = "vanished while being read"
 
 Outcome = Literal["added", "updated", "reused"]  # what a prepared file is to the index (RunSummary counts them)
 
+
 @dataclass
 class Prepared:
     """A file read and chunked (or matched to stored vectors), waiting to be encoded and committed."""
@@ -96,20 +97,25 @@ Planner = Callable[[str, list[Chunk], str, np.ndarray | None], list[Window] | No
 WholePlanner = Callable[[str, list[Chunk], str, str | None], tuple[str, int] | None]
 
 
-def chunk_rows(chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None,
-               language: str | None = None) -> dict[str, list[Any]]:
+def chunk_rows(
+    chunks: list[Chunk], pages: list[int] | None = None, sections: list[tuple[int, str]] | None = None, language: str | None = None
+) -> dict[str, list[Any]]:
     """Chunk columns (but ids, owner and vector) as lists, ready for an Arrow table; each chunk's location (the page
     it starts and ends on, the section it starts in) from the document's `pages` and `sections`; its terms for
     keyword search, made here (on the reader thread, while others are encoded) by its document's `language`, with its
     section heading's."""
-    return {"ordinal": [c.ordinal for c in chunks], "char_start": [c.char_start for c in chunks],
-            "char_end": [c.char_end for c in chunks], "token_count": [c.token_count for c in chunks],
-            "text": [c.text for c in chunks],
-            "page": [page_of(pages, c.char_start) for c in chunks],
-            "page_end": [page_of(pages, max(c.char_end - 1, c.char_start)) for c in chunks],
-            "section": [section_of(sections, c.char_start) for c in chunks],
-            "language": [language] * len(chunks),
-            "keywords": [keyword_text(c.text, language, section_of(sections, c.char_start)) for c in chunks]}
+    return {
+        "ordinal": [c.ordinal for c in chunks],
+        "char_start": [c.char_start for c in chunks],
+        "char_end": [c.char_end for c in chunks],
+        "token_count": [c.token_count for c in chunks],
+        "text": [c.text for c in chunks],
+        "page": [page_of(pages, c.char_start) for c in chunks],
+        "page_end": [page_of(pages, max(c.char_end - 1, c.char_start)) for c in chunks],
+        "section": [section_of(sections, c.char_start) for c in chunks],
+        "language": [language] * len(chunks),
+        "keywords": [keyword_text(c.text, language, section_of(sections, c.char_start)) for c in chunks],
+    }
 
 
 def parts_of(item: Item, entry: FileEntry) -> Iterator[Prepared | Skipped]:

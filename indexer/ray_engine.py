@@ -81,9 +81,20 @@ class ReadSide:
         chunker = Chunker(self.tokens.token_spans, self.chunk_tokens, self.overlap, self.rule)
         lead = TitleLead(self.title_prefix)
         plan = WindowPlanner(self.tokens, self.late, self.chunk_tokens, lead) if self.late else None
-        return Preparer(None, chunker, self.rules, threading.Event(), self.flush_tokens, self.retries, self.retry_backoff_s, plan,
-                        task_pool(self.budget), self.language, WholeText(self.tokens, lead, self.whole_vector, self.unread) if self.whole_vector else None,
-                        self.stored)
+        return Preparer(
+            None,
+            chunker,
+            self.rules,
+            threading.Event(),
+            self.flush_tokens,
+            self.retries,
+            self.retry_backoff_s,
+            plan,
+            task_pool(self.budget),
+            self.language,
+            WholeText(self.tokens, lead, self.whole_vector, self.unread) if self.whole_vector else None,
+            self.stored,
+        )
 
 
 @lru_cache(maxsize=4)
@@ -141,18 +152,32 @@ class RayIndexer(Indexer):
     """The Indexer with its files prepared and encoded on a Ray cluster; its commits, skips and records are the local
     path's, here. `make_encoder` builds, in each actor, the encoder this process was built with."""
 
-    def __init__(self, store: Store, encoder: Encoder, chunker: Chunker, rules: ScanRules, cfg: IndexSettings,
-                 make_encoder: Callable[[], Encoder], jobs: JobLog | None = None, title_prefix: bool = False,
-                 late: LateChunking | None = None, whole_vector: int = 0, unread: frozenset[str] = frozenset()) -> None:
-        super().__init__(store, encoder, chunker, rules, cfg, jobs=jobs, title_prefix=title_prefix, late=late, whole_vector=whole_vector,
-                         unread=unread)
+    def __init__(
+        self,
+        store: Store,
+        encoder: Encoder,
+        chunker: Chunker,
+        rules: ScanRules,
+        cfg: IndexSettings,
+        make_encoder: Callable[[], Encoder],
+        jobs: JobLog | None = None,
+        title_prefix: bool = False,
+        late: LateChunking | None = None,
+        whole_vector: int = 0,
+        unread: frozenset[str] = frozenset(),
+    ) -> None:
+        super().__init__(
+            store, encoder, chunker, rules, cfg, jobs=jobs, title_prefix=title_prefix, late=late, whole_vector=whole_vector, unread=unread
+        )
         self.ray = import_ray()
         self.address, self.actors, self.cpus_per_actor = cfg.ray_address, cfg.ray_actors, cfg.ray_cpus_per_actor
         self.make_encoder = make_encoder
         self.target = store.fragment_target() if cfg.ray_writes == "fragments" else None  # where the actors write chunk rows
         self._fragments_received: set[str] = set()  # during a run: the fragments the actors wrote (`fragment_key`)
 
-    def _items(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
+    def _items(
+        self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]
+    ) -> Iterator[Prepared | Skipped]:
         if not todo:
             return
         if self.target is not None:  # what a run killed before its commit left (no worker of this run has written yet)
@@ -165,8 +190,10 @@ class RayIndexer(Indexer):
                     warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
                     ray.init(address=self.address or None, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ClusterError(f"cannot start or reach the Ray cluster {self.address or '(local)'}: {exc}".splitlines()[0],
-                                   "check --ray-address (index.ray_address), or leave it empty for a local cluster") from exc
+                raise ClusterError(
+                    f"cannot start or reach the Ray cluster {self.address or '(local)'}: {exc}".splitlines()[0],
+                    "check --ray-address (index.ray_address), or leave it empty for a local cluster",
+                ) from exc
         try:
             yield from self._gathered(todo, known, by_content)
         except ray.exceptions.RayError as exc:
@@ -178,9 +205,23 @@ class RayIndexer(Indexer):
     def _dataset(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Any:
         """The run as a Ray dataset: files → reading tasks → encoder actors, in the order of `todo`."""
         ray = self.ray
-        side = ReadSide(self.encoder.tokenizer_only(), self.chunker.max_tokens, self.chunker.overlap, self.rules, self.flush_tokens,
-                        self.retries, self.retry_backoff_s, self.late, self.title_prefix, self.reading.budget, self.language,
-                        self.chunker.rule, self.whole_vector, self.unread, StoredChunks(self.target) if self.target else None)
+        side = ReadSide(
+            self.encoder.tokenizer_only(),
+            self.chunker.max_tokens,
+            self.chunker.overlap,
+            self.rules,
+            self.flush_tokens,
+            self.retries,
+            self.retry_backoff_s,
+            self.late,
+            self.title_prefix,
+            self.reading.budget,
+            self.language,
+            self.chunker.rule,
+            self.whole_vector,
+            self.unread,
+            StoredChunks(self.target) if self.target else None,
+        )
         cpus = float(ray.cluster_resources().get("CPU", 1))
         actors = self.actors or max(1, int((cpus - READ_CPUS) // self.cpus_per_actor))
         rows = [{"seq": i, "file": pickle.dumps((entry, known.get(entry.path)))} for i, entry in enumerate(todo)]
@@ -189,11 +230,18 @@ class RayIndexer(Indexer):
         # an actor that dies is restarted and its calls run again: Ray Data's defaults for actors (max_restarts and
         # max_task_retries -1); a reading task that dies is run again too (max_retries -1)
         actor = {"make_encoder": self.make_encoder, "title_prefix": self.title_prefix, "target": self.target}
-        return parts.map_batches(EncodeActor, fn_constructor_kwargs=actor,
-                                 batch_size=PARTS_PER_CALL, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors),
-                                 num_cpus=self.cpus_per_actor)
+        return parts.map_batches(
+            EncodeActor,
+            fn_constructor_kwargs=actor,
+            batch_size=PARTS_PER_CALL,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=actors),
+            num_cpus=self.cpus_per_actor,
+        )
 
-    def _gathered(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]) -> Iterator[Prepared | Skipped]:
+    def _gathered(
+        self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord]
+    ) -> Iterator[Prepared | Skipped]:
         """The encoded parts as they come back, in order (a file's parts are committed in turn, its row with the last)."""
         context = self.ray.data.DataContext.get_current()
         kept = (context.execution_options.preserve_order, context.enable_progress_bars, context.print_on_execution_start)
@@ -228,8 +276,17 @@ class RayIndexer(Indexer):
         finally:
             context.execution_options.preserve_order, context.enable_progress_bars, context.print_on_execution_start = kept
 
-    def _process(self, todo: list[FileEntry], known: dict[str, DocRecord], by_content: dict[tuple[str, str], DocRecord], summary: RunSummary,
-                 state: Progress, progress: Callable[[Progress], None] | None, note: Callable[[FileRecord], None], run_id: int) -> None:
+    def _process(
+        self,
+        todo: list[FileEntry],
+        known: dict[str, DocRecord],
+        by_content: dict[tuple[str, str], DocRecord],
+        summary: RunSummary,
+        state: Progress,
+        progress: Callable[[Progress], None] | None,
+        note: Callable[[FileRecord], None],
+        run_id: int,
+    ) -> None:
         """The local path's, then the fragments the actors wrote that no commit took (a run stopped or failed) deleted."""
         self._fragments_received = set()
         try:

@@ -6,12 +6,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-T = TypeVar("T")
-
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.prepared import CHANGED, VANISHED, Outcome
 from lodex.indexer.scanner import FileEntry
 from lodex.store.base import DocRecord
+
+T = TypeVar("T")
 
 
 @dataclass

@@ -13,8 +13,10 @@ from lodex.indexer.settings import IndexSettings
 
 _DEFAULTS = IndexSettings()  # ScanRules() are the documented defaults
 # Extensions of media and program files: counted as skipped without opening them to sniff their content.
-_MEDIA = frozenset(".jpg .jpeg .png .gif .bmp .tif .tiff .webp .heic .svg .ico .mp3 .m4a .wav .flac .ogg .mp4 .m4v .mov .avi "
-                   ".mkv .webm .iso .dmg .exe .dll .so .dylib .o .a .pyc .class .jar .woff .woff2 .ttf .otf".split())
+_MEDIA = frozenset(
+    ".jpg .jpeg .png .gif .bmp .tif .tiff .webp .heic .svg .ico .mp3 .m4a .wav .flac .ogg .mp4 .m4v .mov .avi "
+    ".mkv .webm .iso .dmg .exe .dll .so .dylib .o .a .pyc .class .jar .woff .woff2 .ttf .otf".split()
+)
 _MIB = 1024 * 1024
 
 
@@ -43,8 +45,15 @@ class ScanRules:
     @classmethod
     def from_settings(cls, cfg: IndexSettings) -> "ScanRules":
         """The rules of the [index] settings."""
-        return cls(list(cfg.include), list(cfg.exclude), cfg.skip_hidden, int(cfg.max_file_mb * _MIB), cfg.follow_symlinks,
-                   int(cfg.max_parsed_mb * _MIB), int(cfg.stream_above_mb * _MIB))
+        return cls(
+            list(cfg.include),
+            list(cfg.exclude),
+            cfg.skip_hidden,
+            int(cfg.max_file_mb * _MIB),
+            cfg.follow_symlinks,
+            int(cfg.max_parsed_mb * _MIB),
+            int(cfg.stream_above_mb * _MIB),
+        )
 
     def wants(self, rel: str) -> bool:
         """True when `rel` passes the include/exclude globs and has a reader by its extension."""

@@ -28,8 +28,9 @@ def file_digest(path: Path, limit: int | None = None, follow_symlinks: bool = Tr
     return digest.hexdigest()
 
 
-def text_blocks(path: Path, digest: Any = None, offsets: OffsetMap | None = None, limit: int | None = None,
-                follow_symlinks: bool = True) -> Iterator[str]:
+def text_blocks(
+    path: Path, digest: Any = None, offsets: OffsetMap | None = None, limit: int | None = None, follow_symlinks: bool = True
+) -> Iterator[str]:
     """The file's cleaned text, a block at a time (newlines normalized across block edges); `digest`, a hashlib
     object, is fed the raw bytes as they are read; `offsets` learns where cleaning removed characters (offsets in the
     whole clean text). A regular file only; ReadError once more than `limit` bytes were read."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from lodex.indexer.scanner import ScanRules
 
+
 def _signature(path: Path) -> tuple[int, int] | None:
     try:
         stat = path.stat()
@@ -59,8 +60,7 @@ class ChangeCollector:
                 if current != signature:  # still being written without events reaching us: wait again
                     self._pending[rel] = (now, current)
                     continue
-                if current is None and newest_unquiet is not None and newest_unquiet >= seen \
-                        and now - seen < GONE_WAIT_QUIETS * self.quiet_s:
+                if current is None and newest_unquiet is not None and newest_unquiet >= seen and now - seen < GONE_WAIT_QUIETS * self.quiet_s:
                     continue  # gone: maybe renamed, and the new name's event came later; wait for it
                 out.append(rel)
                 del self._pending[rel]
@@ -70,8 +70,15 @@ class ChangeCollector:
 class FolderWatcher:
     """Runs a watchdog observer on `root` and feeds relevant paths to a ChangeCollector."""
 
-    def __init__(self, root: Path, rules: ScanRules, collector: ChangeCollector, polling: bool = False,
-                 ignore: list[str] | None = None, poll_interval_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        rules: ScanRules,
+        collector: ChangeCollector,
+        polling: bool = False,
+        ignore: list[str] | None = None,
+        poll_interval_s: float = 1.0,
+    ) -> None:
         """`ignore`: file-name globs of editors' and tools' temporary files, whose events never trigger work."""
         self.root = root
         self.rules = rules

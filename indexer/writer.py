@@ -35,7 +35,7 @@ class PathsJob:
 
     def __init__(self, root: Path, paths: list[str], kind: str, hooks: RunHooks) -> None:
         self.root, self.paths, self.kind, self.hooks = root, list(dict.fromkeys(paths)), kind, hooks
-        self.future: "Future[RunSummary] | None" = None
+        self.future: Future[RunSummary] | None = None
         self._started = False
         self._lock = threading.Lock()
 
@@ -59,8 +59,9 @@ class IndexWriter:
     paths queued one after another are applied as one run (a watcher's changes that come while the writer is busy:
     one commit, and one snapshot for the searches, instead of one each)."""
 
-    def __init__(self, indexer: Indexer, root: Path,
-                 on_error: Callable[[BaseException], None] | None = None, nice: int = 19, hooks: RunHooks = RunHooks()) -> None:
+    def __init__(
+        self, indexer: Indexer, root: Path, on_error: Callable[[BaseException], None] | None = None, nice: int = 19, hooks: RunHooks = RunHooks()
+    ) -> None:
         self.indexer = indexer
         self.nice = nice
         self.root = root

@@ -8,8 +8,8 @@ from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lodex.api.http.client import Client, RemoteError
     from lodex.api.application import Application as Index
+    from lodex.api.http.client import Client, RemoteError
     from lodex.api.library import open
     from lodex.api.models import DocumentListOut as DocumentPage
     from lodex.api.models import DocumentOut as Document
@@ -21,13 +21,19 @@ if TYPE_CHECKING:
 
 # public name → (module, its name there)
 _NAMES = {
-    "Client": ("lodex.api.http.client", "Client"), "RemoteError": ("lodex.api.http.client", "RemoteError"),
-    "Index": ("lodex.api.application", "Application"), "open": ("lodex.api.library", "open"),
+    "Client": ("lodex.api.http.client", "Client"),
+    "RemoteError": ("lodex.api.http.client", "RemoteError"),
+    "Index": ("lodex.api.application", "Application"),
+    "open": ("lodex.api.library", "open"),
     "LodexAPI": ("lodex.api.protocol", "LodexAPI"),
-    "Document": ("lodex.api.models", "DocumentOut"), "DocumentPage": ("lodex.api.models", "DocumentListOut"),
-    "IndexStatus": ("lodex.api.models", "IndexStatus"), "TextWindow": ("lodex.api.models", "TextOut"),
-    "SearchResponse": ("lodex.search.results", "SearchResponse"), "DocumentHit": ("lodex.search.results", "DocumentHit"),
-    "Passage": ("lodex.search.results", "Passage"), "LodexError": ("lodex.store.errors", "LodexError"),
+    "Document": ("lodex.api.models", "DocumentOut"),
+    "DocumentPage": ("lodex.api.models", "DocumentListOut"),
+    "IndexStatus": ("lodex.api.models", "IndexStatus"),
+    "TextWindow": ("lodex.api.models", "TextOut"),
+    "SearchResponse": ("lodex.search.results", "SearchResponse"),
+    "DocumentHit": ("lodex.search.results", "DocumentHit"),
+    "Passage": ("lodex.search.results", "Passage"),
+    "LodexError": ("lodex.store.errors", "LodexError"),
 }
 
 try:

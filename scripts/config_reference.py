@@ -1,7 +1,7 @@
 """Writes docs/configuration.md from the settings classes (key, type, default, limits) and config.toml's comments (help).
 
-    python scripts/config_reference.py          # regenerate the page
-    python scripts/config_reference.py --check  # exit 1 when the page is stale or a key has no comment
+python scripts/config_reference.py          # regenerate the page
+python scripts/config_reference.py --check  # exit 1 when the page is stale or a key has no comment
 """
 
 import argparse
@@ -113,8 +113,7 @@ def toml_value(value: Any) -> str:
 
 def limits(field: FieldInfo) -> str:
     """A field's range, e.g. `≥ 1, ≤ 65535`."""
-    words = {annotated_types.Ge: ("≥", "ge"), annotated_types.Gt: (">", "gt"), annotated_types.Le: ("≤", "le"),
-             annotated_types.Lt: ("<", "lt")}
+    words = {annotated_types.Ge: ("≥", "ge"), annotated_types.Gt: (">", "gt"), annotated_types.Le: ("≤", "le"), annotated_types.Lt: ("<", "lt")}
     found = []
     for item in field.metadata:
         for kind, (sign, attr) in words.items():

@@ -115,22 +115,30 @@ FODP_HEAD = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-TITLE_FRAME = ('<draw:frame presentation:style-name="Default-title" presentation:class="title" svg:x="1.4cm" '
-               'svg:y="0.6cm" svg:width="25cm" svg:height="2.6cm">')
-OUTLINE_FRAME = ('<draw:frame presentation:style-name="Default-outline1" presentation:class="outline" svg:x="1.4cm" '
-                 'svg:y="3.7cm" svg:width="25cm" svg:height="10cm">')
+TITLE_FRAME = (
+    '<draw:frame presentation:style-name="Default-title" presentation:class="title" svg:x="1.4cm" svg:y="0.6cm" svg:width="25cm" svg:height="2.6cm">'
+)
+OUTLINE_FRAME = (
+    '<draw:frame presentation:style-name="Default-outline1" presentation:class="outline" svg:x="1.4cm" '
+    'svg:y="3.7cm" svg:width="25cm" svg:height="10cm">'
+)
 NOTES_FRAME = '<draw:frame presentation:class="notes" svg:x="2cm" svg:y="14cm" svg:width="17cm" svg:height="10cm">'
 
 
 def slide(number: int, title: str, bullets: list[str], notes: str = "") -> str:
     """One draw:page: a title placeholder, an outline of bullets, and speaker notes when given."""
     items = "".join(f"<text:list-item><text:p>{html.escape(b)}</text:p></text:list-item>" for b in bullets)
-    note = (f"<presentation:notes>{NOTES_FRAME}<draw:text-box><text:p>{html.escape(notes)}</text:p></draw:text-box>"
-            f"</draw:frame></presentation:notes>") if notes else ""
-    return (f'<draw:page draw:name="page{number}" draw:master-page-name="Default" '
-            f'presentation:presentation-page-layout-name="AL1T1">'
-            f"{TITLE_FRAME}<draw:text-box><text:p>{html.escape(title)}</text:p></draw:text-box></draw:frame>"
-            f"{OUTLINE_FRAME}<draw:text-box><text:list>{items}</text:list></draw:text-box></draw:frame>{note}</draw:page>\n")
+    note = (
+        (f"<presentation:notes>{NOTES_FRAME}<draw:text-box><text:p>{html.escape(notes)}</text:p></draw:text-box></draw:frame></presentation:notes>")
+        if notes
+        else ""
+    )
+    return (
+        f'<draw:page draw:name="page{number}" draw:master-page-name="Default" '
+        f'presentation:presentation-page-layout-name="AL1T1">'
+        f"{TITLE_FRAME}<draw:text-box><text:p>{html.escape(title)}</text:p></draw:text-box></draw:frame>"
+        f"{OUTLINE_FRAME}<draw:text-box><text:list>{items}</text:list></draw:text-box></draw:frame>{note}</draw:page>\n"
+    )
 
 
 def slides_fodp(cran: list[dict]) -> str:
@@ -176,8 +184,7 @@ def sheets_fods(cran: list[dict]) -> str:
 def soffice(source: Path, target: str, outdir: Path, profile: Path) -> Path:
     """LibreOffice headless converting `source` to format `target` (e.g. "docx") in outdir."""
     filters = {".html": ["--infilter=HTML (StarWriter)"]}.get(source.suffix, [])
-    cmd = ["soffice", f"-env:UserInstallation=file://{profile}", "--headless", *filters,
-           "--convert-to", target, "--outdir", str(outdir), str(source)]
+    cmd = ["soffice", f"-env:UserInstallation=file://{profile}", "--headless", *filters, "--convert-to", target, "--outdir", str(outdir), str(source)]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     produced = outdir / (source.stem + "." + target.split(":")[0])
     if not produced.exists():
@@ -207,10 +214,13 @@ def mail_files(med: list[dict]) -> None:
     msg["Date"] = format_datetime(date)
     msg["Message-ID"] = "<results-1@example.org>"
     msg.set_content("Hello team,\n\n" + "\n\n".join(texts[:3]) + "\n\nRegards,\nAda\n")
-    msg.add_alternative("<html><body><p>Hello team,</p>" + "".join(f"<p>{html.escape(t)}</p>" for t in texts[:3])
-                        + "<p>Regards,<br>Ada</p></body></html>", subtype="html")
-    msg.add_attachment(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n",
-                       maintype="application", subtype="pdf", filename="results.pdf")
+    msg.add_alternative(
+        "<html><body><p>Hello team,</p>" + "".join(f"<p>{html.escape(t)}</p>" for t in texts[:3]) + "<p>Regards,<br>Ada</p></body></html>",
+        subtype="html",
+    )
+    msg.add_attachment(
+        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n", maintype="application", subtype="pdf", filename="results.pdf"
+    )
     msg.add_attachment("run,glucose\n1,5.2\n2,6.1\n", subtype="csv", filename="data.csv")
     (OUT / "message.eml").write_bytes(msg.as_bytes())
 
@@ -218,8 +228,12 @@ def mail_files(med: list[dict]) -> None:
     only["Subject"] = "Fetal plasma levels"
     only["From"] = "bob@example.org"
     only["Date"] = format_datetime(date + timedelta(days=1))
-    only.set_content("<html><head><title>ignored</title><style>p {color: red}</style></head><body><h1>Summary</h1>"
-                     + "".join(f"<p>{html.escape(t)}</p>" for t in texts[3:6]) + "</body></html>", subtype="html")
+    only.set_content(
+        "<html><head><title>ignored</title><style>p {color: red}</style></head><body><h1>Summary</h1>"
+        + "".join(f"<p>{html.escape(t)}</p>" for t in texts[3:6])
+        + "</body></html>",
+        subtype="html",
+    )
     (OUT / "html_only.eml").write_bytes(only.as_bytes())
 
 
@@ -227,11 +241,16 @@ def bomb_files(report_docx: Path) -> None:
     """A docx-shaped zip bomb, its twin whose declared size lies, and a truncated docx."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        zf.writestr("[Content_Types].xml", '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.'
-                    'openxmlformats.org/package/2006/content-types"><Override PartName="/word/document.xml" ContentType='
-                    '"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
-        zf.writestr("_rels/.rels", '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.'
-                    'openxmlformats.org/package/2006/relationships"/>')
+        zf.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.'
+            'openxmlformats.org/package/2006/content-types"><Override PartName="/word/document.xml" ContentType='
+            '"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        zf.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"/>',
+        )
         with zf.open("word/document.xml", "w") as entry:
             zero = bytes(1024 * 1024)
             for _ in range(BOMB_BYTES // len(zero)):
@@ -258,8 +277,7 @@ def lie_about_size(data: bytes, name: str, size: int) -> bytes:
 
 def main() -> None:
     if not shutil.which("soffice"):
-        sys.exit("LibreOffice is needed: apt-get install -y libreoffice-writer-nogui libreoffice-calc-nogui "
-                 "libreoffice-impress-nogui")
+        sys.exit("LibreOffice is needed: apt-get install -y libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui")
     OUT.mkdir(parents=True, exist_ok=True)
     cran, med = load("cranfield"), load("med")
     office_files(cran)

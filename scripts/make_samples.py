@@ -68,18 +68,34 @@ def main() -> None:
     # PDF: a wind-tunnel report of 40 Cranfield abstracts with numbered sections, printed by Chromium (pages).
     docs = pick(cran, 40, 7)
     body = "".join(f"<h2>{i} {html.escape(title_of(d))}</h2>\n<p>{html.escape(d['text'])}</p>\n" for i, d in enumerate(docs, 1))
-    _print_pdf(f"<!doctype html><html><head><title>Wind-tunnel report</title><style>body{{font:13px serif;margin:2cm}}"
-               f"h2{{font-size:15px}}</style></head><body><h1>Wind-tunnel report</h1>\n{body}</body></html>", OUT / "wind-tunnel-report.pdf")
+    _print_pdf(
+        f"<!doctype html><html><head><title>Wind-tunnel report</title><style>body{{font:13px serif;margin:2cm}}"
+        f"h2{{font-size:15px}}</style></head><body><h1>Wind-tunnel report</h1>\n{body}</body></html>",
+        OUT / "wind-tunnel-report.pdf",
+    )
     # DOCX: a literature review of 20 CISI abstracts under headings, converted by LibreOffice (sections).
     docs = pick(cisi, 20, 8)
     body = "".join(f"<h2>{html.escape(title_of(d))}</h2>\n<p>{html.escape(d['text'])}</p>\n" for d in docs)
-    _convert(f"<!doctype html><html><head><title>Information retrieval review</title></head><body><h1>Information retrieval "
-             f"review</h1>\n{body}</body></html>", "docx", OUT / "retrieval-review.docx")
+    _convert(
+        f"<!doctype html><html><head><title>Information retrieval review</title></head><body><h1>Information retrieval "
+        f"review</h1>\n{body}</body></html>",
+        "docx",
+        OUT / "retrieval-review.docx",
+    )
     print(f"wrote {len(list(OUT.iterdir()))} files to {OUT}", file=sys.stderr)
 
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-pdf-header-footer"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-pdf-header-footer",
+]
 
 
 def _print_pdf(page: str, out: Path) -> None:
@@ -90,8 +106,12 @@ def _print_pdf(page: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "page.html"
         source.write_text(page, encoding="utf-8")
-        subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp}/profile", f"--print-to-pdf={out}", source.as_uri()],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp}/profile", f"--print-to-pdf={out}", source.as_uri()],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
 
 def _convert(page: str, fmt: str, out: Path) -> None:
@@ -102,8 +122,21 @@ def _convert(page: str, fmt: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / f"{out.stem}.html"
         source.write_text(page, encoding="utf-8")
-        subprocess.run([soffice, f"-env:UserInstallation=file://{tmp}/profile", "--headless", "--convert-to", f"{fmt}:MS Word 2007 XML",
-                        "--outdir", tmp, str(source)], check=True, capture_output=True, timeout=180)
+        subprocess.run(
+            [
+                soffice,
+                f"-env:UserInstallation=file://{tmp}/profile",
+                "--headless",
+                "--convert-to",
+                f"{fmt}:MS Word 2007 XML",
+                "--outdir",
+                tmp,
+                str(source),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
         shutil.move(Path(tmp) / f"{out.stem}.{fmt}", out)
 
 

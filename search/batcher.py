@@ -25,16 +25,21 @@ class QueryBatcher:
     """An encoding thread feeding search workers, each with its own Searcher; each stage takes everything waiting
     for it (up to max_batch queries) at once."""
 
-    def __init__(self, make_searcher: Callable[[], Searcher], encode: Callable[[list[str]], np.ndarray],
-                 workers: int = 1, max_batch: int = 16, embeds: EmbedQueue | None = None) -> None:
+    def __init__(
+        self,
+        make_searcher: Callable[[], Searcher],
+        encode: Callable[[list[str]], np.ndarray],
+        workers: int = 1,
+        max_batch: int = 16,
+        embeds: EmbedQueue | None = None,
+    ) -> None:
         self.max_batch = max_batch
         self._encode = encode
         self.embeds = embeds
         self._queue: queue.Queue[Any] = queue.Queue()
         self._encoded: queue.Queue[Any] = queue.Queue()
         self._encoder = threading.Thread(target=self._encode_batches, args=(make_searcher,), name="lodex-query-encoder", daemon=True)
-        self._threads = [threading.Thread(target=self._serve, args=(make_searcher,), name=f"lodex-query-{i}", daemon=True)
-                         for i in range(workers)]
+        self._threads = [threading.Thread(target=self._serve, args=(make_searcher,), name=f"lodex-query-{i}", daemon=True) for i in range(workers)]
         for thread in (self._encoder, *self._threads):
             thread.start()
 
@@ -117,8 +122,9 @@ class QueryBatcher:
             try:
                 vectors = np.concatenate([v for _, v, _, _ in encoded])
                 waits = [wait for _, _, _, wait in encoded]  # called by the search once its dense half is done
-                responses = searcher.search_many([q for q, _ in live], vectors, min(t for _, _, t, _ in encoded),
-                                                 lambda: [hits for wait in waits for hits in wait()])
+                responses = searcher.search_many(
+                    [q for q, _ in live], vectors, min(t for _, _, t, _ in encoded), lambda waits=waits: [hits for wait in waits for hits in wait()]
+                )
                 for (_, future), response in zip(live, responses):
                     future.set_result(response)
             except Exception as exc:  # noqa: BLE001 — one bad query must not fail its neighbours: each alone, once more

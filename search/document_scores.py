@@ -7,8 +7,9 @@ from lodex.search.fusion import Hits
 from lodex.search.snapshot import Snapshot
 
 
-def dense_scores(snap: Snapshot, rows: np.ndarray, vector: np.ndarray, ranking: str, top_m: int, alpha: float,
-                 hits: Hits | None = None) -> np.ndarray:
+def dense_scores(
+    snap: Snapshot, rows: np.ndarray, vector: np.ndarray, ranking: str, top_m: int, alpha: float, hits: Hits | None = None
+) -> np.ndarray:
     """These documents' dense scores under `ranking` (`hits`: the dense candidates of `vector`, whose scores are
     exact; other chunks scored in one matrix product); `alpha`: the blend's best-chunk share."""
     if not len(rows):
@@ -16,8 +17,9 @@ def dense_scores(snap: Snapshot, rows: np.ndarray, vector: np.ndarray, ranking: 
     if ranking == "topm":
         _, chunk_vectors, lengths = snap.chunk_vectors(rows)
         sims = chunk_vectors @ vector
-        return np.array([float(np.sort(sims[s:s + n])[-top_m:].mean()) if n else 0.0
-                         for s, n in zip((np.cumsum(lengths) - lengths).tolist(), lengths.tolist())])
+        return np.array(
+            [float(np.sort(sims[s : s + n])[-top_m:].mean()) if n else 0.0 for s, n in zip((np.cumsum(lengths) - lengths).tolist(), lengths.tolist())]
+        )
     best = best_chunks(snap, rows, vector, hits) if ranking != "mean" else np.zeros(len(rows))
     if ranking == "max":
         return best

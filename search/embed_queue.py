@@ -53,9 +53,12 @@ class EmbedQueue:
         """Count `job`'s texts as waiting, or raise BusyError (429, Retry-After) when they would pass the bound."""
         with self._lock:
             if self.queued and self.queued + len(job.texts) > self.max_inputs:
-                raise BusyError(f"{self.queued} texts are waiting to be embedded, and {len(job.texts)} more would pass the "
-                                f"{self.max_inputs} this server queues (api.max_queued_embed_inputs)",
-                                "send the request again after its Retry-After, or in smaller batches", retry_after=RETRY_AFTER_S)
+                raise BusyError(
+                    f"{self.queued} texts are waiting to be embedded, and {len(job.texts)} more would pass the "
+                    f"{self.max_inputs} this server queues (api.max_queued_embed_inputs)",
+                    "send the request again after its Retry-After, or in smaller batches",
+                    retry_after=RETRY_AFTER_S,
+                )
             self.queued += len(job.texts)
 
     def start(self, job: EmbedJob, future: "Future[Any]") -> None:

@@ -23,8 +23,13 @@ def _run(searcher: Searcher, queries: Mapping[str, str], mode: Mode, ranking: Ra
     return runs, (time.perf_counter() - started) * 1000 / max(len(ids), 1)
 
 
-def score_modes(searcher: Searcher, queries: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]], modes: tuple[Mode, ...],
-                rankings: tuple[Ranking, ...] = ()) -> dict[str, dict[str, dict[str, float]]]:
+def score_modes(
+    searcher: Searcher,
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    modes: tuple[Mode, ...],
+    rankings: tuple[Ranking, ...] = (),
+) -> dict[str, dict[str, dict[str, float]]]:
     """nDCG@10, Recall@100, MRR@10 and ms/query of `queries` in each mode, and for `rankings` each document ranking in
     dense and hybrid mode: {"modes": {mode: metrics}, "rankings": {"mode:ranking": metrics}}."""
     result: dict[str, dict[str, dict[str, float]]] = {"modes": {}, "rankings": {}}

@@ -92,11 +92,9 @@ class Fusion:
     def fuse(self, dense: Hits, keyword: Hits) -> Hits:
         """Both lists fused into one, best first (ties: in order of first appearance, dense list first)."""
         if self.method == "rrf":
-            parts = [1.0 / (self.rrf_k + np.arange(1, len(dense.ids) + 1)),
-                     self.bm25_weight / (self.rrf_k + np.arange(1, len(keyword.ids) + 1))]
+            parts = [1.0 / (self.rrf_k + np.arange(1, len(dense.ids) + 1)), self.bm25_weight / (self.rrf_k + np.arange(1, len(keyword.ids) + 1))]
         else:
-            parts = [self._convex(self.dense_weight, dense.scores),
-                     self._convex(1.0 - self.dense_weight, keyword.scores) * self.strength(keyword)]
+            parts = [self._convex(self.dense_weight, dense.scores), self._convex(1.0 - self.dense_weight, keyword.scores) * self.strength(keyword)]
         ids = np.concatenate([dense.ids, keyword.ids])
         keys, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
         totals = np.bincount(inverse, weights=np.concatenate(parts), minlength=len(keys))

@@ -11,9 +11,11 @@ from lodex.text.script_words import SPACELESS, highlight_words, split_runs
 
 T = TypeVar("T")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in into is it
+_STOP = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if in into is it
 its me my no not of on or our so such than that the their them then there these they this those to was we were what when
-where which while who whom why will with would you your""".split())
+where which while who whom why will with would you your""".split()
+)
 # Words longer than this (a run of Chinese text with no space, a hash, a hostile document's 10,000-letter "word") are
 # stemmed without being remembered: the caches hold 65,536 words each, and would otherwise hold that many passages
 MAX_REMEMBERED = 64

@@ -19,17 +19,29 @@ class Passage:
     page, slide) it starts and ends on and the section (heading path) it starts in, None where the format has none."""
 
     text: str
-    char_start: Annotated[int, Field(description="Offset of the passage in the document's extracted text, in code points (Unicode "
-                                          "characters, as Python counts them; not UTF-16 units).")]
+    char_start: Annotated[
+        int,
+        Field(
+            description="Offset of the passage in the document's extracted text, in code points (Unicode "
+            "characters, as Python counts them; not UTF-16 units)."
+        ),
+    ]
     char_end: int
     score: Annotated[float, Field(description="Cosine similarity of the passage to the query.")]
-    highlights: Annotated[list[tuple[int, int]], Field(description="[start, end) offsets (code points) within `text` of the query words it "
-                                                       "contains (Chinese and Japanese: the words of the query's segmentation).")] = \
-        field(default_factory=list)
-    page: Annotated[int | None, Field(description="The page (PDF page, slide; 1-based) the passage starts on; null for formats without pages.")] = None
+    highlights: Annotated[
+        list[tuple[int, int]],
+        Field(
+            description="[start, end) offsets (code points) within `text` of the query words it "
+            "contains (Chinese and Japanese: the words of the query's segmentation)."
+        ),
+    ] = field(default_factory=list)
+    page: Annotated[int | None, Field(description="The page (PDF page, slide; 1-based) the passage starts on; null for formats without pages.")] = (
+        None
+    )
     page_end: Annotated[int | None, Field(description="The page it ends on.")] = None
-    section: Annotated[str | None, Field(description="The heading path of the section it starts in, e.g. \"2 Methods › 2.3 Sampling\"; "
-                                                     "null without headings.")] = None
+    section: Annotated[
+        str | None, Field(description='The heading path of the section it starts in, e.g. "2 Methods › 2.3 Sampling"; null without headings.')
+    ] = None
 
 
 @dataclass(frozen=True)
@@ -39,12 +51,18 @@ class DocumentHit:
     doc_id: str
     path: Annotated[str, Field(description="Path relative to the indexed folder (pushed documents: @api/<name>).")]
     title: str
-    score: Annotated[float, Field(description=(
-        "The document's score in the mode's scale, higher is better. dense: cosines (search.ranking blend, the default: "
-        "the mean of its best passage's and its mean vector's; max: its best passage's); bm25: BM25 of its best passage; "
-        "hybrid: the fusion of both (search.fusion convex, the default: a weighted sum of min-max-normalized dense and "
-        "BM25 scores, 0 to 1; ceiling: the same, BM25's part scaled by the keyword match's strength; rrf: a sum of "
-        "reciprocal ranks)."))]
+    score: Annotated[
+        float,
+        Field(
+            description=(
+                "The document's score in the mode's scale, higher is better. dense: cosines (search.ranking blend, the default: "
+                "the mean of its best passage's and its mean vector's; max: its best passage's); bm25: BM25 of its best passage; "
+                "hybrid: the fusion of both (search.fusion convex, the default: a weighted sum of min-max-normalized dense and "
+                "BM25 scores, 0 to 1; ceiling: the same, BM25's part scaled by the keyword match's strength; rrf: a sum of "
+                "reciprocal ranks)."
+            )
+        ),
+    ]
     passages: list[Passage]
 
 
@@ -53,8 +71,13 @@ class SearchResponse:
     """What a search returns: {"query", "mode", "took_ms", "results": [...]}."""
 
     query: str
-    mode: Annotated[Mode, Field(description="The retrieval mode used: dense, bm25 or hybrid (a hybrid query in a language of "
-                                            "another script the model does not cover is answered by bm25).")]
+    mode: Annotated[
+        Mode,
+        Field(
+            description="The retrieval mode used: dense, bm25 or hybrid (a hybrid query in a language of "
+            "another script the model does not cover is answered by bm25)."
+        ),
+    ]
     took_ms: float
     results: list[DocumentHit]
 

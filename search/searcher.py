@@ -53,9 +53,18 @@ class Query:
 class Searcher:
     """Ranks documents for queries; see the module docstring for the modes and rankings."""
 
-    def __init__(self, store: Store, encoder: Encoder, passages: int = 3, candidates: int = 100,
-                 mode: Mode = "hybrid", ranking: Ranking = "blend", fusion: Fusion = Fusion(),
-                 source: SnapshotSource | None = None, languages: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        encoder: Encoder,
+        passages: int = 3,
+        candidates: int = 100,
+        mode: Mode = "hybrid",
+        ranking: Ranking = "blend",
+        fusion: Fusion = Fusion(),
+        source: SnapshotSource | None = None,
+        languages: frozenset[str] | None = None,
+    ) -> None:
         self.store = store  # this searcher's own handle (BM25, passages), pinned to each search's snapshot
         self.encoder = encoder
         self.passages = passages
@@ -71,8 +80,9 @@ class Searcher:
         """The latest prepared committed version (see `SnapshotSource`)."""
         return self.source.snapshot()
 
-    def search(self, query: str, k: int = 10, filters: SearchFilters | None = None,
-               mode: Mode | None = None, ranking: Ranking | None = None) -> SearchResponse:
+    def search(
+        self, query: str, k: int = 10, filters: SearchFilters | None = None, mode: Mode | None = None, ranking: Ranking | None = None
+    ) -> SearchResponse:
         """Top-k documents for `query`, each with up to `passages` best passages."""
         return self.search_many([Query(query, k, filters or SearchFilters(), mode, ranking)])[0]
 
@@ -111,8 +121,9 @@ class Searcher:
 
         return answer
 
-    def search_many(self, queries: list[Query], vectors: np.ndarray | None = None, started: float | None = None,
-                    keywords: Keywords | None = None) -> list[SearchResponse]:
+    def search_many(
+        self, queries: list[Query], vectors: np.ndarray | None = None, started: float | None = None, keywords: Keywords | None = None
+    ) -> list[SearchResponse]:
         """Several searches against one committed version of the index, sharing the encoder call and the scans;
         `vectors`: the queries already encoded (from `started`, a perf_counter time, for took_ms); `keywords`: their
         BM25 hits from `start_keyword_search`, or its function that waits for them."""
@@ -138,8 +149,9 @@ class Searcher:
             return q
         return replace(q, mode="bm25", ranking="topm")
 
-    def _search_snapshot(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, started: float,
-                         keywords: Keywords | None) -> list[SearchResponse]:
+    def _search_snapshot(
+        self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, started: float, keywords: Keywords | None
+    ) -> list[SearchResponse]:
         widths = [self._width(q) for q in queries]
         first = self._retrieve_batch(snap, queries, vectors, widths, keywords)
         tops, chunk_order = [], []
@@ -159,8 +171,9 @@ class Searcher:
         shown = sorted({r for top in tops for r, _ in top})
         ids, names, titles = (dict(zip(shown, snap.docs.rows(shown, c))) for c in ("ids", "paths", "titles"))
         return [
-            SearchResponse(q.text, q.mode or self.mode, took,
-                           [DocumentHit(ids[r], names[r], titles[r], round(s, 6), passages.get((i, r), [])) for r, s in top])
+            SearchResponse(
+                q.text, q.mode or self.mode, took, [DocumentHit(ids[r], names[r], titles[r], round(s, 6), passages.get((i, r), [])) for r, s in top]
+            )
             for i, (q, top) in enumerate(zip(queries, tops))
         ]
 
@@ -168,8 +181,9 @@ class Searcher:
         """Candidate chunks a retriever returns for a query (its own: answers do not depend on batch mates)."""
         return max(self.candidates, 10 * q.k)
 
-    def _retrieve_batch(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, widths: list[int],
-                        keywords: Keywords | None = None) -> list[tuple[Hits, Hits, np.ndarray]]:
+    def _retrieve_batch(
+        self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, widths: list[int], keywords: Keywords | None = None
+    ) -> list[tuple[Hits, Hits, np.ndarray]]:
         """(dense hits, BM25 hits, the vector dense search used) per query: one FAISS scan for the batch (while the
         keyword queries already started run), one round of keyword queries (for those `keywords` has not answered at
         this version or at an earlier one whose row ids it shares: a commit that came meanwhile costs no second round),
@@ -250,8 +264,9 @@ class Searcher:
         dense_docs = Hits(rows[order], rows[order], scores[order])
         return self._doc_fusion.fuse(dense_docs, keyword.best_per_document()), fused
 
-    def best_passages(self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[int, float]]],
-                         chunk_order: list[Hits]) -> dict[tuple[int, int], list[Passage]]:
+    def best_passages(
+        self, snap: Snapshot, queries: list[Query], vectors: np.ndarray, tops: list[list[tuple[int, float]]], chunk_order: list[Hits]
+    ) -> dict[tuple[int, int], list[Passage]]:
         """The best passages of each result document — the chunks the mode ranked highest, then by cosine, of the
         PASSAGE_POOL best the ones that read as a table of contents or an index last — with their cosine to the query
         and the query words they contain; keyed by (query, document row). What it is given (`tops`: each query's
@@ -278,8 +293,19 @@ class Searcher:
             chosen[key] = sorted(picks, key=lambda pick: listing.get(pick[1], False))[: self.passages]
         stems = [query_stems(q.text) for q in queries]
         return {
-            (i, row): [Passage(texts[c]["text"], texts[c]["char_start"], texts[c]["char_end"], round(s, 6),
-                               highlight_spans(texts[c]["text"], stems[i]), texts[c]["page"], texts[c]["page_end"], texts[c]["section"])
-                       for s, c in picks if c in texts]
+            (i, row): [
+                Passage(
+                    texts[c]["text"],
+                    texts[c]["char_start"],
+                    texts[c]["char_end"],
+                    round(s, 6),
+                    highlight_spans(texts[c]["text"], stems[i]),
+                    texts[c]["page"],
+                    texts[c]["page_end"],
+                    texts[c]["section"],
+                )
+                for s, c in picks
+                if c in texts
+            ]
             for (i, row), picks in chosen.items()
         }

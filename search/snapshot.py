@@ -13,11 +13,11 @@ from lodex.store.keyword_delta import KeywordDelta
 from lodex.store.schema import vectors_of
 from lodex.text.languages import detect
 
-
 DOCUMENT_FIELDS = ["id", "path", "title", "content_hash", "mtime", "language"]
 
 
 _ALLOWED_CACHE = 200_000  # (filters, document row) verdicts a snapshot keeps
+
 
 class SearchIndex(Protocol):
     """What a snapshot's searches ask of its vector index (`snapshot_source.SharedIndex`, or a store's own index)."""
@@ -125,8 +125,17 @@ class Snapshot:
     """One committed version: the vector index, chunk owners and documents, and lookups between them. Read-only once
     made; `pins` counts the searches using it (its source frees what it alone needed once they are done)."""
 
-    def __init__(self, versions: tuple[int, int], index: "SearchIndex", docs: DocumentView, versions_map: VersionMap,
-                 owners: ChunkOwners, means: MeanVectors, keywords: KeywordDelta | None = None, rows_since: int | None = None) -> None:
+    def __init__(
+        self,
+        versions: tuple[int, int],
+        index: "SearchIndex",
+        docs: DocumentView,
+        versions_map: VersionMap,
+        owners: ChunkOwners,
+        means: MeanVectors,
+        keywords: KeywordDelta | None = None,
+        rows_since: int | None = None,
+    ) -> None:
         self.versions = versions  # (documents, chunks) table versions
         self.version = versions[1]  # of the chunks table
         # the oldest chunks version whose Lance row ids name the same chunks here (stable row ids: never reused, so

@@ -127,8 +127,9 @@ class SnapshotSource:
             assert snap is not None and isinstance(snap.index, SharedIndex)
             converted = self.store.converted_vector_index(snap.index.index)
             if converted is not None:
-                snap = Snapshot(snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means, snap.keywords,
-                                snap.rows_since)
+                snap = Snapshot(
+                    snap.versions, SharedIndex(converted), snap.docs, snap.versions_map, snap.owners, self.means, snap.keywords, snap.rows_since
+                )
                 with self._pinning:
                     self._current = snap
             shared = snap.index

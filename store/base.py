@@ -155,9 +155,14 @@ class Store(ABC):
         caller has them)."""
 
     @abstractmethod
-    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None,
-                             delta: "KeywordDelta | None" = None, languages: list[str | None] | None = None
-                             ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+    def start_keyword_search(
+        self,
+        texts: list[str],
+        limit: int | list[int],
+        version: int | None = None,
+        delta: "KeywordDelta | None" = None,
+        languages: list[str | None] | None = None,
+    ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer: per text, the row ids
         and scores of its best `limit` chunks at this chunks version (`delta`: its rows the keyword index lacks;
         `languages`: each text's language, for its stems and stop words)."""
@@ -185,8 +190,9 @@ class Store(ABC):
         """Where other processes (Ray actors) write chunk fragments for `commit_fragments` (picklable)."""
 
     @abstractmethod
-    def commit_fragments(self, fragments: list[Any], owners: list[str], documents: list[dict[str, Any]], deleted_ids: list[str],
-                         chunks: pa.Table | None = None) -> None:
+    def commit_fragments(
+        self, fragments: list[Any], owners: list[str], documents: list[dict[str, Any]], deleted_ids: list[str], chunks: pa.Table | None = None
+    ) -> None:
         """Add chunk fragments written elsewhere (`owners`: the documents they hold chunks of) and these `chunks` rows in
         one commit of the chunks table, then upsert document rows (the commit point), then drop deleted documents."""
 

@@ -83,8 +83,13 @@ class ChunkOwners:
         keys = version_keys(table["document_id"], table["content_hash"])
         encoded = pc.dictionary_encode(_combined(keys))
         codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self._set(_Lookups(table["id"].to_numpy().astype(np.int64), table["_rowid"].to_numpy(), codes, len(encoded.dictionary)),
-                  _NONE, _EMPTY_ROWS, _EMPTY_IDS, encoded.dictionary)
+        self._set(
+            _Lookups(table["id"].to_numpy().astype(np.int64), table["_rowid"].to_numpy(), codes, len(encoded.dictionary)),
+            _NONE,
+            _EMPTY_ROWS,
+            _EMPTY_IDS,
+            encoded.dictionary,
+        )
 
     def _set(self, base: _Lookups, delta: _Lookups, gone_rows: np.ndarray, gone_ids: np.ndarray, keys: pa.Array) -> None:
         self._base, self._delta = base, delta
@@ -135,7 +140,7 @@ class ChunkOwners:
             return int(self._delta.row_ids[-1])  # added after every base row
         base, gone = self._base.row_ids, self._gone_rows
         top = len(base)
-        while top and len(gone) and _member(base[top - 1:top], gone)[0]:
+        while top and len(gone) and _member(base[top - 1 : top], gone)[0]:
             top -= 1
         return int(base[top - 1]) if top else -1
 
@@ -145,9 +150,9 @@ class ChunkOwners:
         if n <= 0:
             return _EMPTY_ROWS
         if len(delta) >= n:
-            return delta[len(delta) - n:]
+            return delta[len(delta) - n :]
         base, take = self._base.row_ids, n - len(delta)
-        tail = base[max(0, len(base) - take - len(self._gone_rows)):]
+        tail = base[max(0, len(base) - take - len(self._gone_rows)) :]
         return np.concatenate([tail[~_member(tail, self._gone_rows)][-take:], delta])
 
     def sample_rows(self, n: int, seed: int = 0) -> np.ndarray:
@@ -251,8 +256,11 @@ class ChunkOwners:
         gone_ids = np.union1d(self._gone_ids, base.ids_by_row[np.searchsorted(base.row_ids, base_gone)] if len(base_gone) else _EMPTY_IDS)
         ids, row_ids, codes = delta.table
         keep = ~_member(row_ids, gone[in_delta])
-        table = (np.concatenate([ids[keep], added["id"].to_numpy().astype(np.int64)]),
-                 np.concatenate([row_ids[keep], added["_rowid"].to_numpy().astype(np.uint64)]), np.concatenate([codes[keep], new_codes]))
+        table = (
+            np.concatenate([ids[keep], added["id"].to_numpy().astype(np.int64)]),
+            np.concatenate([row_ids[keep], added["_rowid"].to_numpy().astype(np.uint64)]),
+            np.concatenate([codes[keep], new_codes]),
+        )
         changes = len(table[0]) + len(gone_ids)
         if changes >= max(self.MERGE_ROWS, len(base) * self.MERGE_SHARE):
             return self._merge(base, gone_rows, table, keys)
@@ -264,7 +272,11 @@ class ChunkOwners:
         are dropped once they are as many as those in use."""
         ids, row_ids, codes = base.table
         keep = ~_member(row_ids, gone_rows)
-        ids, row_ids, codes = np.concatenate([ids[keep], added[0]]), np.concatenate([row_ids[keep], added[1]]), np.concatenate([codes[keep], added[2]])
+        ids, row_ids, codes = (
+            np.concatenate([ids[keep], added[0]]),
+            np.concatenate([row_ids[keep], added[1]]),
+            np.concatenate([codes[keep], added[2]]),
+        )
         lengths = np.bincount(codes, minlength=len(keys))
         if len(keys) > 2 * int(np.count_nonzero(lengths)) + 64:  # many replaced versions: renumber the keys still in use
             used = np.flatnonzero(lengths)

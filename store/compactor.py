@@ -87,8 +87,9 @@ class Compactor:
     def _ask(self, request: dict[str, Any]) -> None:
         process = self._process
         if process is None or process.poll() is not None:
-            process = self._process = subprocess.Popen([sys.executable, "-m", "lodex.store.compactor", str(self.nice or 0)],
-                                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            process = self._process = subprocess.Popen(
+                [sys.executable, "-m", "lodex.store.compactor", str(self.nice or 0)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(json.dumps(request) + "\n")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lodex.store.exact_segments import (SegmentFile, close_file, close_files, file_key, latest_entries, merged_entries,
-                                         saved_segments, segment_name)
+from lodex.store.exact_segments import SegmentFile, close_file, close_files, file_key, latest_entries, merged_entries, saved_segments, segment_name
 from lodex.store.system_memory import available_bytes
 
 _MAGIC = b"LODEXF32"
@@ -76,8 +75,9 @@ class ExactVectors:
         its first minutes of queries at disk speed. Sequential reads of 4 MiB into one buffer: nothing is held in this
         process's memory, and the kernel may drop the pages again. (POSIX_FADV_WILLNEED reads only the first ~128 KiB
         of a range on Linux.)"""
-        ranges = [(f.fd, f.offset, f.rows * self._row_bytes) for f in self._files if f.path is not None and f.rows
-                  and file_key(f.fd) not in _READ_AHEAD]  # a later load of the same files reads nothing again
+        ranges = [
+            (f.fd, f.offset, f.rows * self._row_bytes) for f in self._files if f.path is not None and f.rows and file_key(f.fd) not in _READ_AHEAD
+        ]  # a later load of the same files reads nothing again
         if not ranges or sum(n for _, _, n in ranges) > available_bytes(0) // 2:
             return
         _READ_AHEAD.update(file_key(fd) for fd, _, _ in ranges)

@@ -253,10 +253,11 @@ class FaissLifecycle:
             every = train_stride(n, nlist)
             sample, filled = np.empty((len(range(0, n, every)), self.dim), np.float32), 0
             for _, vectors in self._vector_batches(every):
-                sample[filled:filled + len(vectors)] = vectors
+                sample[filled : filled + len(vectors)] = vectors
                 filled += len(vectors)
-            index = VectorIndex.ivf(self.dim, sample[:filled], nlist, ann.nprobe, ann.refine,
-                                    self.data_dir if kind == "compressed" else None, ann.codes)
+            index = VectorIndex.ivf(
+                self.dim, sample[:filled], nlist, ann.nprobe, ann.refine, self.data_dir if kind == "compressed" else None, ann.codes
+            )
             del sample
         else:
             index = VectorIndex(self.dim, ann.nprobe, ann.refine)

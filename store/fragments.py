@@ -46,8 +46,7 @@ def write_chunk_fragments(target: FragmentTarget, rows: pa.Table) -> list[Any]:
 
     table = with_keywords(rows, target.terms_version).select(chunks_schema(target.dim).names)
     with mapped_errors("write chunk fragments"):
-        return list(write_fragments(table.cast(chunks_schema(target.dim)), target.uri, mode="append",
-                                    storage_options=target.options))
+        return list(write_fragments(table.cast(chunks_schema(target.dim)), target.uri, mode="append", storage_options=target.options))
 
 
 def fragment_rows(fragments: Iterable[Any]) -> int:
@@ -69,8 +68,9 @@ def commit_fragments(target: FragmentTarget, fragments: list[Any], read_version:
 
     try:
         with mapped_errors("commit chunk fragments"):
-            dataset = lance.LanceDataset.commit(target.uri, lance.LanceOperation.Append(fragments), read_version=read_version,
-                                                storage_options=target.options, max_retries=RETRIES)
+            dataset = lance.LanceDataset.commit(
+                target.uri, lance.LanceOperation.Append(fragments), read_version=read_version, storage_options=target.options, max_retries=RETRIES
+            )
     except StoreError as exc:
         if isinstance(exc.__cause__, CommitConflictError):
             first = str(exc.__cause__).split(",")[0].strip()[:200]

@@ -74,8 +74,7 @@ def _check_same_training(main: VectorIndex, shard: VectorIndex) -> None:
         raise ValueError("a shard encoded with other clusters cannot be merged: encode it with an empty copy of this index")
     codec = "pq" if hasattr(a, "pq") else "sq"
     field = "centroids" if codec == "pq" else "trained"
-    if not np.array_equal(faiss.vector_to_array(getattr(getattr(a, codec), field)),
-                          faiss.vector_to_array(getattr(getattr(b, codec), field))):
+    if not np.array_equal(faiss.vector_to_array(getattr(getattr(a, codec), field)), faiss.vector_to_array(getattr(getattr(b, codec), field))):
         raise ValueError("a shard encoded with other codes cannot be merged: encode it with an empty copy of this index")
 
 

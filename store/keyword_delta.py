@@ -52,8 +52,10 @@ class IndexTerms:
     def missing(self, wanted: dict[str, str]) -> dict[str, str]:
         """The terms (→ a word that makes each) whose idf is to be asked for: not known, known absent from an index
         that rows joined since, or known for an index RESAMPLE_SHARE smaller or larger."""
+
         def stale(got: tuple[float, int, bool, int] | None) -> bool:
             return got is None or (not got[2] and got[3] != self.grown) or abs(got[1] - self.indexed) > RESAMPLE_SHARE * max(got[1], 1)
+
         return {t: w for t, w in wanted.items() if stale(self._idf.get(t))}
 
     def learn(self, term: str, best: tuple[float, str] | None) -> None:
@@ -101,8 +103,9 @@ class KeywordDelta:
         self._vocabulary: frozenset[str] | None = None
 
     @classmethod
-    def build(cls, previous: "KeywordDelta | None", row_ids: np.ndarray, texts_of: Callable[[np.ndarray], dict[int, str]],
-              index_terms: IndexTerms) -> "KeywordDelta":
+    def build(
+        cls, previous: "KeywordDelta | None", row_ids: np.ndarray, texts_of: Callable[[np.ndarray], dict[int, str]], index_terms: IndexTerms
+    ) -> "KeywordDelta":
         """The delta of these row ids (the version's unindexed rows), reading with `texts_of` the indexed column of
         those the previous delta did not hold."""
         held = previous.rows if previous is not None else {}

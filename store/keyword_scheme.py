@@ -8,8 +8,10 @@ from lodex.text.terms import TERMS_VERSION, keyword_words_and_terms, terms, word
 
 KEYWORDS = "keywords"  # the column of lodex's terms
 LEGACY = "text"  # the column an index made before it holds
-REINDEX_HINT = ("its keyword index predates word segmentation (Chinese, Japanese, Korean) and per-language stemming: "
-                "rebuild it with `lodex index --rebuild` to have them")
+REINDEX_HINT = (
+    "its keyword index predates word segmentation (Chinese, Japanese, Korean) and per-language stemming: "
+    "rebuild it with `lodex index --rebuild` to have them"
+)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ handle, opening the tables and their keyword index, and reads by predicate."""
 
 import asyncio
 from collections.abc import Coroutine, Iterator, Sequence
-from contextlib import contextmanager
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -77,8 +77,11 @@ def ensure_text_index(table: Any, terms_version: int = TERMS_VERSION) -> Keyword
     if found is not None:
         return KeywordScheme(found, terms_version)
     column = KEYWORDS if KEYWORDS in table.schema.names else LEGACY
-    config = (FTS(with_position=False, base_tokenizer="whitespace", lower_case=False, stem=False, remove_stop_words=False,
-                  ascii_folding=False) if column == KEYWORDS else FTS(with_position=False))
+    config = (
+        FTS(with_position=False, base_tokenizer="whitespace", lower_case=False, stem=False, remove_stop_words=False, ascii_folding=False)
+        if column == KEYWORDS
+        else FTS(with_position=False)
+    )
     try:
         table.create_index(column, config=config)
     except Exception as exc:  # another process created it at the same moment
@@ -116,8 +119,9 @@ def mapped_errors(action: str) -> Iterator[None]:
         raise
     except (OSError, RuntimeError, ValueError, pa.ArrowException) as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise StoreError(f"cannot {action}: {detail}",
-                         "check the data directory's free space and permissions, then run again (committed work is kept)") from exc
+        raise StoreError(
+            f"cannot {action}: {detail}", "check the data directory's free space and permissions, then run again (committed work is kept)"
+        ) from exc
 
 
 def row_ids(table: pa.Table) -> np.ndarray:

@@ -58,11 +58,13 @@ class LanceCommits:
 
     def fragment_target(self) -> chunk_fragments.FragmentTarget:
         """Where other processes write chunk fragments for `commit_fragments` (picklable)."""
-        return chunk_fragments.FragmentTarget(self.chunks.uri, self.remote.options if self.remote is not None else None, self.dim,
-                                              self.keyword_scheme.terms_version)
+        return chunk_fragments.FragmentTarget(
+            self.chunks.uri, self.remote.options if self.remote is not None else None, self.dim, self.keyword_scheme.terms_version
+        )
 
-    def commit_fragments(self, fragments: list[Any], owners: list[str], documents: list[dict[str, Any]], deleted_ids: list[str],
-                         chunks: pa.Table | None = None) -> None:
+    def commit_fragments(
+        self, fragments: list[Any], owners: list[str], documents: list[dict[str, Any]], deleted_ids: list[str], chunks: pa.Table | None = None
+    ) -> None:
         """Append chunk fragments written elsewhere (`write_chunk_fragments`; `owners`: the documents they hold chunks of),
         with `chunks` rows written here as one more, in one commit of the chunks table; then upsert document rows (the
         commit point), then drop deleted documents. The vector index catches the new rows up from Lance by chunk id."""
@@ -107,8 +109,12 @@ class LanceCommits:
         if not stats:
             return
         schema = documents_schema(self.dim)
-        rows = pa.table({"id": pa.array(list(stats), schema.field("id").type),
-                         "size": pa.array([size for size, _ in stats.values()], schema.field("size").type),
-                         "mtime": pa.array([mtime for _, mtime in stats.values()], schema.field("mtime").type)})
+        rows = pa.table(
+            {
+                "id": pa.array(list(stats), schema.field("id").type),
+                "size": pa.array([size for size, _ in stats.values()], schema.field("size").type),
+                "mtime": pa.array([mtime for _, mtime in stats.values()], schema.field("mtime").type),
+            }
+        )
         with self._writing("record touched files"):
             self.documents.merge_insert("id").when_matched_update_all().execute(rows)

@@ -24,8 +24,14 @@ class LanceKeywordSearch:
         self._best: dict[str, float] = {}  # term → the index's best score of a row for it alone (0: none has it)
         self._best_rows = 0  # rows the index held when `_best` was begun
 
-    def start(self, texts: list[str], limit: int | list[int], version: int | None = None, delta: KeywordDelta | None = None,
-              languages: list[str | None] | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+    def start(
+        self,
+        texts: list[str],
+        limit: int | list[int],
+        version: int | None = None,
+        delta: KeywordDelta | None = None,
+        languages: list[str | None] | None = None,
+    ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """Start BM25 over chunk text and return the function that waits for its answer, so that other work
         (encoding the same queries) goes on meanwhile: per text, the Lance row ids and scores of its best `limit`
         chunks (`ChunkOwners.ranked` of this version turns them into chunk ids, best first). The queries run
@@ -58,18 +64,23 @@ class LanceKeywordSearch:
         asked = [scheme.lance_query(text, w) for text, w in zip(texts, words)]
 
         async def every() -> list[pa.Table | None]:
-            return await asyncio.gather(*(one(text, n) for text, n in zip(asked, limits)),
-                                        *(best(scheme.ask(word, term)) for term, word in learning.items()))
+            return await asyncio.gather(
+                *(one(text, n) for text, n in zip(asked, limits)), *(best(scheme.ask(word, term)) for term, word in learning.items())
+            )
 
         pending = lance_bridge.start(every())
 
         def answer() -> list[tuple[np.ndarray, np.ndarray]]:
             got = pending.result()
-            hits = [(np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else
-                    (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32)) for t in got[:len(texts)]]
+            hits = [
+                (np.zeros(0, np.uint64), np.zeros(0, np.float32))
+                if t is None
+                else (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32))
+                for t in got[: len(texts)]
+            ]
             if delta is None or not len(delta):
                 return hits
-            for term, top in zip(learning, got[len(texts):]):
+            for term, top in zip(learning, got[len(texts) :]):
                 assert top is not None
                 delta.index_terms.learn(term, (float(top["_score"][0].as_py()), top[column][0].as_py()) if top.num_rows else None)
             return [merged(h, delta.scores([t for _, t in w], n), n) for h, w, n in zip(hits, words, limits)]

@@ -37,4 +37,4 @@ def in_lists(column: str, values: Sequence[str | int]) -> Iterator[str]:
     """`column IN (...)` predicates that cover `values`, IN_BATCH of them each (all checked before the first)."""
     literals = [literal(v) for v in values]
     for i in range(0, len(literals), IN_BATCH):
-        yield f"{column} IN ({', '.join(literals[i:i + IN_BATCH])})"
+        yield f"{column} IN ({', '.join(literals[i : i + IN_BATCH])})"

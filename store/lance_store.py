@@ -25,8 +25,8 @@ from lodex.store.lance_keywords import LanceKeywordSearch
 from lodex.store.lance_reads import LanceTableReads
 from lodex.store.lance_sql import in_lists
 from lodex.store.lancedb_import import import_lancedb
-from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.manifest import IndexManifest
+from lodex.store.object_store import ACCESS_FIX, ObjectStore
 from lodex.store.origin import settle_origin
 from lodex.store.schema import chunks_schema, documents_schema, vectors_of
 from lodex.store.vector_index import VectorIndex
@@ -45,9 +45,16 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
     data directory; with `remote`, the tables, the origin record and the persisted FAISS index live on object storage
     and data_dir is their local cache."""
 
-    def __init__(self, data_dir: Path, dim: int, ann: AnnPolicy | None = None, remote: ObjectStore | None = None,
-                 persist_every_s: float = base.PERSIST_EVERY_S, optimize_nice: int | None = None,
-                 manifest: IndexManifest | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        dim: int,
+        ann: AnnPolicy | None = None,
+        remote: ObjectStore | None = None,
+        persist_every_s: float = base.PERSIST_EVERY_S,
+        optimize_nice: int | None = None,
+        manifest: IndexManifest | None = None,
+    ) -> None:
         """`persist_every_s`: small updates save the vector index at most this often; `optimize_nice` (a serving writer's):
         optimize large tables in a helper process at this CPU priority; `manifest`: the index's record (None: read here)."""
         lancedb = import_lancedb()
@@ -63,7 +70,9 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
             self.keyword_scheme = lance_bridge.ensure_text_index(self.chunks, self.manifest.terms_version)
             self.keywords = LanceKeywordSearch(self.chunks, self.keyword_scheme)
         except OSError as exc:
-            raise StoreError(f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir") from exc
+            raise StoreError(
+                f"cannot open the data directory {data_dir}: {exc.strerror or exc}", "check the path and its permissions, or pass --data-dir"
+            ) from exc
         except (RuntimeError, ValueError) as exc:
             if remote is None:
                 raise
@@ -76,8 +85,11 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
         self._optimized_time = time.monotonic()
         self._unoptimized_rows = 0  # chunk rows added since the last optimize (not yet in the full-text index)
         self._stable_ids = False  # whether the chunks table is seen to have stable row ids (`_stable_row_ids`)
-        self._marks = (IntervalMarks(remote.uri, remote.refresh_s) if remote is not None
-                       else VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")]))
+        self._marks = (
+            IntervalMarks(remote.uri, remote.refresh_s)
+            if remote is not None
+            else VersionMarks([data_dir / "lance" / f"{name}.lance" / "_versions" for name in ("documents", "chunks")])
+        )
         self._versions: tuple[int, int] | None = None  # what the last refresh answered
         self._refreshing = threading.Lock()
         self._stale = StaleChunks()
@@ -93,9 +105,17 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
         self._faiss.ann = policy
 
     @classmethod
-    def open(cls, data_dir: Path, origin: dict[str, Any], create: bool = True, ann: AnnPolicy | None = None,
-             remote: ObjectStore | None = None, persist_every_s: float = base.PERSIST_EVERY_S,
-             optimize_nice: int | None = None, manifest: IndexManifest | None = None) -> "LanceStore":
+    def open(
+        cls,
+        data_dir: Path,
+        origin: dict[str, Any],
+        create: bool = True,
+        ann: AnnPolicy | None = None,
+        remote: ObjectStore | None = None,
+        persist_every_s: float = base.PERSIST_EVERY_S,
+        optimize_nice: int | None = None,
+        manifest: IndexManifest | None = None,
+    ) -> "LanceStore":
         """Open the index in data_dir (or in `remote`, data_dir its cache; `manifest`: its record, None: read there) for an
         encoder with `origin`; create it when allowed and absent (`settle_origin`: the record as settled is `manifest`)."""
         settled = settle_origin(data_dir, origin, create, remote, manifest)
@@ -145,8 +165,14 @@ class LanceStore(LanceCommits, LanceTableReads, base.Store):
         ids with Lance (`chunk_ids`: that version's ids, when the caller has them), else built from Lance."""
         return self._faiss.current(version, chunk_ids)
 
-    def start_keyword_search(self, texts: list[str], limit: int | list[int], version: int | None = None, delta: KeywordDelta | None = None,
-                             languages: list[str | None] | None = None) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
+    def start_keyword_search(
+        self,
+        texts: list[str],
+        limit: int | list[int],
+        version: int | None = None,
+        delta: KeywordDelta | None = None,
+        languages: list[str | None] | None = None,
+    ) -> Callable[[], list[tuple[np.ndarray, np.ndarray]]]:
         """BM25 over chunk text, started (`LanceKeywordSearch.start`): the function that waits for its answer."""
         return self.keywords.start(texts, limit, version, delta, languages)
 

@@ -35,7 +35,7 @@ class _DeferredInit(importlib.abc.Loader):
                     self.real.exec_module(module)  # SourceFileLoader has it
             return module.__dict__[name] if name in module.__dict__ else object.__getattribute__(module, name)
 
-        setattr(module, "__getattr__", __getattr__)  # PEP 562: asked for names it lacks
+        module.__getattr__ = __getattr__  # PEP 562: asked for names it lacks
 
 
 class _ClientFinder(importlib.abc.MetaPathFinder):

@@ -42,8 +42,10 @@ class Lease:
 
     def _refuse(self, held: dict[str, object]) -> StoreError:
         left = max(0, round(_expires(held) - time.time()))
-        return StoreError(f"another lodex process (pid {held.get('pid')} on {held.get('host')}) is writing to the index in {self.store}",
-                          f"wait for it to finish or stop it; a writer that was killed lets go within {left} s")
+        return StoreError(
+            f"another lodex process (pid {held.get('pid')} on {held.get('host')}) is writing to the index in {self.store}",
+            f"wait for it to finish or stop it; a writer that was killed lets go within {left} s",
+        )
 
     def acquire(self) -> "Lease":
         """Take the lease or raise StoreError naming the process (and host) that holds it; renewed from now on."""

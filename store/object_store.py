@@ -71,8 +71,10 @@ class ObjectStore:
                 region=opt.get("aws_region") or opt.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None,
                 endpoint_override=(split.netloc if split else endpoint) or None,
                 scheme=(split.scheme if split else "https" if opt.get("allow_http", "false") != "true" else "http"),
-                access_key=opt.get("aws_access_key_id"), secret_key=opt.get("aws_secret_access_key"),
-                session_token=opt.get("aws_session_token"))
+                access_key=opt.get("aws_access_key_id"),
+                secret_key=opt.get("aws_secret_access_key"),
+                session_token=opt.get("aws_session_token"),
+            )
         if self.scheme == "gs":
             return pafs.GcsFileSystem()
         account = opt.get("azure_storage_account_name") or opt.get("account_name") or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME", "")

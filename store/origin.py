@@ -13,9 +13,23 @@ from lodex.text.terms import TERMS_VERSION
 
 # Keys that must match for vectors to be comparable; the rest (library versions, dates) is informative.
 _MUST_MATCH = (
-    "model_id", "model_fingerprint", "dim", "pooling", "normalize", "max_length", "precision", "quantization",
-    "query_prefix", "document_prefix", "eos_token", "chunk_tokens", "chunk_overlap", "title_prefix", "late_chunking",
-    "layer_weights", "chunk_rule",
+    "model_id",
+    "model_fingerprint",
+    "dim",
+    "pooling",
+    "normalize",
+    "max_length",
+    "precision",
+    "quantization",
+    "query_prefix",
+    "document_prefix",
+    "eos_token",
+    "chunk_tokens",
+    "chunk_overlap",
+    "title_prefix",
+    "late_chunking",
+    "layer_weights",
+    "chunk_rule",
 )
 _LIBRARIES = ("lodex", "torch", "transformers", "tokenizers", "lancedb", "faiss-cpu", "pyarrow")
 
@@ -31,17 +45,34 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def make_origin(encoder_origin: dict[str, Any], chunk_tokens: int, chunk_overlap: int, title_prefix: bool = False,
-                readers: dict[str, str] | None = None, late: dict[str, Any] | None = None,
-                rule: dict[str, Any] | None = None, whole_vector: int = 0) -> dict[str, Any]:
+def make_origin(
+    encoder_origin: dict[str, Any],
+    chunk_tokens: int,
+    chunk_overlap: int,
+    title_prefix: bool = False,
+    readers: dict[str, str] | None = None,
+    late: dict[str, Any] | None = None,
+    rule: dict[str, Any] | None = None,
+    whole_vector: int = 0,
+) -> dict[str, Any]:
     """The full origin record for an index built with this encoder and chunking (title_prefix, late chunking's
     windows, a chunk rule other than the legacy one and whole-text document vectors recorded only when on, so indexes
     from before those options open unchanged) and these format readers ({format: version})."""
-    origin = {**encoder_origin, "chunk_tokens": chunk_tokens, "chunk_overlap": chunk_overlap, "libraries": library_versions(),
-              "keyword_terms": TERMS_VERSION}
-    return (origin | ({"title_prefix": True} if title_prefix else {}) | ({"readers": dict(readers)} if readers else {})
-            | ({"late_chunking": dict(late)} if late else {}) | ({"chunk_rule": dict(rule)} if rule else {})
-            | ({"document_vector": {"whole_tokens": whole_vector}} if whole_vector else {}))
+    origin = {
+        **encoder_origin,
+        "chunk_tokens": chunk_tokens,
+        "chunk_overlap": chunk_overlap,
+        "libraries": library_versions(),
+        "keyword_terms": TERMS_VERSION,
+    }
+    return (
+        origin
+        | ({"title_prefix": True} if title_prefix else {})
+        | ({"readers": dict(readers)} if readers else {})
+        | ({"late_chunking": dict(late)} if late else {})
+        | ({"chunk_rule": dict(rule)} if rule else {})
+        | ({"document_vector": {"whole_tokens": whole_vector}} if whole_vector else {})
+    )
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
@@ -53,8 +84,7 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 def check_origin(stored: dict[str, Any], current: dict[str, Any], data_dir: Path | str) -> None:
     """Raise OriginMismatchError when `current` cannot search or extend an index built with `stored`."""
-    diffs = [f"{key}: index has {stored.get(key)!r}, configured {current.get(key)!r}"
-             for key in _MUST_MATCH if stored.get(key) != current.get(key)]
+    diffs = [f"{key}: index has {stored.get(key)!r}, configured {current.get(key)!r}" for key in _MUST_MATCH if stored.get(key) != current.get(key)]
     if diffs:
         raise OriginMismatchError(
             f"the index in {data_dir} was built with other encoder or chunking settings ({'; '.join(diffs)})",
@@ -78,8 +108,9 @@ def with_readers(stored: dict[str, Any], current: dict[str, Any]) -> dict[str, A
     return {**stored, "readers": {**stored_readers, **added}} if added else None
 
 
-def settle_origin(data_dir: Path, origin: dict[str, Any], create: bool, remote: ObjectStore | None,
-                  stored: IndexManifest | None = None) -> IndexManifest:
+def settle_origin(
+    data_dir: Path, origin: dict[str, Any], create: bool, remote: ObjectStore | None, stored: IndexManifest | None = None
+) -> IndexManifest:
     """Check the index in data_dir (or in `remote`, data_dir its cache), its manifest `stored` (read there when None),
     against `origin`, an encoder's; record it for a new index when `create` allows (else StoreError), and the readers a
     writer meets for the first time. The index's manifest as settled (its record as it now stands)."""

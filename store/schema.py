@@ -11,41 +11,45 @@ def vector_type(dim: int) -> pa.DataType:
 
 def documents_schema(dim: int) -> pa.Schema:
     """One row per indexed file: where it is, what it held, and its aggregated vector."""
-    return pa.schema([
-        ("id", pa.string()),
-        ("path", pa.string()),
-        ("content_hash", pa.string()),
-        ("size", pa.int64()),
-        ("mtime", pa.float64()),
-        ("format", pa.string()),
-        ("title", pa.string()),
-        ("chunk_count", pa.int32()),
-        ("token_count", pa.int64()),
-        ("vector", vector_type(dim)),
-        ("indexed_at", pa.float64()),
-        ("metadata", pa.string()),  # JSON object: what an API client sent with a pushed document
-        ("language", pa.string()),  # ISO 639-1 code, detected from the text (null: none found, or indexed before)
-    ])
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("path", pa.string()),
+            ("content_hash", pa.string()),
+            ("size", pa.int64()),
+            ("mtime", pa.float64()),
+            ("format", pa.string()),
+            ("title", pa.string()),
+            ("chunk_count", pa.int32()),
+            ("token_count", pa.int64()),
+            ("vector", vector_type(dim)),
+            ("indexed_at", pa.float64()),
+            ("metadata", pa.string()),  # JSON object: what an API client sent with a pushed document
+            ("language", pa.string()),  # ISO 639-1 code, detected from the text (null: none found, or indexed before)
+        ]
+    )
 
 
 def chunks_schema(dim: int) -> pa.Schema:
     """One row per chunk; (document_id, content_hash) ties it to the document version it belongs to."""
-    return pa.schema([
-        ("id", pa.int64()),
-        ("document_id", pa.string()),
-        ("content_hash", pa.string()),
-        ("ordinal", pa.int32()),
-        ("char_start", pa.int64()),
-        ("char_end", pa.int64()),
-        ("token_count", pa.int32()),
-        ("text", pa.string()),
-        ("vector", vector_type(dim)),
-        ("page", pa.int32()),  # where the chunk starts: PDF page or slide (1-based); null for formats without pages
-        ("page_end", pa.int32()),  # the page where it ends (the same page for most)
-        ("section", pa.string()),  # heading path, e.g. "2 Methods › 2.3 Sampling"; null without headings
-        ("language", pa.string()),  # its document's language (ISO 639-1)
-        ("keywords", pa.string()),  # its terms for the full-text index, joined by spaces (`terms.keyword_text`)
-    ])
+    return pa.schema(
+        [
+            ("id", pa.int64()),
+            ("document_id", pa.string()),
+            ("content_hash", pa.string()),
+            ("ordinal", pa.int32()),
+            ("char_start", pa.int64()),
+            ("char_end", pa.int64()),
+            ("token_count", pa.int32()),
+            ("text", pa.string()),
+            ("vector", vector_type(dim)),
+            ("page", pa.int32()),  # where the chunk starts: PDF page or slide (1-based); null for formats without pages
+            ("page_end", pa.int32()),  # the page where it ends (the same page for most)
+            ("section", pa.string()),  # heading path, e.g. "2 Methods › 2.3 Sampling"; null without headings
+            ("language", pa.string()),  # its document's language (ISO 639-1)
+            ("keywords", pa.string()),  # its terms for the full-text index, joined by spaces (`terms.keyword_text`)
+        ]
+    )
 
 
 LOCATION_COLUMNS = ["page", "page_end", "section"]
@@ -75,10 +79,14 @@ def with_keywords(chunks: pa.Table, terms_version: int | None = None) -> pa.Tabl
     count = chunks.num_rows
     languages = chunks["language"].to_pylist() if "language" in chunks.column_names else [None] * count
     sections = chunks["section"].to_pylist() if "section" in chunks.column_names else [None] * count
-    given = (chunks["keywords"].to_pylist() if "keywords" in chunks.column_names and version == TERMS_VERSION
-             else [None] * count)
-    made = pa.array([k if k is not None else keyword_text(t or "", lang, section, version)
-                     for k, t, lang, section in zip(given, chunks["text"].to_pylist(), languages, sections)], pa.string())
+    given = chunks["keywords"].to_pylist() if "keywords" in chunks.column_names and version == TERMS_VERSION else [None] * count
+    made = pa.array(
+        [
+            k if k is not None else keyword_text(t or "", lang, section, version)
+            for k, t, lang, section in zip(given, chunks["text"].to_pylist(), languages, sections)
+        ],
+        pa.string(),
+    )
     if "keywords" in chunks.column_names:
         return chunks.set_column(chunks.column_names.index("keywords"), "keywords", made)
     return chunks.append_column("keywords", made)

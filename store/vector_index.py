@@ -5,7 +5,6 @@ compressed IVF (product-quantized codes) whose candidates are re-scored exactly 
 import os
 import re
 from pathlib import Path
-
 from typing import Any, cast
 
 import numpy as np
@@ -60,7 +59,7 @@ class VectorIndex:
 
     @property
     def kind(self) -> str:
-        """"flat", "ivf" or "compressed"."""
+        """ "flat", "ivf" or "compressed"."""
         faiss = self._faiss
         if not isinstance(self.index, faiss.IndexIVF):
             return "flat"
@@ -73,8 +72,9 @@ class VectorIndex:
         return int(self.index.nlist) ** 2 // 16 if self.kind != "flat" else 0
 
     @classmethod
-    def ivf(cls, dim: int, train: np.ndarray, nlist: int, nprobe: int = NPROBE, refine: int = REFINE,
-            exact: Path | None = None, codes: str | None = None) -> "VectorIndex":
+    def ivf(
+        cls, dim: int, train: np.ndarray, nlist: int, nprobe: int = NPROBE, refine: int = REFINE, exact: Path | None = None, codes: str | None = None
+    ) -> "VectorIndex":
         """An empty IVF index whose `nlist` clusters are trained on `train`. Vectors are stored as float16 (half the
         memory of float32, cosines within 1e-3) with a hash-table map for removals by chunk id; or, with `exact` (a
         directory for their float32 copies), compressed to `codes` ("sq8", "pq" or "pq<m>": `compressed_codes`;

@@ -10,7 +10,7 @@ from lodex.indexer.readers.readers import Extracted, extract
 
 
 def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:
-    """"hang.*" loops for ever, "hog.*" holds more and more memory, "heap.*" holds 300 MB for a moment (within a
+    """ "hang.*" loops for ever, "hog.*" holds more and more memory, "heap.*" holds 300 MB for a moment (within a
     512 MB budget) and reads the file, "spike.*" holds 24 MB for a few milliseconds and reads it, "size.*" is titled with the number of bytes it
     was given; the rest is read by
     readers.extract."""
@@ -24,7 +24,9 @@ def hostile(path: str, data: bytes, limits: ReadLimits) -> Extracted:
             for page in range(0, 16 << 20, 4096):
                 held[-1][page] = 1
             if name == "heap":
-                threading.Event().wait(0.01)  # paced, not waiting on a state: 16 MB a step, a step in 10 ms, slower than the parent's looks (every 20 ms)
+                threading.Event().wait(
+                    0.01
+                )  # paced, not waiting on a state: 16 MB a step, a step in 10 ms, slower than the parent's looks (every 20 ms)
         threading.Event().wait(0.5)  # held while the parent looks
     if name == "size":  # how many bytes arrived, as the title
         return extract(path, b"# %d bytes\n\nreceived" % len(data), limits)

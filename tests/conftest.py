@@ -23,6 +23,7 @@ from lodex.store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
 from tests.tiers import heaviest_first, mark  # noqa: E402
 
+
 # The evaluation collections lie in shared/ beside the checkout (as CI lays them out too).
 def _evaldata() -> Path:
     """$LODEX_EVALDATA, else shared/evaldata beside the checkout (as CI lays it out), else beside the repository this
@@ -34,8 +35,7 @@ def _evaldata() -> Path:
     if beside.is_dir():
         return beside
     try:
-        origin = subprocess.run(["git", "-C", str(repo), "remote", "get-url", "origin"], capture_output=True, text=True,
-                                timeout=10).stdout.strip()
+        origin = subprocess.run(["git", "-C", str(repo), "remote", "get-url", "origin"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         origin = ""
     cloned_from = Path(origin) if origin and Path(origin).is_dir() else None
@@ -133,8 +133,9 @@ def fake_encoder() -> FakeEncoder:
     return FakeEncoder()
 
 
-def make_pipeline(data_dir: Path, encoder, max_tokens: int | None = None, overlap: int = 4,
-                  rules: ScanRules | None = None) -> tuple[LanceStore, Indexer, Searcher]:
+def make_pipeline(
+    data_dir: Path, encoder, max_tokens: int | None = None, overlap: int = 4, rules: ScanRules | None = None
+) -> tuple[LanceStore, Indexer, Searcher]:
     """A store, indexer and searcher wired as the CLI wires them."""
     size = max_tokens or min(Settings().chunking.max_tokens, encoder.max_length) - encoder.special_tokens
     store = LanceStore.open(data_dir, make_origin(encoder.origin(), size, overlap))

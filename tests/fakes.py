@@ -33,8 +33,7 @@ def _table(dim: int) -> np.ndarray:
 def _rows(word: str) -> tuple[int, int, int]:
     """The three table rows of a word (by a hash of it, case folded)."""
     digest = hashlib.blake2b(word.lower().encode(), digest_size=6).digest()
-    return (int.from_bytes(digest[0:2], "little") % ROWS, int.from_bytes(digest[2:4], "little") % ROWS,
-            int.from_bytes(digest[4:6], "little") % ROWS)
+    return (int.from_bytes(digest[0:2], "little") % ROWS, int.from_bytes(digest[2:4], "little") % ROWS, int.from_bytes(digest[4:6], "little") % ROWS)
 
 
 class FakeEncoder(Encoder):
@@ -65,7 +64,6 @@ class FakeEncoder(Encoder):
             if rows:
                 out[i] = table[np.array(rows).ravel()].sum(axis=0)
         return out
-
 
     def embed_windows(self, windows: list[Window], leads: list[str] | None = None) -> list[np.ndarray]:
         """Late chunking, faked: each chunk's own words (through `embed`, once per call, so that the hooks of the test
@@ -218,5 +216,8 @@ class ReferenceBM25:
 
     def __call__(self, query: list[str], row: list[str]) -> float:
         tf, n = Counter(row), len(self.rows)
-        return sum(math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5)) * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * len(row) / self.mean))
-                   for t in query if tf[t])
+        return sum(
+            math.log(1 + (n - self.df[t] + 0.5) / (self.df[t] + 0.5)) * tf[t] * 2.2 / (tf[t] + 1.2 * (0.25 + 0.75 * len(row) / self.mean))
+            for t in query
+            if tf[t]
+        )

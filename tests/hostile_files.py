@@ -7,22 +7,30 @@ import zipfile
 import zlib
 from pathlib import Path
 
-_XLSX_CT = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-            '<Default Extension="xml" ContentType="application/xml"/>'
-            '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
-            '</Types>')
-_RELS = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-         '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
-         'Target="xl/workbook.xml"/></Relationships>')
-_WB_RELS = ('<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
-            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
-            'Target="worksheets/sheet1.xml"/>'
-            '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" '
-            'Target="sharedStrings.xml"/></Relationships>')
+_XLSX_CT = (
+    '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+    '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+    '<Default Extension="xml" ContentType="application/xml"/>'
+    '<Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+    "</Types>"
+)
+_RELS = (
+    '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+    'Target="xl/workbook.xml"/></Relationships>'
+)
+_WB_RELS = (
+    '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
+    'Target="worksheets/sheet1.xml"/>'
+    '<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" '
+    'Target="sharedStrings.xml"/></Relationships>'
+)
 _S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
-_WB = (f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{_S}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
-       'relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>')
+_WB = (
+    f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{_S}" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/'
+    'relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'
+)
 
 
 def _zip(parts: dict[str, bytes | str]) -> bytes:
@@ -36,10 +44,16 @@ def _zip(parts: dict[str, bytes | str]) -> bytes:
 def xlsx(sheet_rows: str, shared: list[str]) -> bytes:
     """A workbook of one sheet whose <sheetData> holds `sheet_rows`, with `shared` as its shared strings."""
     strings = "".join(f"<si><t>{s}</t></si>" for s in shared)
-    return _zip({"[Content_Types].xml": _XLSX_CT, "_rels/.rels": _RELS, "xl/workbook.xml": _WB,
-                 "xl/_rels/workbook.xml.rels": _WB_RELS,
-                 "xl/sharedStrings.xml": f'<sst xmlns="{_S}" count="{len(shared)}">{strings}</sst>',
-                 "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{_S}"><sheetData>{sheet_rows}</sheetData></worksheet>'})
+    return _zip(
+        {
+            "[Content_Types].xml": _XLSX_CT,
+            "_rels/.rels": _RELS,
+            "xl/workbook.xml": _WB,
+            "xl/_rels/workbook.xml.rels": _WB_RELS,
+            "xl/sharedStrings.xml": f'<sst xmlns="{_S}" count="{len(shared)}">{strings}</sst>',
+            "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{_S}"><sheetData>{sheet_rows}</sheetData></worksheet>',
+        }
+    )
 
 
 def xlsx_shared_string_bomb(cells: int = 3_000, string_mb: int = 1) -> bytes:
@@ -55,13 +69,17 @@ def xlsx_empty_cells(cells: int = 12_000_000) -> bytes:
 def ods_repeated_columns(text_kb: int = 1024, repeat: int = 1_000, cells: int = 1) -> bytes:
     """A spreadsheet whose one row holds `cells` cells of `text_kb` KB each, repeated `repeat` times
     (table:number-columns-repeated)."""
-    ns = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-          'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
-          'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"')
+    ns = (
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"'
+    )
     cell = f'<table:table-cell table:number-columns-repeated="{repeat}"><text:p>{"y" * (text_kb << 10)}</text:p></table:table-cell>'
-    content = (f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ns}><office:body><office:spreadsheet>'
-               f'<table:table table:name="S"><table:table-row>{cell * cells}</table:table-row></table:table>'
-               '</office:spreadsheet></office:body></office:document-content>')
+    content = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ns}><office:body><office:spreadsheet>'
+        f'<table:table table:name="S"><table:table-row>{cell * cells}</table:table-row></table:table>'
+        "</office:spreadsheet></office:body></office:document-content>"
+    )
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
         z.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet", zipfile.ZIP_STORED)
@@ -92,10 +110,13 @@ def _pages(contents: list[int], first: int, count: int | None = None) -> list[by
     count = count or 1
     kids = b" ".join(b"%d 0 R" % (first + i) for i in range(count))
     refs = b" ".join(b"%d 0 R" % c for c in contents)
-    page = (b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [" + refs +
-            b"] /Resources << /Font << /F1 3 0 R >> >> >>")
-    return [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % count,
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>", *([page] * count)]
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [" + refs + b"] /Resources << /Font << /F1 3 0 R >> >> >>"
+    return [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % count,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        *([page] * count),
+    ]
 
 
 def pdf_text(text: str = "A page of plain words.") -> bytes:

@@ -73,8 +73,8 @@ class _Handler(BaseHTTPRequestHandler):
         if path == f"/api/models/{hub.model_id}/revision/main" or path == f"/api/models/{hub.model_id}/revision/{hub.sha}":
             return "api", None
         for prefix in (f"/{hub.model_id}/resolve/main/", f"/{hub.model_id}/resolve/{hub.sha}/", "/cdn/"):
-            if path.startswith(prefix) and path[len(prefix):] in hub.files:
-                return "file", path[len(prefix):]
+            if path.startswith(prefix) and path[len(prefix) :] in hub.files:
+                return "file", path[len(prefix) :]
         return "", None
 
     def do_HEAD(self) -> None:  # noqa: N802 - http.server's name
@@ -85,8 +85,9 @@ class _Handler(BaseHTTPRequestHandler):
         hub.requests.append((self.command, self.path, self.headers.get("Range", "")))
         kind, name = self._route()
         if kind == "api":
-            body = json.dumps({"id": hub.model_id, "sha": hub.sha, "pipeline_tag": hub.pipeline_tag, "tags": [],
-                               "siblings": [{"rfilename": n} for n in hub.files]}).encode()
+            body = json.dumps(
+                {"id": hub.model_id, "sha": hub.sha, "pipeline_tag": hub.pipeline_tag, "tags": [], "siblings": [{"rfilename": n} for n in hub.files]}
+            ).encode()
             self._send(200, body, {"Content-Type": "application/json"})
             return
         if kind != "file" or name is None:

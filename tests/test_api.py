@@ -16,8 +16,9 @@ from tests.fakes import FakeEncoder
 from tests.waiting import Wake, wait_until
 
 
-def _service(tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0,
-             encoder: FakeEncoder | None = None, start: bool = True) -> Application:
+def _service(
+    tmp_path: Path, api_key: str = "", watch: bool = False, on_file=None, quiet_s: float = 1.0, encoder: FakeEncoder | None = None, start: bool = True
+) -> Application:
     root = tmp_path / "docs"
     root.mkdir(exist_ok=True)
     (root / "wings.md").write_text("# Wings\n\nLift and drag of swept wings at transonic speed. " * 8)
@@ -84,8 +85,9 @@ def test_documents_list_detail_push_delete(client: TestClient, tmp_path: Path) -
     assert listed["total"] == 3 and len(listed["documents"]) == 2 and listed["documents"][0]["path"] == "heat.txt"
     doc = client.get(f"/documents/{listed['documents'][1]['id']}").json()
     assert doc["path"] == "notes/fins.txt" and doc["chunks"][0]["ordinal"] == 0 and doc["source"] == "folder"
-    pushed = client.post("/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
-                                             "title": "Memo", "metadata": {"team": "blue"}})
+    pushed = client.post(
+        "/documents", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.", "title": "Memo", "metadata": {"team": "blue"}}
+    )
     assert pushed.status_code == 202 and pushed.json()["status"] == "queued"  # answered once queued, not indexed
     doc_id = pushed.json()["id"]
 
@@ -99,11 +101,15 @@ def test_documents_list_detail_push_delete(client: TestClient, tmp_path: Path) -
     assert hit["doc_id"] == doc_id and hit["path"] == "@api/memo-1" and hit["title"] == "Memo"
     detail = client.get(f"/documents/{doc_id}").json()
     assert detail["metadata"] == {"team": "blue"} and detail["source"] == "api"
-    again = client.post("/documents?wait=true", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
-                                            "title": "Memo", "metadata": {"team": "blue"}})
+    again = client.post(
+        "/documents?wait=true",
+        json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.", "title": "Memo", "metadata": {"team": "blue"}},
+    )
     assert again.status_code == 201 and again.json()["status"] == "unchanged"
-    retitled = client.post("/documents?wait=true", json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.",
-                                               "title": "Memo v2", "metadata": {"team": "red"}})
+    retitled = client.post(
+        "/documents?wait=true",
+        json={"name": "memo-1", "text": "Zeppelins and airships floating over the sea.", "title": "Memo v2", "metadata": {"team": "red"}},
+    )
     assert retitled.json()["status"] == "indexed"
     detail = client.get(f"/documents/{doc_id}").json()
     assert (detail["title"], detail["metadata"], len(detail["chunks"])) == ("Memo v2", {"team": "red"}, 1)
@@ -134,7 +140,7 @@ def test_admin_endpoints(client: TestClient) -> None:
     assert "lodex_documents 3.0" in text and "lodex_queue_depth 0.0" in text and "lodex_encode_tokens_per_second" in text
     assert client.get("/openapi.json").json()["info"]["title"] == "lodex"
     assert "swagger-ui" in client.get("/docs").text and client.get("/static/swagger/swagger-ui-bundle.js").status_code == 200
-    assert "<form id=\"search\"" in client.get("/").text
+    assert '<form id="search"' in client.get("/").text
 
 
 @pytest.mark.parametrize(
@@ -169,8 +175,7 @@ def test_every_kind_of_error_has_its_status_at_the_edge() -> None:
     listed in api/http/errors.py, or it would answer 500)."""
     import importlib
 
-    for module in ("lodex.api.application", "lodex.api.request", "lodex.encoders.errors", "lodex.indexer.errors",
-                   "lodex.indexer.ray_engine"):
+    for module in ("lodex.api.application", "lodex.api.request", "lodex.encoders.errors", "lodex.indexer.errors", "lodex.indexer.ray_engine"):
         importlib.import_module(module)  # the modules that declare error kinds
     from lodex.api.http.errors import STATUS_OF_KIND, status_of
     from lodex.store.errors import BusyError, LodexError
@@ -199,8 +204,16 @@ def test_api_key_required_everywhere_but_health(tmp_path: Path) -> None:
     try:
         with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
             assert client.get("/health").status_code == 200
-            for method, url in (("get", "/search?q=wings"), ("post", "/search"), ("get", "/documents"), ("get", "/stats"),
-                                ("get", "/metrics"), ("get", "/ready"), ("post", "/reindex"), ("delete", "/documents/x")):
+            for method, url in (
+                ("get", "/search?q=wings"),
+                ("post", "/search"),
+                ("get", "/documents"),
+                ("get", "/stats"),
+                ("get", "/metrics"),
+                ("get", "/ready"),
+                ("post", "/reindex"),
+                ("delete", "/documents/x"),
+            ):
                 response = getattr(client, method)(url)
                 assert "API key" in _error(response, 401, "unauthorized")
                 assert response.headers["www-authenticate"] == "Bearer"
@@ -314,8 +327,15 @@ def test_ready_counts_the_files_the_run_has_left(tmp_path: Path) -> None:
 def test_a_window_of_a_documents_text(client: TestClient) -> None:
     docs = {d["path"]: d["id"] for d in client.get("/documents").json()["documents"]}
     own = client.get(f"/documents/{docs['heat.txt']}/text", params={"start": 5, "end": 30}).json()
-    assert own == {"id": docs["heat.txt"], "path": "heat.txt", "start": 5, "end": 30,
-                   "text": ("Heat transfer through a hypersonic boundary layer. " * 8)[5:30], "page": None, "section": None}
+    assert own == {
+        "id": docs["heat.txt"],
+        "path": "heat.txt",
+        "start": 5,
+        "end": 30,
+        "text": ("Heat transfer through a hypersonic boundary layer. " * 8)[5:30],
+        "page": None,
+        "section": None,
+    }
     detail = client.get(f"/documents/{docs['wings.md']}").json()
     chunk = detail["chunks"][-1]
     window = client.get(f"/documents/{docs['wings.md']}/text", params={"start": chunk["char_start"], "end": chunk["char_end"]}).json()

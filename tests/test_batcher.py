@@ -42,7 +42,7 @@ def test_concurrent_queries_get_their_own_answers_in_batches(index: Path) -> Non
         expected = direct.search(text, k=3)
         assert answer.query == text and answer.took_ms > 0
         assert [(h.doc_id, h.score) for h in answer.results] == [(h.doc_id, h.score) for h in expected.results]
-        assert f"doc{int(text[5:text.index(' ')]):02d}.txt" in [h.path for h in answer.results]
+        assert f"doc{int(text[5 : text.index(' ')]):02d}.txt" in [h.path for h in answer.results]
     assert sum(sizes) == 48 and max(sizes) > 1  # waiting queries were encoded together
 
 

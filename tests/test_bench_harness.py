@@ -29,8 +29,9 @@ def test_percentiles_are_the_lower_nearest_rank_in_milliseconds() -> None:
     assert percentile_ms([], 0.5) != percentile_ms([], 0.5)  # NaN
 
 
-def test_a_result_block_is_dated_and_names_the_machine_and_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_result_block_is_dated_and_names_the_machine_and_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setattr(sys, "argv", [str(ROOT / "bench" / "quality" / "quality.py"), "--bundle", "25"])
     lines = result_block("a title", "- texts: 3")
     assert lines[0].startswith("## ") and lines[0].endswith(" UTC — a title")
@@ -52,7 +53,10 @@ def test_every_bench_script_has_its_line_in_the_readme() -> None:
 
 def test_no_bench_script_reaches_into_a_private_name() -> None:
     private = re.compile(r"\b(?!self\b|cls\b|os\b|sys\b)[A-Za-z_]\w*(?:\(\))?\._[a-z]\w*")
-    found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in sorted(ROOT.glob("bench/**/*.py"))
-             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-             if private.search(line.split("#")[0])]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}: {line.strip()}"
+        for p in sorted(ROOT.glob("bench/**/*.py"))
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if private.search(line.split("#")[0])
+    ]
     assert not found, "a bench uses a private name; give the package a public one:\n" + "\n".join(found)

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.errors import ReadError
+from lodex.indexer.pdf.pdf_reader import read_pdf
+from lodex.indexer.readers.document import ReadLimits
 from lodex.indexer.readers.mail_reader import read_eml
 from lodex.indexer.readers.odf_readers import read_ods
-from lodex.indexer.readers.xlsx_reader import read_xlsx
-from lodex.indexer.pdf.pdf_reader import read_pdf
 from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
 from lodex.indexer.readers.readers import extract
+from lodex.indexer.readers.xlsx_reader import read_xlsx
 from lodex.indexer.settings import IndexSettings
 from tests import hostile_files as hostile
 from tests.conftest import make_pipeline

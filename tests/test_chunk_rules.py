@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
-from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner
 from lodex.indexer.chunking.late_chunking import LateChunking
+from lodex.indexer.encoding_jobs import TitleLead, WindowPlanner
 from tests.conftest import EVALDATA
 from tests.fakes import FakeEncoder
 
@@ -88,8 +88,7 @@ def test_a_whole_text_of_up_to_whole_tokens_is_one_chunk(n: int) -> None:
 def test_past_whole_tokens_a_text_is_cut_exactly_as_the_legacy_rule_cuts_it() -> None:
     chunker = Chunker(FakeEncoder().token_spans, max_tokens=40, overlap=8, rule=ChunkRule(whole_tokens=80))
     for text in (_words(81), _words(300), _sentences(30)):
-        assert [(c.char_start, c.char_end) for c in _exact(text, chunker)] == \
-               [(c.char_start, c.char_end) for c in _exact(text, _chunker())]
+        assert [(c.char_start, c.char_end) for c in _exact(text, chunker)] == [(c.char_start, c.char_end) for c in _exact(text, _chunker())]
     pages = [_words(70, 0), _words(90, 100)]  # each page is a text: the short one whole, the long one cut
     chunks = chunker.chunk_parts("\n".join(pages), [0, len(pages[0]) + 1])
     assert [c.token_count for c in chunks][:1] == [70] and len(chunks) == 4
@@ -140,13 +139,21 @@ def test_an_index_built_under_the_old_rules_opens_and_updates_the_old_way(tmp_pa
     root = tmp_path / "docs"
     root.mkdir()
     (root / "a.txt").write_text(_words(127))  # one chunk under the new rule, two under the old (the fake reads 126 + 2)
-    old = {"LODEX_CHUNKING__WHOLE_SLACK": "0", "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "true", "LODEX_CHUNKING__LATE_FOR": "all",
-           "LODEX_CHUNKING__LATE": "true"}
+    old = {
+        "LODEX_CHUNKING__WHOLE_SLACK": "0",
+        "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "true",
+        "LODEX_CHUNKING__LATE_FOR": "all",
+        "LODEX_CHUNKING__LATE": "true",
+    }
     built = _index(tmp_path, old, monkeypatch, root)
     assert "chunk_rule" not in built["origin"] and built["origin"]["late_chunking"] == {"window_tokens": 256, "margin": 32}
     assert len(built["tokens"]) == 2
-    new_rules = {"LODEX_CHUNKING__WHOLE_SLACK": "32", "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "false", "LODEX_CHUNKING__LATE_FOR": "long",
-                 "LODEX_CHUNKING__LATE": "true"}
+    new_rules = {
+        "LODEX_CHUNKING__WHOLE_SLACK": "32",
+        "LODEX_CHUNKING__OVERLAP_AT_BREAKS": "false",
+        "LODEX_CHUNKING__LATE_FOR": "long",
+        "LODEX_CHUNKING__LATE": "true",
+    }
     (root / "b.txt").write_text(_words(127, 500))  # added under the new rules: cut and encoded as the index was
     grown = _index(tmp_path, new_rules, monkeypatch, root)
     assert grown["origin"] == built["origin"]
@@ -154,8 +161,11 @@ def test_an_index_built_under_the_old_rules_opens_and_updates_the_old_way(tmp_pa
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     new = _index(fresh, new_rules, monkeypatch, root)
-    assert new["origin"]["chunk_rule"] == {"whole_slack": 2, "overlap_at_breaks": False,  # the slack the model has room for
-                                           "whole_tokens": 0}  # the fake model reads no more than a chunk
+    assert new["origin"]["chunk_rule"] == {
+        "whole_slack": 2,
+        "overlap_at_breaks": False,  # the slack the model has room for
+        "whole_tokens": 0,
+    }  # the fake model reads no more than a chunk
     assert new["origin"]["late_chunking"] == {"window_tokens": 256, "margin": 32, "for": "long"}
     assert new["tokens"] == [127, 127]
 

@@ -116,7 +116,7 @@ def test_chunks_of_paged_text_never_cross_a_page() -> None:
     bounds = [*starts, len(text)]
     for c in chunks:
         assert any(a <= c.char_start and c.char_end <= b for a, b in zip(bounds, bounds[1:])), c
-        assert text[c.char_start:c.char_end] == c.text
+        assert text[c.char_start : c.char_end] == c.text
     assert [c.ordinal for c in chunks] == list(range(len(chunks)))
     assert Chunker(enc.token_spans, 16, 4).chunk_parts(text, None) == Chunker(enc.token_spans, 16, 4).chunk(text)
 
@@ -128,13 +128,14 @@ def test_chinese_text_is_cut_at_its_full_stops_with_exact_offsets(real_encoder) 
 
     rng = random.Random(7)
     words = "系统管理员 软件包 安装 时钟同步 网络 配置文件 服务器 内核模块 用户 权限 备份 数据".split()
-    text = "".join("".join(rng.choice(words) for _ in range(rng.randint(3, 9))) + rng.choice(["。", "！", "？", "；", "……", "。」"])
-                   for _ in range(60))
+    text = "".join(
+        "".join(rng.choice(words) for _ in range(rng.randint(3, 9))) + rng.choice(["。", "！", "？", "；", "……", "。」"]) for _ in range(60)
+    )
     chunker = Chunker(real_encoder.token_spans, max_tokens=40, overlap=8)
     chunks = chunker.chunk(text)
     assert len(chunks) > 10
     for c in chunks:
-        assert text[c.char_start:c.char_end] == c.text and c.token_count <= 40
+        assert text[c.char_start : c.char_end] == c.text and c.token_count <= 40
     ends = [c for c in chunks[:-1] if c.text.endswith(("。", "！", "？", "；", "…", "」"))]
     assert len(ends) >= 0.8 * (len(chunks) - 1)
     bounds = {0}

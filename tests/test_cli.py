@@ -115,8 +115,14 @@ def test_real_cli_process_with_the_bundled_model(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(tmp_path / "data")}
     lodex = [sys.executable, "-m", "lodex.api.cli"]
     cwd = Path(__file__).resolve().parents[1]
-    done = subprocess.run([*lodex, "index", str(root)], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                          )
+    done = subprocess.run(
+        [*lodex, "index", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "2 added" in done.stderr
     found = subprocess.run([*lodex, "search", "bird migration", "--json"], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300)
@@ -150,11 +156,13 @@ def test_progress_bar_draws_on_a_terminal_and_runs_no_redraw_thread_elsewhere() 
 def test_the_search_stack_runs_numpy_blas_on_one_thread() -> None:
     """OpenBLAS's idle workers spin after each call: loading lodex's search and index stack caps numpy's to one thread
     even when the environment asks for four, and leaves FAISS's own OpenBLAS alone."""
-    probe = ("import faiss, numpy, threadpoolctl\n"
-             "def blas():\n    return {i['filepath'].split('/')[-2]: i['num_threads'] for i in threadpoolctl.threadpool_info()"
-             " if i['user_api'] == 'blas'}\n"
-             "before = blas()\nimport lodex.api.factory\n"
-             "print([before, blas()])")
+    probe = (
+        "import faiss, numpy, threadpoolctl\n"
+        "def blas():\n    return {i['filepath'].split('/')[-2]: i['num_threads'] for i in threadpoolctl.threadpool_info()"
+        " if i['user_api'] == 'blas'}\n"
+        "before = blas()\nimport lodex.api.factory\n"
+        "print([before, blas()])"
+    )
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "4", "HF_HUB_OFFLINE": "1"}
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120, check=True)
     before, after = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 — the two dicts the probe printed

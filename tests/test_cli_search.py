@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from lodex.api.application import Application
 from lodex.api.cli import app as cli_app
 from lodex.api.http.forward import Identity, record_server
-from lodex.api.application import Application
 from tests.live_server import live_server
 from tests.test_api import _service
 from tests.test_forward_trust import Listener, _read_request
@@ -67,10 +67,13 @@ def test_a_wrong_key_is_shown_with_the_fix(served: tuple[Application, int], monk
 
 
 def test_bad_values_are_refused_before_anything_is_asked(served: tuple[Application, int]) -> None:
-    for args, expected in ((["   "], "q is empty"), (["wings", "-k", "0"], "k must be between 1 and 100"),
-                           (["wings", "--mode", "fuzzy"], "mode: Input should be"),
-                           (["wings", "--modified-after", "yesterday"], "modified_after:"),
-                           (["wings", "--lang", "english"], "lang takes at most")):
+    for args, expected in (
+        (["   "], "q is empty"),
+        (["wings", "-k", "0"], "k must be between 1 and 100"),
+        (["wings", "--mode", "fuzzy"], "mode: Input should be"),
+        (["wings", "--modified-after", "yesterday"], "modified_after:"),
+        (["wings", "--lang", "english"], "lang takes at most"),
+    ):
         code, _, err = _cli(*args)
         line = _error_line(err)
         assert code == 2 and expected in line and "the server" not in line, (args, line)
@@ -100,8 +103,9 @@ def _failing_server(identity: Identity, status: int) -> "Listener":
                 conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
                 continue
             body = json.dumps({"error": {"code": "internal_error", "message": "it broke"}}).encode()
-            conn.sendall(b"HTTP/1.1 %d Oops\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
-                         % (status, len(body), body))
+            conn.sendall(
+                b"HTTP/1.1 %d Oops\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s" % (status, len(body), body)
+            )
             return
 
     return Listener(handler)

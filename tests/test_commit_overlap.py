@@ -33,6 +33,7 @@ class _Timeline:
             finally:
                 with self.lock:
                     self.events.append((kind, started, time.monotonic()))
+
         return wrapper
 
 

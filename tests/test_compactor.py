@@ -54,8 +54,9 @@ def test_an_optimize_apart_runs_in_a_helper_at_the_writer_priority_and_leaves_th
         assert store.chunks.count_rows() == here_store.chunks.count_rows()
         for query in ("zeppelins airships", "wings lift topic3"):
             for mode in ("bm25", "dense", "hybrid"):
-                assert [(h.path, round(h.score, 5)) for h in searcher.search(query, k=6, filters=SearchFilters(), mode=mode).results] == \
-                    [(h.path, round(h.score, 5)) for h in here_searcher.search(query, k=6, filters=SearchFilters(), mode=mode).results]
+                assert [(h.path, round(h.score, 5)) for h in searcher.search(query, k=6, filters=SearchFilters(), mode=mode).results] == [
+                    (h.path, round(h.score, 5)) for h in here_searcher.search(query, k=6, filters=SearchFilters(), mode=mode).results
+                ]
         check_index(store, root, encoder=FakeEncoder())
     finally:
         store.close()
@@ -66,8 +67,12 @@ def test_a_helper_that_dies_fails_that_optimize_only(tmp_path: Path) -> None:
     root, store, _ = _indexed(tmp_path)
     store.optimize_apart(nice=19)
     store._compactor.apart_rows = 1
-    store._compactor._process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline()"],  # reads, dies
-                                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    store._compactor._process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.readline()"],  # reads, dies
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         with pytest.raises(StoreError, match="stopped"):
             store.optimize()
@@ -97,8 +102,9 @@ def test_serve_optimizes_its_large_tables_apart_and_stops_the_helper_when_it_clo
     assert compactor.pid is None and not Path(f"/proc/{helper}").exists()
 
 
-@pytest.mark.parametrize("rows, new, merged", [([10], 5, 1), ([60_000], 500, 0), ([1_000_000, 50_000], 500, 0),
-                                               ([10, 1_000_000], 5, 0), ([1_000_000] + [10] * 5, 1, 6)])
+@pytest.mark.parametrize(
+    "rows, new, merged", [([10], 5, 1), ([60_000], 500, 0), ([1_000_000, 50_000], 500, 0), ([10, 1_000_000], 5, 0), ([1_000_000] + [10] * 5, 1, 6)]
+)
 def test_new_rows_go_into_a_new_segment_until_an_index_has_max_segments_then_it_is_folded_into_one(rows: list[int], new: int, merged: int) -> None:
     assert compactor.segments_to_merge(rows, new) == merged
 
@@ -119,8 +125,9 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
     monkeypatch.setattr(compactor, "MAX_SEGMENTS", 2)
     root, store, indexer, searcher = indexed_notes(tmp_path, {f"{i}.txt": f"note {i} on wings, lift and drag; topic{i} " * 12 for i in range(12)})
     store.optimize()
-    files = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments()
-             if f.metadata.physical_rows >= 4}
+    files = {
+        f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(store.chunks.uri).get_fragments() if f.metadata.physical_rows >= 4
+    }
     assert files and _segments(store) == {"id_idx": 1, "document_id_idx": 1, "keywords_idx": 1}
     (root / "new.txt").write_text("zeppelins and airships over the lake " * 12)
     indexer.run(root, only=["new.txt"])
@@ -133,8 +140,9 @@ def test_an_optimize_leaves_large_fragments_alone_and_puts_new_rows_in_a_delta_s
     _, here_store, here_searcher = _indexed_as(root, tmp_path / "here")
     LanceTable.optimize(here_store.chunks)
     for query in ("zeppelins airships", "wings lift topic3", "drag"):
-        assert [(h.path, round(h.score, 4)) for h in searcher.search(query, k=6, filters=SearchFilters(), mode="bm25").results] == \
-            [(h.path, round(h.score, 4)) for h in here_searcher.search(query, k=6, filters=SearchFilters(), mode="bm25").results]
+        assert [(h.path, round(h.score, 4)) for h in searcher.search(query, k=6, filters=SearchFilters(), mode="bm25").results] == [
+            (h.path, round(h.score, 4)) for h in here_searcher.search(query, k=6, filters=SearchFilters(), mode="bm25").results
+        ]
     for i in range(4):  # the index has MAX_SEGMENTS segments: folded into one
         (root / f"more{i}.txt").write_text(f"more notes {i} on balloons " * 12)
     indexer.run(root, only=[f"more{i}.txt" for i in range(4)])

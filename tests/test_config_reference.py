@@ -53,14 +53,12 @@ def test_a_key_added_without_a_comment_fails() -> None:
     classes = {**gen.sections(), "search": Grown}
     with pytest.raises(gen.Undocumented, match="search.brand_new_key"):
         gen.render(gen.CONFIG.read_text(encoding="utf-8"), classes)
-    documented = gen.CONFIG.read_text(encoding="utf-8").replace(
-        "[api]\n", "# A key documented in config.toml.\nbrand_new_key = 7\n\n[api]\n")
+    documented = gen.CONFIG.read_text(encoding="utf-8").replace("[api]\n", "# A key documented in config.toml.\nbrand_new_key = 7\n\n[api]\n")
     page = gen.render(documented, classes)
     assert "### `search.brand_new_key`" in page and "default `7` · ≥ 1" in page
 
 
-def test_check_mode_fails_on_a_stale_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_mode_fails_on_a_stale_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     stale = tmp_path / "configuration.md"
     stale.write_text(gen.PAGE.read_text(encoding="utf-8").replace("default `10`", "default `11`"), encoding="utf-8")
     monkeypatch.setattr(gen, "PAGE", stale)

@@ -26,34 +26,36 @@ def _paragraphs(*parts: str) -> str:
 
 
 FOLDER = {
-    "wings.md": "# Wings\n\n" + _paragraphs(
+    "wings.md": "# Wings\n\n"
+    + _paragraphs(
         "Aircraft wings produce lift because air flowing over the curved upper surface of the wing moves faster than the "
         "air below it, so the pressure above the wing drops.",
         "The angle of attack of the wings changes how much lift they produce; past the stall angle the airflow separates "
         "and the lift of the aircraft falls away.",
-        "Flaps and slats change the shape of the wings at take-off and landing, so that the aircraft produces enough lift "
-        "at low speed."),
+        "Flaps and slats change the shape of the wings at take-off and landing, so that the aircraft produces enough lift at low speed.",
+    ),
     "volcano.txt": _paragraphs(
         "A volcano erupts when magma rises from the mantle through cracks in the crust and reaches the surface as lava.",
         "Volcanic eruptions throw out ash, gas and lava; the magma's silica content decides whether the eruption is "
         "explosive or whether the lava flows gently.",
-        "Lava from volcanic eruptions cools into basalt, and a volcano may sleep for centuries between eruptions of magma."),
+        "Lava from volcanic eruptions cools into basalt, and a volcano may sleep for centuries between eruptions of magma.",
+    ),
     "bread.txt": _paragraphs(
         "Sourdough bread rises thanks to wild yeast and lactic bacteria living in a starter of flour and water.",
         "The baker mixes flour, water, salt and the sourdough starter, then lets the dough ferment slowly so that the yeast "
         "fills the bread with gas.",
-        "A hot oven and steam give sourdough bread its crust; the flour's protein decides how open the crumb of the bread is."),
+        "A hot oven and steam give sourdough bread its crust; the flour's protein decides how open the crumb of the bread is.",
+    ),
     "notes/tides.txt": _paragraphs(
-        "Ocean tides are caused by the gravity of the moon pulling on the water of the oceans, with a smaller pull from "
-        "the sun.",
+        "Ocean tides are caused by the gravity of the moon pulling on the water of the oceans, with a smaller pull from the sun.",
         "Spring tides happen when the sun and the moon line up, and their gravity together raises the highest ocean tides.",
-        "Coasts see two high tides a day because the moon's gravity bulges the ocean on both sides of the earth."),
+        "Coasts see two high tides a day because the moon's gravity bulges the ocean on both sides of the earth.",
+    ),
     "notes/chess.txt": _paragraphs(
-        "Chess openings such as the Sicilian Defence and the Queen's Gambit set out how the pieces develop in the first "
-        "moves of a chess game.",
-        "A gambit offers a pawn in the opening for quicker development; the King's Gambit is one of the oldest chess "
-        "openings.",
-        "Good chess openings control the centre, develop the knights and bishops early, and castle the king to safety."),
+        "Chess openings such as the Sicilian Defence and the Queen's Gambit set out how the pieces develop in the first moves of a chess game.",
+        "A gambit offers a pawn in the opening for quicker development; the King's Gambit is one of the oldest chess openings.",
+        "Good chess openings control the centre, develop the knights and bishops early, and castle the king to safety.",
+    ),
 }
 # A query about each document, and the document it is about (the first hit in every mode and ranking).
 QUERIES = {
@@ -198,15 +200,17 @@ def test_edit_rename_and_delete_keep_every_invariant(fresh: Backend, monkeypatch
     # edit: one paragraph of bread.txt rewritten; only its chunks are encoded again
     chunks = fresh.store.document_records()["bread.txt"].chunk_count
     encoded = encoder.texts_encoded
-    edited = FOLDER["bread.txt"].replace("A hot oven and steam give sourdough bread its crust",
-                                         "A wood-fired brick oven gives rye bread a smoky crust")
+    edited = FOLDER["bread.txt"].replace(
+        "A hot oven and steam give sourdough bread its crust", "A wood-fired brick oven gives rye bread a smoky crust"
+    )
     (root / "bread.txt").write_text(edited)
     summary = indexer.run(root)
     assert (summary.updated, summary.unchanged) == (1, len(FOLDER) - 1)
     assert 1 <= encoder.texts_encoded - encoded <= chunks
     after_edit = fresh.check()
     assert after_edit["bread.txt"] != before["bread.txt"] and {p: h for p, h in after_edit.items() if p != "bread.txt"} == {
-        p: h for p, h in before.items() if p != "bread.txt"}
+        p: h for p, h in before.items() if p != "bread.txt"
+    }
     for searcher in (fresh.searcher, fresh.reader()):
         hit = searcher.search("wood-fired brick oven", k=1, mode="bm25").results[0]
         assert hit.path == "bread.txt" and any("wood-fired" in p.text for p in hit.passages)

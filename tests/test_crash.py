@@ -27,12 +27,20 @@ def _write_folder(root: Path, n: int = 520, version: str = "v1") -> None:
 def _lodex(data: Path, root: Path, log: Path, kill_after: int = 0, delay_ms: float = 0) -> subprocess.CompletedProcess:
     """`lodex index` of the folder; with `kill_after`, killed in its Nth commit (a commit every few files), else a run
     to the end in fewer, larger commits (a restart's or a first run's commit size is not under test)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data),
-           "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder", "LODEX_INDEX__FLUSH_TOKENS": "256" if kill_after else "2048",
-           "LODEX_TEST_ENCODE_LOG": str(log), "LODEX_TEST_KILL_AFTER": str(kill_after),
-           "LODEX_TEST_KILL_DELAY_MS": str(delay_ms)}
-    return subprocess.run([sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"], env=env, cwd=root.parent,
-                          capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+        "LODEX_DATA_DIR": str(data),
+        "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder",
+        "LODEX_INDEX__FLUSH_TOKENS": "256" if kill_after else "2048",
+        "LODEX_TEST_ENCODE_LOG": str(log),
+        "LODEX_TEST_KILL_AFTER": str(kill_after),
+        "LODEX_TEST_KILL_DELAY_MS": str(delay_ms),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"], env=env, cwd=root.parent, capture_output=True, text=True, timeout=600
+    )
 
 
 def _committed(data: Path, root: Path) -> set[int]:

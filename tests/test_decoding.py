@@ -4,8 +4,8 @@ import codecs
 
 import pytest
 
-from lodex.indexer.readers.decoding import decode
 from lodex.indexer.errors import ReadError
+from lodex.indexer.readers.decoding import decode
 
 FRENCH = "Le café de la gare est très agréable, déjà ouvert à l'été, où l'on goûte une crème brûlée."
 CHINESE = "这是一个中文文档，用于测试编码检测。向量检索系统需要正确读取中文文本，长文档语义搜索在本地运行。"

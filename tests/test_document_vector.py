@@ -59,10 +59,12 @@ def texts(real_encoder) -> dict[str, str]:
     with (EVALDATA / "cranfield" / "corpus.jsonl").open() as fh:
         abstracts = [json.loads(line)["text"].strip() for _, line in zip(range(300), fh)]
     lengths = [len(s) for s in real_encoder.token_spans(abstracts)]
-    return {"short.txt": next(t for t, n in zip(abstracts, lengths) if 170 <= n <= 230),
-            "long.txt": "\n\n".join(abstracts[:8]),
-            "one.txt": next(t for t, n in zip(abstracts, lengths) if 40 <= n <= 90),
-            "向量.txt": "向量检索把文档切成段落，再为每一段计算向量。" * 6}
+    return {
+        "short.txt": next(t for t, n in zip(abstracts, lengths) if 170 <= n <= 230),
+        "long.txt": "\n\n".join(abstracts[:8]),
+        "one.txt": next(t for t, n in zip(abstracts, lengths) if 40 <= n <= 90),
+        "向量.txt": "向量检索把文档切成段落，再为每一段计算向量。" * 6,
+    }
 
 
 def _settings(tmp_path: Path, name: str, **chunking: Any) -> Settings:
@@ -147,8 +149,9 @@ def test_edits_copies_and_pushed_texts_get_the_same_vector_as_a_fresh_index(real
         assert (summary.reused, summary.updated) == (1, 2)
         side.indexer.index_text("pushed", texts["short.txt"])
         grown = _vectors(side)
-    fresh = _folder(tmp_path / "fresh", {"short.txt": edited, "long.txt": texts["long.txt"] + "\n\nA closing remark.",
-                                         "copy.txt": texts["short.txt"]})
+    fresh = _folder(
+        tmp_path / "fresh", {"short.txt": edited, "long.txt": texts["long.txt"] + "\n\nA closing remark.", "copy.txt": texts["short.txt"]}
+    )
     with open_app(_settings(tmp_path / "fresh", "data"), "write", fresh) as side:
         side.indexer.run(fresh)
         built = _vectors(side)

@@ -22,8 +22,19 @@ SLIDE3 = "Boundary layer transition moved forward as the free stream turbulence 
 def folder(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
     root.mkdir()
-    for name in ("report.docx", "report.odt", "report.rtf", "report.epub", "slides.pptx", "slides.odp", "sheets.xlsx",
-                 "sheets.ods", "message.eml", "bomb.docx", "corrupt.docx"):
+    for name in (
+        "report.docx",
+        "report.odt",
+        "report.rtf",
+        "report.epub",
+        "slides.pptx",
+        "slides.odp",
+        "sheets.xlsx",
+        "sheets.ods",
+        "message.eml",
+        "bomb.docx",
+        "corrupt.docx",
+    ):
         shutil.copy(OFFICE / name, root / name)
     shutil.copy(OFFICE / "report.docx", root / "report-copy.bin")  # a DOCX under another extension
     (root / "notes.txt.pdf").write_text("A text file named like a PDF, about ornithopters.\n")
@@ -95,4 +106,4 @@ def test_a_sentence_planted_on_page_37_is_found_first_with_its_page_and_offsets(
     best = hits[0].passages[0]
     assert re.search(r"quokka\s+census\s+of\s+Rottnest\s+Island", best.text) and (best.page, best.page_end) == (37, 37)
     text = extract("forty_pages.pdf", (root / "forty_pages.pdf").read_bytes()).text
-    assert text[best.char_start:best.char_end] == best.text  # exact offsets into the extracted text
+    assert text[best.char_start : best.char_end] == best.text  # exact offsets into the extracted text

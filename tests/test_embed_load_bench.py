@@ -11,8 +11,26 @@ from bench.serving.embed_load import main
 
 @pytest.mark.slow
 def test_the_embedding_load_bench_runs_its_quick_mode(tmp_path: Path) -> None:
-    report = main(["--requests", "6", "--inputs", "16", "--embed-clients", "3", "--search-clients", "2", "--baseline-searches", "3",
-                   "--max-queued", "20", "--slice", "4", "--work-dir", str(tmp_path / "work")])
+    report = main(
+        [
+            "--requests",
+            "6",
+            "--inputs",
+            "16",
+            "--embed-clients",
+            "3",
+            "--search-clients",
+            "2",
+            "--baseline-searches",
+            "3",
+            "--max-queued",
+            "20",
+            "--slice",
+            "4",
+            "--work-dir",
+            str(tmp_path / "work"),
+        ]
+    )
     assert report["ok"] and report["documents"] == 24
     assert report["embed_statuses"]["200"] == 6 and set(report["embed_statuses"]) <= {"200", "429"}
     assert report["idle"]["searches"] == 2 * 3 and report["idle"]["statuses"] == {"200": 6}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.http.app import create_app
 from lodex.api.factory import build_encoder
+from lodex.api.http.app import create_app
 from lodex.api.settings import Settings
 from tests.fakes import FakeEncoder
 from tests.test_api import _error, _service
@@ -47,8 +47,13 @@ def test_embeddings_shapes_kinds_and_limits(client: TestClient) -> None:
     _error(client.post("/v1/embeddings", json={"model": "lodex", "input": [1, 2, 3]}), 422, "invalid_request")
     _error(client.post("/v1/embeddings", json={"model": "lodex", "input": "x", "dimensions": 3}), 422, "invalid_request")
     _error(client.post("/v1/embeddings", json={"model": "lodex:query", "input": "x", "input_type": "document"}), 422, "invalid_request")
-    _error(client.post("/v1/embeddings", content=b'{"model": "lodex", "input": "' + b"x" * 3_000_000 + b'"}',
-                       headers={"content-type": "application/json"}), 413, "too_large")
+    _error(
+        client.post(
+            "/v1/embeddings", content=b'{"model": "lodex", "input": "' + b"x" * 3_000_000 + b'"}', headers={"content-type": "application/json"}
+        ),
+        413,
+        "too_large",
+    )
     # searches go on through the same encoder thread
     assert client.get("/search", params={"q": "swept wings"}).status_code == 200
 
@@ -72,11 +77,19 @@ def test_the_openai_client_gets_lodexs_own_vectors(tmp_path: Path) -> None:
         model = client.models.list().data[0].id
         assert model == encoder.model_id
         expected = {kind: encoder.embed(texts, kind=kind) for kind in ("query", "document")}
-        for kind, encoding, request in (("query", "float", {"model": model}), ("document", "base64", {"model": model + ":document"}),
-                                        ("document", "float", {"model": model, "extra_body": {"input_type": "document"}})):
+        for kind, encoding, request in (
+            ("query", "float", {"model": model}),
+            ("document", "base64", {"model": model + ":document"}),
+            ("document", "float", {"model": model, "extra_body": {"input_type": "document"}}),
+        ):
             answer = client.embeddings.create(input=texts, encoding_format=encoding, **request)  # type: ignore[call-overload]
-            got = np.array([np.frombuffer(base64.b64decode(d.embedding), "<f4") if encoding == "base64" else d.embedding  # type: ignore[arg-type]
-                            for d in answer.data], np.float32)
+            got = np.array(
+                [
+                    np.frombuffer(base64.b64decode(d.embedding), "<f4") if encoding == "base64" else d.embedding  # type: ignore[arg-type]
+                    for d in answer.data
+                ],
+                np.float32,
+            )
             assert got.shape == (256, encoder.dim)
             assert np.abs(got - expected[kind]).max() <= 1e-6
             assert answer.usage.prompt_tokens == answer.usage.total_tokens == sum(encoder.input_tokens(texts, kind))

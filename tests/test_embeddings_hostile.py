@@ -51,19 +51,22 @@ def test_one_ten_megabyte_input_answers_413(tmp_path: Path) -> None:
         service.close()
 
 
-@pytest.mark.parametrize(("value", "reason"), [
-    ([101, 2009, 102], "token ids are not accepted"),
-    ([[101, 2009], [102]], "token ids are not accepted"),
-    (7, "token ids are not accepted"),
-    (None, "not null"),
-    ({"text": "wings"}, "not an object"),
-    (["wings", None], "item 1 is null"),
-    (["wings", ["nested"]], "item 1 is a list"),
-    ([["deeply", ["nested"]]], "item 0 is a list"),
-    (["wings", 3.5], "item 1 is a number"),
-    ([True], "item 0 is true or false"),
-    (True, "not true or false"),
-])
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ([101, 2009, 102], "token ids are not accepted"),
+        ([[101, 2009], [102]], "token ids are not accepted"),
+        (7, "token ids are not accepted"),
+        (None, "not null"),
+        ({"text": "wings"}, "not an object"),
+        (["wings", None], "item 1 is null"),
+        (["wings", ["nested"]], "item 1 is a list"),
+        ([["deeply", ["nested"]]], "item 0 is a list"),
+        (["wings", 3.5], "item 1 is a number"),
+        ([True], "item 0 is true or false"),
+        (True, "not true or false"),
+    ],
+)
 def test_inputs_that_are_not_text_get_a_plain_reason(client: TestClient, value: Any, reason: str) -> None:
     message = _error(client.post("/v1/embeddings", json={"model": "lodex", "input": value}), 422, "invalid_request")
     assert message.startswith("input: ") and reason in message
@@ -71,8 +74,7 @@ def test_inputs_that_are_not_text_get_a_plain_reason(client: TestClient, value: 
 
 
 def test_a_lone_surrogate_and_malformed_json_get_a_plain_reason(client: TestClient) -> None:
-    surrogate = client.post("/v1/embeddings", content=b'{"model": "lodex", "input": ["ok", "\\ud800"]}',
-                            headers={"content-type": "application/json"})
+    surrogate = client.post("/v1/embeddings", content=b'{"model": "lodex", "input": ["ok", "\\ud800"]}', headers={"content-type": "application/json"})
     message = _error(surrogate, 422, "invalid_request")
     assert "item 1 holds a lone surrogate" in message and not any(word in message for word in PYDANTIC_WORDS), message
     for body in (b'{"model": "lodex", "input": ', b"{", b'{"model": "lodex", "input": "x"} trailing'):
@@ -96,7 +98,9 @@ def test_base64_is_little_endian_float32_and_wrong_models_are_named(client: Test
         assert repr(model_id) in message and len(message) < 500
     for wrong_type in (None, 5, ["lodex"]):
         assert _error(client.post("/v1/embeddings", json={"model": wrong_type, "input": "x"}), 422, "invalid_request").startswith("model: ")
-    assert _error(client.post("/v1/embeddings", json={"model": "lodex", "input": "x", "dimensions": True}), 422, "invalid_request").startswith("dimensions: ")
+    assert _error(client.post("/v1/embeddings", json={"model": "lodex", "input": "x", "dimensions": True}), 422, "invalid_request").startswith(
+        "dimensions: "
+    )
 
 
 def test_a_search_over_http_is_answered_while_a_large_batch_is_embedded(tmp_path: Path) -> None:
@@ -108,8 +112,9 @@ def test_a_search_over_http_is_answered_while_a_large_batch_is_embedded(tmp_path
     answers: dict[str, Any] = {}
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
-            batch = threading.Thread(target=lambda: answers.update(
-                embedded=client.post("/v1/embeddings", json={"model": "lodex:document", "input": texts})))
+            batch = threading.Thread(
+                target=lambda: answers.update(embedded=client.post("/v1/embeddings", json={"model": "lodex:document", "input": texts}))
+            )
             batch.start()
             assert encoder.holding.wait(30)
             search = threading.Thread(target=lambda: answers.update(searched=client.get("/search", params={"q": "swept wings"})))

@@ -93,8 +93,13 @@ def test_chunking_and_encoding_at_once_do_not_share_tokenizer_settings(real_enco
     def encode() -> None:  # the tokenizing half of an encoder batch, as the writer or a query thread does it
         while not stop.is_set():
             with real_encoder._tokenizers.borrow() as tokenizer:
-                tokenizer(["a short query", "and another, longer one " * 100], padding=True, truncation=True,
-                          max_length=real_encoder.max_length, return_tensors="np")
+                tokenizer(
+                    ["a short query", "and another, longer one " * 100],
+                    padding=True,
+                    truncation=True,
+                    max_length=real_encoder.max_length,
+                    return_tensors="np",
+                )
 
     worker = threading.Thread(target=encode)
     interval = sys.getswitchinterval()
@@ -135,8 +140,12 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
     from lodex.encoders.settings import EncoderSettings
     from lodex.encoders.transformers_encoder import TransformersEncoder
 
-    queries = ["heat transfer in hypersonic flow", "what is the effect of sweep on the drag of wings at transonic speed",
-               "a", "Boundary layer. " * 300]  # short, long, tiny and truncated
+    queries = [
+        "heat transfer in hypersonic flow",
+        "what is the effect of sweep on the drag of wings at transonic speed",
+        "a",
+        "Boundary layer. " * 300,
+    ]  # short, long, tiny and truncated
     encoder = TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False, precision="exact"))
     as_queries = encoder.embed(queries, kind="query")
     assert encoder._queries is not None and len(list((tmp_path / "cache").glob("*-fp32.onnx"))) == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+
 from lodex.indexer.chunking.chunker import Chunk
 from lodex.indexer.chunking.late_chunking import late_chunking, plan_windows
 from lodex.indexer.encoding_jobs import GROUP_BATCHES, job_groups
@@ -127,7 +128,16 @@ def test_a_document_is_tokenized_once_for_its_chunks_and_its_windows(tmp_path: P
     prepared = indexer.preparer().prepare(scan(root, indexer.rules).files[0], None, {}, 0.0)
     assert isinstance(prepared, Prepared) and prepared.windows
     assert sum(len(t) for t in seen if len(t) > 200) == len(text)  # the document's text tokenized once (the rest: leads)
-    planned = plan_windows(text, [Chunk(i, s, e, n, t) for i, (s, e, n, t) in enumerate(zip(
-        prepared.rows["char_start"], prepared.rows["char_end"], prepared.rows["token_count"], prepared.rows["text"]))],
-        spans, 96 - encoder.special_tokens, 8)
+    planned = plan_windows(
+        text,
+        [
+            Chunk(i, s, e, n, t)
+            for i, (s, e, n, t) in enumerate(
+                zip(prepared.rows["char_start"], prepared.rows["char_end"], prepared.rows["token_count"], prepared.rows["text"])
+            )
+        ],
+        spans,
+        96 - encoder.special_tokens,
+        8,
+    )
     assert [(w.text, w.chunks, w.spans) for w in prepared.windows] == [(w.text, w.chunks, w.spans) for w in planned]

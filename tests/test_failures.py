@@ -26,9 +26,15 @@ def _cli(args: list[str], data: Path, cwd: Path) -> subprocess.CompletedProcess:
         if setpriv is None:
             pytest.skip("running as root without setpriv: cannot make a file unreadable")
         prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--"]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data),
-           "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder", "LODEX_TEST_ENCODE_LOG": str(cwd / "encode.log"),
-           "LODEX_INDEX__RETRY_BACKOFF_S": "0.01"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+        "LODEX_DATA_DIR": str(data),
+        "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder",
+        "LODEX_TEST_ENCODE_LOG": str(cwd / "encode.log"),
+        "LODEX_INDEX__RETRY_BACKOFF_S": "0.01",
+    }
     return subprocess.run([*prefix, sys.executable, "-m", "lodex.api.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 

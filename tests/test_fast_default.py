@@ -15,8 +15,10 @@ from tests.tiny_models import tiny_model
 
 pytestmark = pytest.mark.slow
 
-TEXTS = {"wings.txt": "Swept wings at transonic speed: lift, drag and buffeting of the wing in the wind tunnel.",
-         "blood.txt": "Blood pressure in children: measurements at rest and after exercise, by age group."}
+TEXTS = {
+    "wings.txt": "Swept wings at transonic speed: lift, drag and buffeting of the wing in the wind tunnel.",
+    "blood.txt": "Blood pressure in children: measurements at rest and after exercise, by age group.",
+}
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -50,8 +52,7 @@ def test_the_default_is_auto_and_a_new_index_is_fast(tmp_path: Path, monkeypatch
     assert _origin(tmp_path)["precision"] == "fast"
 
 
-def test_an_exact_index_stays_exact_under_auto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast_cache: Path,
-                                               real_encoder) -> None:
+def test_an_exact_index_stays_exact_under_auto(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast_cache: Path, real_encoder) -> None:
     """An index built before the default changed (exact) opens and updates exactly: same origin, fp32 vectors."""
     from lodex.api.factory import open_reader
     from lodex.api.settings import load_settings
@@ -98,6 +99,7 @@ def test_auto_takes_exact_for_a_layer_streamed_model(tmp_path: Path) -> None:
     from lodex.encoders.transformers_encoder import TransformersEncoder
 
     model = tiny_model("bert", tmp_path / "model")
-    encoder = TransformersEncoder(EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"), stream_layers=True),
-                                  spill_dir=tmp_path / "data")
+    encoder = TransformersEncoder(
+        EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"), stream_layers=True), spill_dir=tmp_path / "data"
+    )
     assert encoder.precision == "exact" and "layer-streamed" in encoder.runtime()

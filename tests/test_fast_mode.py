@@ -56,11 +56,13 @@ def test_a_fast_vector_does_not_depend_on_the_texts_encoded_beside_it(fast_encod
     from lodex.encoders.settings import EncoderSettings
 
     texts = _real_chunks(fast_encoder, per_collection=25)[:61] + [
-        "向量检索把文档切成段落，再为每一段计算向量。", "日本語の文書を検索するには、まず形態素に分けます。",
-        "Die Suche findet Absätze in langen Dokumenten über ihre Bedeutung."]
+        "向量检索把文档切成段落，再为每一段计算向量。",
+        "日本語の文書を検索するには、まず形態素に分けます。",
+        "Die Suche findet Absätze in langen Dokumenten über ihre Bedeutung.",
+    ]
     together = fast_encoder.embed(texts, kind="document")
     alone = np.stack([fast_encoder.embed([t], kind="document")[0] for t in texts[:12]])
-    shuffled = fast_encoder.embed(texts[::-1] + ["a short one", texts[0] * 2], kind="document")[:len(texts)][::-1]
+    shuffled = fast_encoder.embed(texts[::-1] + ["a short one", texts[0] * 2], kind="document")[: len(texts)][::-1]
     assert np.abs(together[:12] - alone).max() < 1e-5 and np.abs(together - shuffled).max() < 1e-5
     queries = ["heat transfer in hypersonic flow", "what is the effect of a very long and wordy question on ranking?"]
     assert np.abs(fast_encoder.embed(queries, kind="query")[0] - fast_encoder.embed(queries[:1], kind="query")[0]).max() < 1e-5

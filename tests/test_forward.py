@@ -17,8 +17,7 @@ from tests.waiting import wait_until
 
 def _cli(data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), "LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "lodex.api.cli", *args], env=full_env, cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "lodex.api.cli", *args], env=full_env, cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
 def _where(data: Path) -> tuple[str, int] | None:

@@ -17,17 +17,21 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from lodex.api.http import forward
+from lodex.api.application import Application
 from lodex.api.cli import app as cli_app
+from lodex.api.http import forward
 from lodex.api.http.app import create_app
 from lodex.api.http.forward import SERVER_FILE, Identity, ask_server, read_server, record_server, running_server
-from lodex.api.application import Application
 from tests.live_server import live_server
 from tests.test_api import _service
 
 KEY = "sesame-" + "k" * 20
-FAKE = {"query": "swept wings", "mode": "hybrid", "took_ms": 0.1, "results": [
-    {"doc_id": "f" * 16, "path": "FAKE-RESULT.md", "title": "planted", "score": 9.9, "passages": []}]}
+FAKE = {
+    "query": "swept wings",
+    "mode": "hybrid",
+    "took_ms": 0.1,
+    "results": [{"doc_id": "f" * 16, "path": "FAKE-RESULT.md", "title": "planted", "score": 9.9, "passages": []}],
+}
 Handler = Callable[[socket.socket, bytearray], None]
 
 
@@ -118,8 +122,16 @@ def not_http(conn: socket.socket, received: bytearray) -> None:
 
 def _write_record(data: Path, host: str, port: int, pid: int | None = None, mode: int = 0o600, **extra: object) -> None:
     """A record as `lodex serve` writes it, with a secret the listener does not know (written by hand: any lodex reads it)."""
-    record = {"pid": pid or os.getpid(), "host": host, "port": port, "hostname": socket.gethostname(), "started": time.time(),
-              "instance": secrets.token_hex(16), "secret": secrets.token_hex(32), **extra}
+    record = {
+        "pid": pid or os.getpid(),
+        "host": host,
+        "port": port,
+        "hostname": socket.gethostname(),
+        "started": time.time(),
+        "instance": secrets.token_hex(16),
+        "secret": secrets.token_hex(32),
+        **extra,
+    }
     path = data / SERVER_FILE
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)

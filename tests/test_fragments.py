@@ -28,18 +28,41 @@ def _document(number: int, chunks: int) -> tuple[pa.Table, dict[str, Any]]:
     vectors = np.random.default_rng(number).standard_normal((chunks, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     texts = [f"passage {j} of document {number}" for j in range(chunks)]
-    rows = pa.Table.from_pydict({
-        "id": [number * 1000 + j for j in range(chunks)], "document_id": [doc_id] * chunks, "content_hash": [digest] * chunks,
-        "ordinal": list(range(chunks)), "char_start": [0] * chunks, "char_end": [len(t) for t in texts],
-        "token_count": [5] * chunks, "text": texts,
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), DIM),
-        "page": [None] * chunks, "page_end": [None] * chunks, "section": [None] * chunks, "language": ["en"] * chunks,
-        "keywords": [None] * chunks,
-    }, schema=chunks_schema(DIM))
+    rows = pa.Table.from_pydict(
+        {
+            "id": [number * 1000 + j for j in range(chunks)],
+            "document_id": [doc_id] * chunks,
+            "content_hash": [digest] * chunks,
+            "ordinal": list(range(chunks)),
+            "char_start": [0] * chunks,
+            "char_end": [len(t) for t in texts],
+            "token_count": [5] * chunks,
+            "text": texts,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), pa.float32()), DIM),
+            "page": [None] * chunks,
+            "page_end": [None] * chunks,
+            "section": [None] * chunks,
+            "language": ["en"] * chunks,
+            "keywords": [None] * chunks,
+        },
+        schema=chunks_schema(DIM),
+    )
     mean = vectors.mean(axis=0)
-    row = {"id": doc_id, "path": f"doc{number}.txt", "content_hash": digest, "size": 1, "mtime": 1.0, "format": "text",
-           "title": f"doc {number}", "chunk_count": chunks, "token_count": 5 * chunks, "vector": (mean / np.linalg.norm(mean)).tolist(),
-           "indexed_at": 1.0, "metadata": "{}", "language": "en"}
+    row = {
+        "id": doc_id,
+        "path": f"doc{number}.txt",
+        "content_hash": digest,
+        "size": 1,
+        "mtime": 1.0,
+        "format": "text",
+        "title": f"doc {number}",
+        "chunk_count": chunks,
+        "token_count": 5 * chunks,
+        "vector": (mean / np.linalg.norm(mean)).tolist(),
+        "indexed_at": 1.0,
+        "metadata": "{}",
+        "language": "en",
+    }
     return rows, row
 
 

@@ -17,9 +17,11 @@ from lodex.search.results import SearchResponse
 
 PAGE = Path(lodex.api.__file__).parent / "http" / "static" / "index.html"
 ASTRAL = "𠀀😀"  # two characters outside the BMP: two UTF-16 units each in JavaScript's strings
-TEXTS = {"zh.txt": ASTRAL + "前言。使用 apt-get 安装后检查时钟同步状态，时钟很重要。",
-         "ja.txt": ASTRAL + "はじめに。時刻同期の問題を解決する方法。",
-         "en.txt": "Swept wings delay the drag rise at transonic Mach numbers."}
+TEXTS = {
+    "zh.txt": ASTRAL + "前言。使用 apt-get 安装后检查时钟同步状态，时钟很重要。",
+    "ja.txt": ASTRAL + "はじめに。時刻同期の問題を解決する方法。",
+    "en.txt": "Swept wings delay the drag rise at transonic Mach numbers.",
+}
 EXPECTED = {("时钟同步", "zh.txt"): ["时钟同步", "时钟"], ("時刻同期の問題", "ja.txt"): ["時刻同期", "問題"]}
 
 
@@ -28,8 +30,8 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """The API's JSON answers (over ASGI, a real store) to each query of EXPECTED, and a context window of each passage."""
     from fastapi.testclient import TestClient
 
-    from lodex.api.http.app import create_app
     from lodex.api.factory import open_app
+    from lodex.api.http.app import create_app
     from lodex.api.settings import Settings
     from tests.fakes import FakeEncoder
 
@@ -67,11 +69,11 @@ def _passage(answers: dict[str, dict], query: str, path: str) -> dict:
 def test_the_api_highlights_the_query_words_in_code_points(answers: dict[str, dict], query: str, path: str) -> None:
     passage = _passage(answers, query, path)
     text = passage["text"]
-    assert TEXTS[path][passage["char_start"]:passage["char_end"]] == text == passage["context"]
+    assert TEXTS[path][passage["char_start"] : passage["char_end"]] == text == passage["context"]
     assert text.startswith(ASTRAL)
     assert [text[a:b] for a, b in passage["highlights"]] == EXPECTED[query, path]
     utf16 = text.encode("utf-16-le")  # the same offsets read as UTF-16 units would land two characters early
-    assert [utf16[2 * a:2 * b].decode("utf-16-le", "replace") for a, b in passage["highlights"]] != EXPECTED[query, path]
+    assert [utf16[2 * a : 2 * b].decode("utf-16-le", "replace") for a, b in passage["highlights"]] != EXPECTED[query, path]
 
 
 def _page_functions(*names: str) -> str:
@@ -87,8 +89,10 @@ def _run_page(call: str, cases: list) -> list[str]:
     node = shutil.which("node") or shutil.which("nodejs")
     if node is None:
         pytest.fail("Node.js is missing: apt-get install nodejs (the search page's script runs in it)")
-    program = _page_functions("escapeHtml", "marked", "highlight") + \
-        f"\nconst cases = {json.dumps(cases)};\nconsole.log(JSON.stringify(cases.map((c) => {call})));"
+    program = (
+        _page_functions("escapeHtml", "marked", "highlight")
+        + f"\nconst cases = {json.dumps(cases)};\nconsole.log(JSON.stringify(cases.map((c) => {call})));"
+    )
     done = subprocess.run([node, "-e", program], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -102,8 +106,9 @@ def test_the_search_page_marks_the_words_the_server_found(answers: dict[str, dic
     html = _run_page("highlight(c[0], c[1])", [[passage["text"], passage["highlights"]]])[0]
     assert re.findall(r"<mark>(.*?)</mark>", html) == EXPECTED[query, path]
     assert re.sub(r"</?mark>", "", html) == passage["text"]  # nothing lost or doubled around the marks
-    html = _run_page("marked(c[0], [[c[1], c[2]]], '<mark class=\"passage\">')",
-                     [[TEXTS[path] + "\nMore.", passage["char_start"], passage["char_end"]]])[0]
+    html = _run_page(
+        "marked(c[0], [[c[1], c[2]]], '<mark class=\"passage\">')", [[TEXTS[path] + "\nMore.", passage["char_start"], passage["char_end"]]]
+    )[0]
     assert re.findall(r'<mark class="passage">(.*?)</mark>', html, re.S) == [passage["text"]]
 
 

@@ -24,8 +24,10 @@ from tests.proc_tree import process_tree
 from tests.test_serve import REPO, Server, get
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.slow,  # real lodex processes
-              pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="pipes, sockets and links are POSIX")]
+pytestmark = [
+    pytest.mark.slow,  # real lodex processes
+    pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="pipes, sockets and links are POSIX"),
+]
 
 # file name → a word only it holds (every one must be found by a search)
 GOOD = {
@@ -86,14 +88,20 @@ def build_hostile_folder(root: Path) -> socket.socket:
 
 
 FIRST_BATCHES = 4  # batches of a busy server's run let through: more than its first commit needs, far fewer than it has
-ENV = {"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_INDEX__FOLLOW_SYMLINKS": "true",
-       "LODEX_INDEX__STREAM_ABOVE_MB": "1", "LODEX_INDEX__RETRY_BACKOFF_S": "0.01", "HF_HUB_OFFLINE": "1"}
+ENV = {
+    "LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder",
+    "LODEX_INDEX__FOLLOW_SYMLINKS": "true",
+    "LODEX_INDEX__STREAM_ABOVE_MB": "1",
+    "LODEX_INDEX__RETRY_BACKOFF_S": "0.01",
+    "HF_HUB_OFFLINE": "1",
+}
 
 
 def _cli(args: list[str], data: Path, cwd: Path, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
     full = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "LODEX_DATA_DIR": str(data), **env}
-    return subprocess.run([sys.executable, "-m", "lodex.api.cli", *args], env=full, cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "lodex.api.cli", *args], env=full, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+    )
 
 
 def _check_failures(failures: dict[str, str]) -> None:
@@ -174,8 +182,13 @@ def test_lodex_serve_keeps_serving_a_hostile_folder_and_stops_on_sigterm(tmp_pat
         os.mkfifo(root / "late-pipe.txt")  # new hostile files while watching: the writer goes on
         (root / "late-big.txt").write_bytes(b"y" * (2 << 20) + b" kittiwake")
         (root / "late-good.txt").write_text("the lapwing arrived after the pipe\n")
-        wait_until(lambda: _search(server, "lapwing") and _search(server, "kittiwake"), [server.home], 60,
-                   "the files added while watching found", detail=server.output)
+        wait_until(
+            lambda: _search(server, "lapwing") and _search(server, "kittiwake"),
+            [server.home],
+            60,
+            "the files added while watching found",
+            detail=server.output,
+        )
     finally:
         took = _stop_within(server, 10)
         sock.close()
@@ -195,8 +208,7 @@ def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_
         for _ in range(FIRST_BATCHES):
             assert gate.next_ask(60), f"the server asked to encode no batch: {server.output()}"
             gate.grant()
-        wait_until(lambda: get(server.url + "/stats")[1]["documents"], [server.home], 60, "a first document indexed",
-                   detail=server.output)
+        wait_until(lambda: get(server.url + "/stats")[1]["documents"], [server.home], 60, "a first document indexed", detail=server.output)
         assert gate.next_ask(60), "the next batch was not asked for"  # held: indexing is under way, far from done
         assert get(server.url + "/ready")[1]["indexing"]
     finally:
@@ -222,8 +234,14 @@ def test_lodex_index_fails_the_files_of_hardening_ii_within_bounded_memory(tmp_p
     reasons = write_all(root)
     (root / "notes.txt").write_text("Swept wings delay the drag rise at transonic speed. " * 20)
     full = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "LODEX_DATA_DIR": str(data), "LODEX_INDEX__MAX_MEMORY_MB": "1536"}
-    proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"], env=full, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"],
+        env=full,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     peaks: dict[int, int] = {}  # pid → its peak resident kB (VmHWM), for lodex and its reading processes
     watcher = threading.Thread(target=_watch_tree, args=(proc, peaks), daemon=True)
     watcher.start()

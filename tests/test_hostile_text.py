@@ -14,8 +14,12 @@ from lodex.text.terms import keyword_terms
 
 HAN = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(4000))  # Chinese characters, no space, few repeats
 MIXED = "a漢한ไあ"  # Latin, Han, Hangul, Thai, kana: a new script at every character
-HOSTILE = {"controls": "\x00\x01\x1b[31m wings\x7f\x85\u200b\u202e lift\ufeff", "surrogates": "wings \ud800 lift \udfff漢字\ud800テスト",
-           "mixed": MIXED * 200, "han": HAN}
+HOSTILE = {
+    "controls": "\x00\x01\x1b[31m wings\x7f\x85\u200b\u202e lift\ufeff",
+    "surrogates": "wings \ud800 lift \udfff漢字\ud800テスト",
+    "mixed": MIXED * 200,
+    "han": HAN,
+}
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))

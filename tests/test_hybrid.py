@@ -156,8 +156,7 @@ def test_each_document_ranking_ranks_by_its_own_property(ranked_index, ranking: 
     put another document first. Hybrid mode keeps each ranking's character, with BM25 fused in."""
     store, encoder, searcher = ranked_index
     query = " ".join(QUERY)
-    expected = dense_document_scores(store, encoder.embed([query], kind="query")[0], ranking,
-                                      searcher.fusion.top_m, searcher.fusion.blend_alpha)
+    expected = dense_document_scores(store, encoder.embed([query], kind="query")[0], ranking, searcher.fusion.top_m, searcher.fusion.blend_alpha)
     assert max(expected, key=expected.__getitem__) == WINNER[ranking], f"the corpus no longer separates the rankings: {expected}"
     dense = searcher.search(query, k=10, mode="dense", ranking=ranking).results  # type: ignore[arg-type]
     assert [h.path for h in dense] == sorted(expected, key=lambda p: -expected[p])
@@ -270,8 +269,14 @@ def test_a_long_run_of_a_serving_writer_folds_new_chunks_into_the_keyword_index(
     assert indexer.optimize_every_s == 0  # a one-off run (lodex index) optimizes at its end only
     long_lived = build_indexer(settings, indexer.encoder, store, long_lived=True)  # the indexer of `watch` / `serve`
     assert long_lived.optimize_every_s == settings.watch.optimize_every_s > 0
-    eager = Indexer(store, indexer.encoder, indexer.chunker, indexer.rules, IndexSettings(flush_tokens=300),  # many commits in one run,
-                    optimize_every_s=1e-6)  # optimized as often as rows pile up, for the test
+    eager = Indexer(
+        store,
+        indexer.encoder,
+        indexer.chunker,
+        indexer.rules,
+        IndexSettings(flush_tokens=300),  # many commits in one run,
+        optimize_every_s=1e-6,
+    )  # optimized as often as rows pile up, for the test
     summary = eager.run(root)
     assert len(counted) > 2 and counted[0] < summary.chunks, "optimized during the run, not only at its end"
     stats = store.chunks.index_stats("keywords_idx")

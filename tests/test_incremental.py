@@ -6,8 +6,8 @@ import random
 from pathlib import Path
 
 import numpy as np
-import pytest
 import pyarrow as pa
+import pytest
 
 from lodex.indexer.scanner import ScanRules
 from lodex.store.errors import StoreError
@@ -179,9 +179,22 @@ def test_hidden_and_git_files_are_skipped(tmp_path: Path) -> None:
 def test_interrupted_commit_is_collected_on_next_run(tmp_path: Path) -> None:
     """Chunks written without their document row (a crash before the commit point) never show up."""
     root, encoder, store, indexer, searcher, _ = _indexed(tmp_path, {"a.txt": _doc_text("alpha")})
-    ghost = pa.Table.from_pylist([{"id": 42, "document_id": "nope", "content_hash": "x", "ordinal": 0, "char_start": 0,
-                                   "char_end": 5, "token_count": 1, "text": "alpha1 alpha2 alpha3",
-                                   "vector": np.ones(encoder.dim, np.float32) / 8}], schema=chunks_schema(encoder.dim))
+    ghost = pa.Table.from_pylist(
+        [
+            {
+                "id": 42,
+                "document_id": "nope",
+                "content_hash": "x",
+                "ordinal": 0,
+                "char_start": 0,
+                "char_end": 5,
+                "token_count": 1,
+                "text": "alpha1 alpha2 alpha3",
+                "vector": np.ones(encoder.dim, np.float32) / 8,
+            }
+        ],
+        schema=chunks_schema(encoder.dim),
+    )
     store.chunks.add(ghost)  # by the process that crashed: the next run is another process's, with its own store handle
     assert [r.path for r in searcher.search("alpha1 alpha2 alpha3", k=5).results] == ["a.txt"]
     store, indexer, _ = make_pipeline(tmp_path / "data", encoder)

@@ -56,7 +56,7 @@ def test_lodex_terms_score_rows_exactly_as_lances_index(tmp_path: Path) -> None:
 
 def _folder(root: Path, texts: list[str], start: int, n: int) -> list[str]:
     names = [f"doc{i:04d}.txt" for i in range(start, start + n)]
-    for name, text in zip(names, texts[start:start + n]):
+    for name, text in zip(names, texts[start : start + n]):
         (root / name).write_text(text)
     return names
 
@@ -155,7 +155,7 @@ def test_the_idf_of_new_terms_is_learned_in_the_searchs_own_round_trip(tmp_path:
     wait = reader.start_keyword_search([text], 10, snap.version, snap.keywords)
     calls: list[object] = []
     monkeypatch.setattr(lance_bridge, "run", lambda *a, **k: calls.append(a) or pytest.fail("a round trip after the search"))
-    (rows, scores), = wait()
+    ((rows, scores),) = wait()
     assert not calls and snap.keywords.index_terms.missing(snap.keywords.wanted_terms(words)) == {}
     assert set(rows.tolist()) & set(snap.keywords.rows) and (scores > 0).all()
 

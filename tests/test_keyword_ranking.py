@@ -89,8 +89,9 @@ def test_uncovered_languages_hybrid_queries_rank_documents_by_their_best_chunks(
     from tests.conftest import indexed_notes
 
     english = "The lift and drag of swept wings at transonic speeds were measured in the wind tunnel for the models. " * 2
-    _, store, _, plain = indexed_notes(tmp_path, {"zh.txt": "如何配置时钟同步服务？使用 chrony 软件包。", "en1.txt": english,
-                                                  "en2.txt": english.replace("wings", "blades")})
+    _, store, _, plain = indexed_notes(
+        tmp_path, {"zh.txt": "如何配置时钟同步服务？使用 chrony 软件包。", "en1.txt": english, "en2.txt": english.replace("wings", "blades")}
+    )
     searcher = Searcher(store, plain.encoder, languages=frozenset({"en"}))
     snap = searcher.snapshot()
     routed = searcher._for_model(snap, Query("时钟同步"))

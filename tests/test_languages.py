@@ -18,14 +18,18 @@ from tests.conftest import indexed_notes
 from tests.fakes import ReferenceBM25
 
 # Words of a Debian manual's Chinese chapters, put together at random into sentences that look like it.
-ZH_WORDS = ("系统 管理员 软件包 安装 时钟 同步 网络 配置 文件 服务器 内核 模块 用户 权限 备份 数据 磁盘 分区 挂载 日志 "
-            "命令 终端 编辑器 脚本 进程 内存 启动 引导 程序 桌面 环境 打印机 字体 输入法 防火墙 代理 邮件 加密 签名 "
-            "仓库 版本 升级 依赖 源码 编译 调试 文档 手册 问题 方法 检查 设置 更新 删除 下载").split()
+ZH_WORDS = (
+    "系统 管理员 软件包 安装 时钟 同步 网络 配置 文件 服务器 内核 模块 用户 权限 备份 数据 磁盘 分区 挂载 日志 "
+    "命令 终端 编辑器 脚本 进程 内存 启动 引导 程序 桌面 环境 打印机 字体 输入法 防火墙 代理 邮件 加密 签名 "
+    "仓库 版本 升级 依赖 源码 编译 调试 文档 手册 问题 方法 检查 设置 更新 删除 下载"
+).split()
 
 
 # And of its Japanese chapters, with the particles that join them.
-JA_WORDS = ("システム 管理者 パッケージ 時刻 同期 ネットワーク 設定 ファイル サーバー カーネル モジュール ユーザー 権限 "
-            "バックアップ データ ディスク 日本 言語 ロケール 端末 エディタ スクリプト プロセス メモリ 起動 文書 更新 削除").split()
+JA_WORDS = (
+    "システム 管理者 パッケージ 時刻 同期 ネットワーク 設定 ファイル サーバー カーネル モジュール ユーザー 権限 "
+    "バックアップ データ ディスク 日本 言語 ロケール 端末 エディタ スクリプト プロセス メモリ 起動 文書 更新 削除"
+).split()
 
 
 def _chinese(rng: random.Random, words: int) -> str:
@@ -53,7 +57,15 @@ def test_mixed_text_keeps_chinese_words_and_english_stems() -> None:
 def test_japanese_korean_and_other_scripts() -> None:
     """Japanese by Sudachi (particles out), Korean and Thai as character pairs, German by its own stemmer."""
     assert keyword_terms("時刻同期の問題を解決するにはapt-getでパッケージをインストールします。", "ja") == [
-        "時刻", "同期", "問題", "解決", "apt", "get", "パッケージ", "インストール"]
+        "時刻",
+        "同期",
+        "問題",
+        "解決",
+        "apt",
+        "get",
+        "パッケージ",
+        "インストール",
+    ]
     assert keyword_terms("형태소 분석", "ko") == ["형태", "태소", "분석"]
     assert keyword_terms("ภาษาไทย", "th") == ["ภา", "าษ", "ษา", "าไ", "ไท", "ทย"]
     assert keyword_terms("Die Pakete wurden installiert", "de") == ["pak", "installiert"]  # German stems, its stop words out
@@ -93,10 +105,13 @@ def test_lodex_terms_score_chinese_rows_exactly_as_lances_index(tmp_path: Path) 
     assert checked >= 40
 
 
-@pytest.mark.parametrize(("lang", "new_text", "query"), [
-    ("zh", "如何配置时钟同步服务？使用 chrony 软件包：安装后检查时钟同步状态。", "时钟同步 chrony"),
-    ("ja", "日本語のロケールを設定するには locales パッケージを使います。日本語の入力も設定します。", "日本語ロケール locales"),
-])
+@pytest.mark.parametrize(
+    ("lang", "new_text", "query"),
+    [
+        ("zh", "如何配置时钟同步服务？使用 chrony 软件包：安装后检查时钟同步状态。", "时钟同步 chrony"),
+        ("ja", "日本語のロケールを設定するには locales パッケージを使います。日本語の入力も設定します。", "日本語ロケール locales"),
+    ],
+)
 def test_a_passage_committed_a_moment_ago_scores_as_once_optimized(tmp_path: Path, lang: str, new_text: str, query: str) -> None:
     """A Chinese or Japanese query (a Japanese compound kept whole) finds the passage of a file committed a moment ago
     (outside the full-text index: scored by lodex beside it) with the score the index gives it once optimized."""
@@ -257,7 +272,8 @@ def test_model_languages_and_the_note(tmp_path: Path) -> None:
     assert model_languages(str(tmp_path / "m3")) is None and model_languages(str(tmp_path / "none")) is None
     assert language_note({"zh": 82, "en": 18}, frozenset({"en"}), bundled=True) == (
         "82% of this folder is Chinese; the bundled model is English-only: keyword search carries these documents; "
-        "point encoder.model at a multilingual model")
+        "point encoder.model at a multilingual model"
+    )
     assert language_note({"zh": 82, "en": 18}, frozenset({"zh", "en"}), bundled=False) is None
     assert language_note({"en": 90, "ja": 10}, frozenset({"en"}), bundled=True) is None
     assert "covers German, French only" in (language_note({"ja": 5}, frozenset({"de", "fr"}), bundled=False) or "")
@@ -268,8 +284,10 @@ def test_hybrid_leans_on_keywords_only_where_the_model_knows_not_the_script(tmp_
     a German one stays hybrid (shared words carry meaning); an English one is untouched."""
     rng = random.Random(7)
     texts = {f"zh{i}.txt": _chinese(rng, 40) for i in range(4)}
-    texts |= {"de.txt": "Die Systemuhr wird mit dem Netzwerk über NTP synchronisiert, damit die Zeit stimmt. " * 6,
-              "en.txt": "The system clock is kept in step with network time servers over NTP. " * 6}
+    texts |= {
+        "de.txt": "Die Systemuhr wird mit dem Netzwerk über NTP synchronisiert, damit die Zeit stimmt. " * 6,
+        "en.txt": "The system clock is kept in step with network time servers over NTP. " * 6,
+    }
     _, _, _, searcher = indexed_notes(tmp_path, texts)
     searcher.languages = frozenset({"en"})  # what model_languages says of the bundled MiniLM
     assert searcher.search("时钟同步 网络", 3).mode == "bm25"

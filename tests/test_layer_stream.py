@@ -17,8 +17,14 @@ from lodex.store.errors import ConfigError
 from tests.tiny_models import KINDS, tiny_model
 from tests.waiting import Wake, wait_until
 
-TEXTS = ["a", "Swept wings at transonic speed: lift, drag and buffeting measured in the tunnel.",
-         "Boundary layers. " * 40, "heat transfer", "The flow over a flat plate " * 8, "shock"]
+TEXTS = [
+    "a",
+    "Swept wings at transonic speed: lift, drag and buffeting measured in the tunnel.",
+    "Boundary layers. " * 40,
+    "heat transfer",
+    "The flow over a flat plate " * 8,
+    "shock",
+]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +77,9 @@ def test_int4_layers_are_measured_and_gated(models: dict[str, Path], tmp_path: P
     assert _cosines(int4.embed(TEXTS), reference).mean() >= 0.99
 
 
-def test_activations_beyond_the_budget_spill_to_disk_and_are_removed(models: dict[str, Path], tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_activations_beyond_the_budget_spill_to_disk_and_are_removed(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lodex.encoders import layer_stream
 
     reference = _encoder(models["modernbert"], tmp_path).embed(TEXTS)
@@ -163,7 +170,6 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
     import os
     import subprocess
     import sys
-    import time
 
     from lodex.store.lance_store import LanceStore
     from tests.invariants import check_index
@@ -172,10 +178,16 @@ def test_a_kill_mid_group_leaves_nothing_that_breaks_the_restart(models: dict[st
     root.mkdir()
     for i in range(16):
         (root / f"doc-{i:03d}.txt").write_text(" ".join(f"word{i}x{j} flow" for j in range(100)))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "LODEX_DATA_DIR": str(data),
-           "LODEX_ENCODER__MODEL": str(models["modernbert"]), "LODEX_ENCODER__STREAM_LAYERS": "true",
-           "LODEX_ENCODER__MEMORY_BUDGET_MB": "1", "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache"),
-           "LODEX_CHUNKING__LATE": "false"}  # each chunk its own encoding: checked below
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "LODEX_DATA_DIR": str(data),
+        "LODEX_ENCODER__MODEL": str(models["modernbert"]),
+        "LODEX_ENCODER__STREAM_LAYERS": "true",
+        "LODEX_ENCODER__MEMORY_BUDGET_MB": "1",
+        "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache"),
+        "LODEX_CHUNKING__LATE": "false",
+    }  # each chunk its own encoding: checked below
     command = [sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"]
     with Wake(data) as spilled:  # watching before it starts: the file's creation wakes the wait at once
         proc = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -11,9 +11,16 @@ from lodex.store.object_store import ObjectStore
 from lodex.text.terms import TERMS_VERSION
 
 RECORD = {
-    "model_id": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384, "precision": "fast", "quantization": "s8s8",
-    "eos_token": 2, "keyword_terms": 2, "readers": {"pdf": "1"}, "chunk_rule": {"whole_slack": 8, "overlap_at_breaks": True},
-    "late_chunking": {"window_tokens": 256, "margin": 32, "for": "long"}, "document_vector": {"whole_tokens": 256},
+    "model_id": "sentence-transformers/all-MiniLM-L6-v2",
+    "dim": 384,
+    "precision": "fast",
+    "quantization": "s8s8",
+    "eos_token": 2,
+    "keyword_terms": 2,
+    "readers": {"pdf": "1"},
+    "chunk_rule": {"whole_slack": 8, "overlap_at_breaks": True},
+    "late_chunking": {"window_tokens": 256, "margin": 32, "for": "long"},
+    "document_vector": {"whole_tokens": 256},
     "from_a_later_lodex": {"kept": [1, 2]},
 }
 

@@ -69,8 +69,9 @@ async def _exercise(session: Any, url: str) -> None:
             expected = (await api.get("/search", params={"q": query, "k": 5})).json()
             assert [(r["id"], r["path"], r["score"]) for r in got["results"]] == [(r["doc_id"], r["path"], r["score"]) for r in expected["results"]]
             for hit, want in zip(got["results"], expected["results"]):
-                assert [{k: p[k] for k in ("text", "char_start", "char_end", "score", "page", "section")} for p in hit["passages"]] == \
-                       [{k: p[k] for k in ("text", "char_start", "char_end", "score", "page", "section")} for p in want["passages"]]
+                assert [{k: p[k] for k in ("text", "char_start", "char_end", "score", "page", "section")} for p in hit["passages"]] == [
+                    {k: p[k] for k in ("text", "char_start", "char_end", "score", "page", "section")} for p in want["passages"]
+                ]
     # read: a passage by its citation, then widened, then its PDF page
     hit = _data(await session.call_tool("search", {"query": "page 7", "k": 1, "ext": ["pdf"]}))["results"][0]
     passage = hit["passages"][0]
@@ -78,8 +79,9 @@ async def _exercise(session: Any, url: str) -> None:
     assert passage["citation"] == f"lodex://documents/{hit['id']}#chars={passage['char_start']}-{passage['char_end']}"
     cited = _data(await session.call_tool("read", {"document": passage["citation"]}))
     assert (cited["start"], cited["end"], cited["text"]) == (passage["char_start"], passage["char_end"], passage["text"])
-    wider = _data(await session.call_tool("read", {"document": hit["id"], "start": max(0, passage["char_start"] - 300),
-                                                   "end": passage["char_end"] + 300}))
+    wider = _data(
+        await session.call_tool("read", {"document": hit["id"], "start": max(0, passage["char_start"] - 300), "end": passage["char_end"] + 300})
+    )
     assert passage["text"] in wider["text"] and wider["start"] == max(0, passage["char_start"] - 300)
     page = _data(await session.call_tool("read", {"document": hit["id"], "page": passage["page"], "max_chars": 20000}))
     assert page["page"] == passage["page"] and page["start"] <= passage["char_start"] < page["end"]
@@ -113,8 +115,12 @@ def test_lodex_mcp_over_stdio(served: Any) -> None:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     server, data = served
-    params = StdioServerParameters(command=sys.executable, args=["-m", "lodex.api.cli", "mcp", "--data-dir", str(data)], cwd=str(REPO),
-                                   env={**FAKE, "HF_HUB_OFFLINE": "1", "HOME": os.environ["HOME"]})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lodex.api.cli", "mcp", "--data-dir", str(data)],
+        cwd=str(REPO),
+        env={**FAKE, "HF_HUB_OFFLINE": "1", "HOME": os.environ["HOME"]},
+    )
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -131,8 +137,11 @@ def test_mcp_over_streamable_http_on_serve(served: Any) -> None:
     server, _ = served
 
     async def main() -> None:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as http, \
-                streamable_http_client(server.url + "/mcp", http_client=http) as (read, write), ClientSession(read, write) as session:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=60) as http,
+            streamable_http_client(server.url + "/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await _exercise(session, server.url)
 
     anyio.run(main)
@@ -146,9 +155,10 @@ def test_mcp_over_streamable_http_on_serve(served: Any) -> None:
 
 def test_lodex_mcp_with_the_real_model(tmp_path: Path) -> None:
     """End to end with the bundled model: the tool's answer is `lodex.open(...).search`'s, its citation reads back."""
-    import lodex
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    import lodex
 
     root = tmp_path / "docs"
     root.mkdir()
@@ -159,16 +169,20 @@ def test_lodex_mcp_with_the_real_model(tmp_path: Path) -> None:
     query = "pressure distribution on a swept wing"
     with lodex.open(data) as index:
         expected = index.search(query, 2)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "lodex.api.cli", "mcp", "--data-dir", str(data)], cwd=str(REPO),
-                                   env={"HF_HUB_OFFLINE": "1", "HOME": os.environ["HOME"],
-                                        "LODEX_ENCODER__CACHE_DIR": os.environ["LODEX_ENCODER__CACHE_DIR"]})  # the run's
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "lodex.api.cli", "mcp", "--data-dir", str(data)],
+        cwd=str(REPO),
+        env={"HF_HUB_OFFLINE": "1", "HOME": os.environ["HOME"], "LODEX_ENCODER__CACHE_DIR": os.environ["LODEX_ENCODER__CACHE_DIR"]},
+    )  # the run's
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             got = _data(await session.call_tool("search", {"query": query, "k": 2}))
-            assert [(r["id"], r["score"], [p["text"] for p in r["passages"]]) for r in got["results"]] == \
-                   [(h.doc_id, h.score, [p.text for p in h.passages]) for h in expected.results]
+            assert [(r["id"], r["score"], [p["text"] for p in r["passages"]]) for r in got["results"]] == [
+                (h.doc_id, h.score, [p.text for p in h.passages]) for h in expected.results
+            ]
             best = got["results"][0]["passages"][0]
             cited = _data(await session.call_tool("read", {"document": best["citation"]}))
             assert cited["text"] == best["text"] and cited["page"] == best["page"]
@@ -183,8 +197,12 @@ def test_mcp_off_loopback_needs_the_key(served: Any) -> None:
     server = Server(data.parent / "docs", data, "--read-only", "--host", "0.0.0.0", env={**FAKE, "LODEX_API__API_KEY": KEY})
     try:
         server.wait_ready(120, path="/health")
-        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                 "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}}
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}},
+        }
         accept = {"Accept": "application/json, text/event-stream"}
         refused = httpx.post(server.url + "/mcp", json=hello, headers=accept)
         assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"

@@ -14,15 +14,19 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
+from lodex.api.application import Application
 from lodex.api.http.app import create_app
 from lodex.api.mcp.server import add_write_tools, build_mcp
 from lodex.api.request import Limits
-from lodex.api.application import Application
 from tests.test_api import _service
 
 BASE = "http://127.0.0.1:8765"
-HELLO = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "0"}}}
+HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "0"}},
+}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 MAX_SESSIONS = 100  # mcp.max_sessions' default
 
@@ -122,15 +126,18 @@ def test_read_beyond_the_document_says_so(server: MCPServer) -> None:
     assert "neither a document id nor a lodex citation" in _refused(server, "read", {"document": f"lodex://documents/{doc}#chars=٣-٥"})
 
 
-@pytest.mark.parametrize(("tool", "arguments", "named"), [
-    ("search", {"query": "wings", "mode": "nope"}, "mode: Input should be 'dense', 'bm25' or 'hybrid'"),
-    ("search", {"query": ["wings"]}, "query: Input should be a valid string"),
-    ("search", {"query": "wings", "k": "ten"}, "k: Input should be a valid integer"),
-    ("read", {"document": {"id": 1}}, "document: Input should be a valid string"),
-    ("read", {"document": "0123456789abcdef", "max_chars": 10**9}, "max_chars: Input should be less than or equal to 20000"),
-    ("list_documents", {"limit": -1}, "limit: Input should be greater than or equal to 1"),
-    ("list_documents", {"path_glob": "*" * 5000}, "path_glob: String should have at most 1000 characters"),
-])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "named"),
+    [
+        ("search", {"query": "wings", "mode": "nope"}, "mode: Input should be 'dense', 'bm25' or 'hybrid'"),
+        ("search", {"query": ["wings"]}, "query: Input should be a valid string"),
+        ("search", {"query": "wings", "k": "ten"}, "k: Input should be a valid integer"),
+        ("read", {"document": {"id": 1}}, "document: Input should be a valid string"),
+        ("read", {"document": "0123456789abcdef", "max_chars": 10**9}, "max_chars: Input should be less than or equal to 20000"),
+        ("list_documents", {"limit": -1}, "limit: Input should be greater than or equal to 1"),
+        ("list_documents", {"path_glob": "*" * 5000}, "path_glob: String should have at most 1000 characters"),
+    ],
+)
 def test_bad_arguments_are_one_plain_line(server: MCPServer, tool: str, arguments: dict[str, Any], named: str) -> None:
     message = _refused(server, tool, arguments)
     assert named in message and "input schema" in message and "errors.pydantic.dev" not in message, message
@@ -149,9 +156,17 @@ def test_push_text_keeps_the_document_size_limit(server: MCPServer, service: App
     assert _call(server, "list_documents", {})["total"] == 3  # neither was queued
 
 
-KEYLESS = [("POST", "/mcp", {}), ("GET", "/mcp", {}), ("DELETE", "/mcp", {}), ("OPTIONS", "/mcp", {}), ("POST", "/mcp/", {}),
-           ("POST", "/mcp?api_key=sesame", {}), ("POST", "/mcp", {"Authorization": "Basic sesame"}),
-           ("POST", "/mcp", {"Authorization": "Bearer wrong"}), ("POST", "/mcp", {"mcp-protocol-version": "DRAFT-2026-v1"})]
+KEYLESS = [
+    ("POST", "/mcp", {}),
+    ("GET", "/mcp", {}),
+    ("DELETE", "/mcp", {}),
+    ("OPTIONS", "/mcp", {}),
+    ("POST", "/mcp/", {}),
+    ("POST", "/mcp?api_key=sesame", {}),
+    ("POST", "/mcp", {"Authorization": "Basic sesame"}),
+    ("POST", "/mcp", {"Authorization": "Bearer wrong"}),
+    ("POST", "/mcp", {"mcp-protocol-version": "DRAFT-2026-v1"}),
+]
 
 
 def test_mcp_needs_the_key_as_the_json_api_does(tmp_path: Path) -> None:

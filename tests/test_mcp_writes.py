@@ -20,7 +20,9 @@ def test_write_tools_only_when_allowed(tmp_path: Path) -> None:
         assert {"push_text", "delete_document", "reindex"} <= {t.name for t in anyio.run(server.list_tools)}
 
         async def calls() -> None:
-            pushed = (await server.call_tool("push_text", {"name": "memo.md", "text": "Albatross gliding flight over the ocean. " * 5})).structured_content
+            pushed = (
+                await server.call_tool("push_text", {"name": "memo.md", "text": "Albatross gliding flight over the ocean. " * 5})
+            ).structured_content
             assert pushed is not None and pushed["status"] == "indexed"
             found = (await server.call_tool("search", {"query": "albatross gliding", "k": 1})).structured_content
             assert found is not None and found["results"][0]["id"] == pushed["id"]
@@ -29,7 +31,10 @@ def test_write_tools_only_when_allowed(tmp_path: Path) -> None:
                 await server.call_tool("delete_document", {"document": folder_doc["results"][0]["id"]})
             with pytest.raises(ToolError, match="name"):
                 await server.call_tool("push_text", {"name": "../up.md", "text": "x"})
-            assert (await server.call_tool("delete_document", {"document": pushed["id"]})).structured_content == {"deleted": pushed["id"], "existed": 1}
+            assert (await server.call_tool("delete_document", {"document": pushed["id"]})).structured_content == {
+                "deleted": pushed["id"],
+                "existed": 1,
+            }
 
         anyio.run(calls)
     finally:

@@ -38,8 +38,9 @@ def _settings(tmp_path: Path) -> Settings:
     return settings
 
 
-def test_pull_resumes_a_dropped_download_and_then_works_offline(tiny_dir: Path, tmp_path: Path, online: None,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pull_resumes_a_dropped_download_and_then_works_offline(
+    tiny_dir: Path, tmp_path: Path, online: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = _settings(tmp_path)
     half = len((tiny_dir / WEIGHTS).read_bytes()) // 2
     hub = Hub.from_folder(MODEL_ID, tiny_dir, drop={WEIGHTS: half})

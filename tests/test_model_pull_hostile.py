@@ -47,8 +47,14 @@ def test_hub_domains_may_redirect_to_their_cdn_and_nothing_else() -> None:
     for url in ("https://cdn-lfs.huggingface.co/x", "https://cas-bridge.xethub.hf.co/x", "https://huggingface.co/a/b"):
         hub(httpx.Request("GET", url))
     mirror(httpx.Request("GET", "https://cdn.mirror.example.org/x"))
-    for guard, url in ((hub, "https://evil.example/x"), (hub, "http://cdn-lfs.huggingface.co/x"), (hub, "https://huggingface.co.evil.example/x"),
-                       (hub, "https://cdn-lfs.hf.co:8443/x"), (mirror, "https://cdn-lfs.huggingface.co/x"), (mirror, "http://169.254.169.254/")):
+    for guard, url in (
+        (hub, "https://evil.example/x"),
+        (hub, "http://cdn-lfs.huggingface.co/x"),
+        (hub, "https://huggingface.co.evil.example/x"),
+        (hub, "https://cdn-lfs.hf.co:8443/x"),
+        (mirror, "https://cdn-lfs.huggingface.co/x"),
+        (mirror, "http://169.254.169.254/"),
+    ):
         with pytest.raises(ModelError, match="neither the hub nor its download host"):
             guard(httpx.Request("GET", url))
 
@@ -79,7 +85,7 @@ def test_names_that_leave_the_model_folder_are_never_written(tiny_dir: Path, tmp
     settings = _settings(tmp_path)
     hub = Hub.from_folder(MODEL_ID, tiny_dir)
     for name in ("../escape.json", "/tmp/absolute.json", "1_Pooling/../../escape.json", "../../../escape.txt", "config.json\n"):
-        hub.files[name] = b"{\"lodex_escape_marker\": 1}"
+        hub.files[name] = b'{"lodex_escape_marker": 1}'
     with HubServer(hub) as server:
         pull_model(MODEL_ID, settings.encoder, server.url)
     final = cached_model(settings.encoder, MODEL_ID)
@@ -120,8 +126,9 @@ def test_pickled_weights_are_never_fetched(tiny_dir: Path, tmp_path: Path) -> No
     assert hub.gets("pytorch_model.bin") == [] and not models_dir(settings.encoder).exists()
 
 
-def test_a_config_asking_to_run_the_models_own_code_is_stripped_and_nothing_runs(tiny_dir: Path, tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_config_asking_to_run_the_models_own_code_is_stripped_and_nothing_runs(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = _settings(tmp_path)
     marker = tmp_path / "code-ran"
     hub = Hub.from_folder(MODEL_ID, tiny_dir)

@@ -15,8 +15,13 @@ from lodex.encoders.settings import EncoderSettings
 from tests.tiny_models import KINDS, sentence_transformers_files, tiny_model, tokenizer_options
 
 runner = CliRunner()
-TEXTS = ["a", "lift and drag", "Swept wings at transonic speed: lift, drag and buffeting of thin wings in a wind tunnel.",
-         "Heat transfer through a hypersonic boundary layer " * 4, "boundary layer"]
+TEXTS = [
+    "a",
+    "lift and drag",
+    "Swept wings at transonic speed: lift, drag and buffeting of thin wings in a wind tunnel.",
+    "Heat transfer through a hypersonic boundary layer " * 4,
+    "boundary layer",
+]
 QUERY_PROMPT = "Instruct: Given a question, retrieve passages that answer it\nQuery: "
 
 
@@ -66,8 +71,9 @@ def _reference(path: Path, texts: list[str], eos: int | None = None) -> np.ndarr
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_each_architecture_indexes_and_searches_end_to_end(kind: str, models: dict[str, Path], tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_architecture_indexes_and_searches_end_to_end(
+    kind: str, models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LODEX_ENCODER__MODEL", str(models[kind]))
     root = tmp_path / "docs"
@@ -86,8 +92,9 @@ def test_each_architecture_indexes_and_searches_end_to_end(kind: str, models: di
 
 @pytest.mark.parametrize("padding_side", ["right", "left"])
 @pytest.mark.parametrize("special_tokens", [True, False])
-def test_decoder_vectors_are_the_last_real_tokens_hidden_state(padding_side: str, special_tokens: bool, models: dict[str, Path],
-                                                               tmp_path: Path) -> None:
+def test_decoder_vectors_are_the_last_real_tokens_hidden_state(
+    padding_side: str, special_tokens: bool, models: dict[str, Path], tmp_path: Path
+) -> None:
     """Qwen3 (last token by default for decoders): mixed lengths in one padded batch, either padding side, with the
     tokenizer adding [SEP] itself or lodex appending the EOS config.json declares, equal the by-hand reference."""
     path = tokenizer_options(_copy(models["qwen3"], tmp_path), padding_side, special_tokens)
@@ -100,8 +107,9 @@ def test_decoder_vectors_are_the_last_real_tokens_hidden_state(padding_side: str
     assert (real == 102).sum() == len(TEXTS)
     ours = encoder.embed(TEXTS)
     assert np.abs(ours - _reference(path, TEXTS, encoder.eos_id)).max() < 1e-5
-    assert np.abs(encoder._query_batch(TEXTS) / np.linalg.norm(encoder._query_batch(TEXTS), axis=1, keepdims=True)
-                  - ours).max() < 0.1  # the int8 query model pools the same token (a wrong token would be far off)
+    assert (
+        np.abs(encoder._query_batch(TEXTS) / np.linalg.norm(encoder._query_batch(TEXTS), axis=1, keepdims=True) - ours).max() < 0.1
+    )  # the int8 query model pools the same token (a wrong token would be far off)
 
 
 def test_append_eos_settings(models: dict[str, Path], tmp_path: Path) -> None:
@@ -110,7 +118,7 @@ def test_append_eos_settings(models: dict[str, Path], tmp_path: Path) -> None:
     assert _encoder(plain, append_eos="never").special_tokens == 0
     assert _encoder(plain).special_tokens == 1  # chunks leave room for the appended EOS
     other = _copy(models["qwen3"], tmp_path, "other-eos")  # Qwen3-Embedding's case: its tokenizer ends inputs with a token
-    config = other / "config.json"                         # other than the one its tokenizer calls eos_token: kept as it is
+    config = other / "config.json"  # other than the one its tokenizer calls eos_token: kept as it is
     config.write_text(json.dumps(json.loads(config.read_text()) | {"eos_token_id": 999}))
     assert _encoder(other).eos_id is None and _encoder(other).special_tokens == 2
     bert = tokenizer_options(_copy(models["bert"], tmp_path, "bert"), special_tokens=False)
@@ -156,8 +164,7 @@ def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str
     assert cosines.min() >= 0.95, cosines
 
 
-def test_a_model_whose_export_fails_is_refused_in_fast_mode(models: dict[str, Path], tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_whose_export_fails_is_refused_in_fast_mode(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import lodex.encoders.fast_mode as fast_mode
 
     def failing(*args, **kwargs):
@@ -166,7 +173,7 @@ def test_a_model_whose_export_fails_is_refused_in_fast_mode(models: dict[str, Pa
     monkeypatch.setattr(fast_mode, "load_onnx_model", failing)
     with pytest.raises(ModelError, match="fast mode is not available .* export failed .*aten::unsupported") as caught:
         _encoder(models["lfm2"], precision="fast")
-    assert "precision = \"exact\"" in caught.value.fix
+    assert 'precision = "exact"' in caught.value.fix
 
 
 def _check(*args: str) -> tuple[int, str, str]:
@@ -194,8 +201,7 @@ def test_model_check_of_a_tiny_decoder(kind: str, models: dict[str, Path], tmp_p
     assert "fast mode       yes (int8 vs exact cosine mean" in out and "tokens/s        exact" in out
 
 
-def test_model_check_uses_the_configured_model_and_overrides(models: dict[str, Path], tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_model_check_uses_the_configured_model_and_overrides(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "config.toml").write_text(f'[encoder]\nmodel = "{models["bert"]}"\npooling = "cls"\nquery_prefix = "query: "\n')
     code, out, _ = _check("--json")
@@ -224,8 +230,13 @@ def _broken(models: dict[str, Path], tmp_path: Path) -> dict[str, tuple[Path, st
     (case("no-tokenizer", "the model in {path} has no fast tokenizer (tokenizer.json missing)") / "tokenizer.json").unlink()
     config = case("other-shapes", "the weights in {path} do not fit its config.json (tensors of other shapes)") / "config.json"
     config.write_text(json.dumps(json.loads(config.read_text()) | {"intermediate_size": 96}))
-    weights = case("missing-tensor", "the weights in {path} do not fit its config.json (1 tensors missing, 0 of other shapes; "
-                   "e.g. layers.1.mlp.down_proj.weight)") / "model.safetensors"
+    weights = (
+        case(
+            "missing-tensor",
+            "the weights in {path} do not fit its config.json (1 tensors missing, 0 of other shapes; e.g. layers.1.mlp.down_proj.weight)",
+        )
+        / "model.safetensors"
+    )
     from safetensors.torch import load_file, save_file
 
     tensors = load_file(str(weights))
@@ -318,7 +329,10 @@ def test_model_check_says_why_fast_mode_is_not_available(models: dict[str, Path]
     code, out, _ = _check(str(models["lfm2"]), "--json")
     report = json.loads(out)
     assert code == 0 and report["fast_mode"]["available"] is False and report["tokens_per_s"]["fast"] is None
-    assert report["fast_mode"]["reason"] == "its int8 ONNX export failed (RuntimeError: Exporting the operator 'aten::unsupported' to ONNX is not supported)"
+    assert (
+        report["fast_mode"]["reason"]
+        == "its int8 ONNX export failed (RuntimeError: Exporting the operator 'aten::unsupported' to ONNX is not supported)"
+    )
     assert report["memory_mb"]["fast"] is None and report["configured_precision"] == "fast"
     code, out, _ = _check(str(models["lfm2"]))
     assert 'served exactly; encoder.precision = "fast" is refused: set it to "exact"' in out

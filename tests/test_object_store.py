@@ -47,14 +47,21 @@ def s3(moto_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, requ
     import pyarrow.fs as pafs
 
     monkeypatch.chdir(tmp_path)
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-           "LODEX_STORAGE__ENDPOINT": moto_endpoint, "LODEX_STORAGE__ALLOW_HTTP": "true", "LODEX_ENCODER__BACKEND": BACKEND,
-           "LODEX_STORAGE__CACHE_DIR": str(tmp_path / "cache")}
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "LODEX_STORAGE__ENDPOINT": moto_endpoint,
+        "LODEX_STORAGE__ALLOW_HTTP": "true",
+        "LODEX_ENCODER__BACKEND": BACKEND,
+        "LODEX_STORAGE__CACHE_DIR": str(tmp_path / "cache"),
+    }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     bucket = f"b{abs(hash(request.node.name)) % 10**9}"
-    pafs.S3FileSystem(endpoint_override=moto_endpoint.removeprefix("http://"), scheme="http", region="us-east-1",
-                      allow_bucket_creation=True).create_dir(bucket)
+    pafs.S3FileSystem(
+        endpoint_override=moto_endpoint.removeprefix("http://"), scheme="http", region="us-east-1", allow_bucket_creation=True
+    ).create_dir(bucket)
     return f"s3://{bucket}/team/index"
 
 
@@ -133,9 +140,15 @@ def test_one_writer_per_index_on_object_storage(s3: str, tmp_path: Path) -> None
 
 def test_unreachable_store_is_one_clear_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    for name, value in {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_REGION": "us-east-1",
-                        "LODEX_STORAGE__ENDPOINT": f"http://127.0.0.1:{free_port()}", "LODEX_STORAGE__ALLOW_HTTP": "true",
-                        "LODEX_ENCODER__BACKEND": BACKEND, "AWS_MAX_ATTEMPTS": "1"}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "AWS_REGION": "us-east-1",
+        "LODEX_STORAGE__ENDPOINT": f"http://127.0.0.1:{free_port()}",
+        "LODEX_STORAGE__ALLOW_HTTP": "true",
+        "LODEX_ENCODER__BACKEND": BACKEND,
+        "AWS_MAX_ATTEMPTS": "1",
+    }.items():
         monkeypatch.setenv(name, value)
     result = runner.invoke(app, ["status", "--data-dir", "s3://nowhere/index"])
     assert result.exit_code == 2 and "storage.endpoint" in result.output and "Traceback" not in result.output
@@ -157,8 +170,13 @@ def test_read_only_replica_follows_new_versions_and_refuses_writes(s3: str, tmp_
     port = free_port()
     env = {**os.environ, "LODEX_STORAGE__CACHE_DIR": str(tmp_path / "replica-cache"), "LODEX_SERVE__REFRESH_S": "0.5"}
     log = (tmp_path / "replica.log").open("w+")
-    replica = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "serve", "--read-only", "--data-dir", s3, "--port", str(port)],
-                               env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    replica = subprocess.Popen(
+        [sys.executable, "-m", "lodex.api.cli", "serve", "--read-only", "--data-dir", s3, "--port", str(port)],
+        env=env,
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
 
@@ -175,12 +193,19 @@ def test_read_only_replica_follows_new_versions_and_refuses_writes(s3: str, tmp_
 
         (folder / "kites.txt").write_text("Kites fly on steady coastal winds above the dunes.\n")
         assert _json(runner.invoke(app, ["index", str(folder), "--data-dir", s3, "--json"]))["added"] == 1  # the writer
-        wait_until(lambda: _call("GET", url + "/search?q=kites%20coastal%20winds&k=1")[1]["results"][0]["path"] == "kites.txt",
-                   [tmp_path], 30, "the replica to see the new version")  # its cache of the new version
+        wait_until(
+            lambda: _call("GET", url + "/search?q=kites%20coastal%20winds&k=1")[1]["results"][0]["path"] == "kites.txt",
+            [tmp_path],
+            30,
+            "the replica to see the new version",
+        )  # its cache of the new version
         assert _call("GET", url + "/stats")[1]["documents"] == 3
 
-        for method, target, payload in (("POST", "/documents", {"name": "n.txt", "text": "hello"}),
-                                        ("DELETE", "/documents/0123abcd", None), ("POST", "/reindex", None)):
+        for method, target, payload in (
+            ("POST", "/documents", {"name": "n.txt", "text": "hello"}),
+            ("DELETE", "/documents/0123abcd", None),
+            ("POST", "/reindex", None),
+        ):
             status, body = _call(method, url + target, payload)
             assert status == 409 and body["error"]["code"] == "read_only" and "read-only replica" in body["error"]["message"], (target, body)
     finally:
@@ -217,9 +242,11 @@ def test_concurrent_commits_on_s3_lose_nothing(s3: str) -> None:
 def test_the_local_path_imports_nothing_of_the_cluster_extras(tmp_path: Path) -> None:
     """Indexing a folder locally imports none of boto3, moto, Ray or Flask (pyarrow's S3 module comes with lancedb itself)."""
     folder = _folder(tmp_path / "docs")
-    code = ("import sys; from typer.testing import CliRunner; from lodex.api.cli import app; "
-            f"r = CliRunner().invoke(app, ['index', {str(folder)!r}, '--data-dir', {str(tmp_path / 'data')!r}]); assert r.exit_code == 0, r.output; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore', 'moto', 'ray', 'flask')))")
+    code = (
+        "import sys; from typer.testing import CliRunner; from lodex.api.cli import app; "
+        f"r = CliRunner().invoke(app, ['index', {str(folder)!r}, '--data-dir', {str(tmp_path / 'data')!r}]); assert r.exit_code == 0, r.output; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore', 'moto', 'ray', 'flask')))"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "LODEX_"))} | {"LODEX_ENCODER__BACKEND": BACKEND}
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -248,8 +275,8 @@ def test_settings_of_an_index_on_object_storage(tmp_path: Path, monkeypatch: pyt
 def test_a_writing_server_on_s3_sees_its_own_pushes_at_once(s3: str, tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from lodex.api.http.app import create_app
     from lodex.api.factory import open_app
+    from lodex.api.http.app import create_app
     from lodex.api.settings import load_settings
 
     folder = _folder(tmp_path / "docs")

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from lodex.indexer.errors import ReadError
 from lodex.indexer.readers import containers
 from lodex.indexer.readers.containers import CHUNK_BYTES, SafeZip
 from lodex.indexer.readers.document import ReadLimits, page_of, section_of
-from lodex.indexer.errors import ReadError
-from lodex.indexer.readers.mail_reader import MAIL_READER_VERSION, read_eml
 from lodex.indexer.readers.epub_reader import read_epub
+from lodex.indexer.readers.mail_reader import MAIL_READER_VERSION, read_eml
 from lodex.indexer.readers.odf_readers import read_odp, read_ods, read_odt
 from lodex.indexer.readers.office_common import OFFICE_READER_VERSION
 from lodex.indexer.readers.ooxml_readers import read_docx, read_pptx
-from lodex.indexer.readers.xlsx_reader import read_xlsx
 from lodex.indexer.readers.rtf_reader import RTF_READER_VERSION, read_rtf
 from lodex.indexer.readers.sniffing import SNIFF_HEAD_BYTES, SNIFFING_READER_VERSION, needs_whole_file, sniff_format
+from lodex.indexer.readers.xlsx_reader import read_xlsx
 
 FIXTURES = Path(__file__).parent / "fixtures" / "office"
 LIMITS = ReadLimits()
@@ -28,9 +28,16 @@ SAMPLING = "The sampling probe was traversed across the wake at twelve stations 
 SLIDE3 = "Boundary layer transition moved forward as the free stream turbulence grew."
 NOTES3 = "Speaker note: mention the wind tunnel calibration."
 NON_ASCII = "Naïve café readings near 5 Ångström — “quoted” 20 € ✓ Ω"
-REPORT_SECTIONS = ["1 Introduction", "2 Methods", "2 Methods › 2.1 Apparatus", "2 Methods › 2.2 Measurements",
-                   "2 Methods › 2.2 Measurements › 2.2.1 Pressure taps", "2 Methods › 2.3 Sampling", "3 Results",
-                   "4 Conclusions"]
+REPORT_SECTIONS = [
+    "1 Introduction",
+    "2 Methods",
+    "2 Methods › 2.1 Apparatus",
+    "2 Methods › 2.2 Measurements",
+    "2 Methods › 2.2 Measurements › 2.2.1 Pressure taps",
+    "2 Methods › 2.3 Sampling",
+    "3 Results",
+    "4 Conclusions",
+]
 
 
 def fixture(name: str) -> bytes:
@@ -39,8 +46,8 @@ def fixture(name: str) -> bytes:
 
 # ------------------------------------------------------------------------------------------------ word processing
 
-@pytest.mark.parametrize("name, reader", [("report.docx", read_docx), ("report.odt", read_odt),
-                                          ("report.rtf", read_rtf)])
+
+@pytest.mark.parametrize("name, reader", [("report.docx", read_docx), ("report.odt", read_odt), ("report.rtf", read_rtf)])
 def test_headings_give_the_section_of_a_passage(name, reader):
     doc = reader(fixture(name), LIMITS)
     assert doc.title == "Aerodynamics of Wings in a Slipstream"
@@ -51,29 +58,31 @@ def test_headings_give_the_section_of_a_passage(name, reader):
     assert doc.pages is None
 
 
-@pytest.mark.parametrize("name, reader", [("report.docx", read_docx), ("report.odt", read_odt),
-                                          ("report.rtf", read_rtf)])
+@pytest.mark.parametrize("name, reader", [("report.docx", read_docx), ("report.odt", read_odt), ("report.rtf", read_rtf)])
 def test_tables_come_out_a_row_a_line_and_non_ascii_text_intact(name, reader):
     lines = reader(fixture(name), LIMITS).text.split("\n")
-    assert ["Run | Mach | Lift coefficient", "1 | 0.3 | 0.52", "2 | 0.6 | 0.61"] == lines[lines.index("Run | Mach | Lift coefficient"):][:3]
+    assert ["Run | Mach | Lift coefficient", "1 | 0.3 | 0.52", "2 | 0.6 | 0.61"] == lines[lines.index("Run | Mach | Lift coefficient") :][:3]
     assert NON_ASCII in lines
 
 
 def test_docx_heading_levels_from_styles_and_outline_levels_without_duplicates_or_deletions():
     w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
-    styles = (f'<w:styles {w}><w:style w:type="paragraph" w:styleId="Chap"><w:name w:val="heading 1"/></w:style>'
-              '<w:style w:type="paragraph" w:styleId="MyChap"><w:name w:val="Mine"/><w:basedOn w:val="Chap"/>'
-              '</w:style></w:styles>')
-    body = ('<w:p><w:pPr><w:pStyle w:val="MyChap"/><w:tabs><w:tab w:val="left" w:pos="720"/></w:tabs></w:pPr>'
-            '<w:r><w:t>Part A</w:t></w:r></w:p>'
-            '<w:p><w:pPr><w:outlineLvl w:val="1"/></w:pPr><w:r><w:t>Sub</w:t></w:r></w:p>'
-            '<w:p><w:r><w:t>kept</w:t></w:r><w:del><w:r><w:delText>deleted</w:delText></w:r></w:del>'
-            '<w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
-            '<mc:Choice><w:txbxContent><w:p><w:r><w:t>box</w:t></w:r></w:p></w:txbxContent></mc:Choice>'
-            '<mc:Fallback><w:txbxContent><w:p><w:r><w:t>box</w:t></w:r></w:p></w:txbxContent></mc:Fallback>'
-            '</mc:AlternateContent></w:r><w:r><w:tab/><w:t>after</w:t></w:r></w:p>')
-    data = make_zip({"word/document.xml": f"<w:document {w}><w:body>{body}</w:body></w:document>",
-                     "word/styles.xml": styles})
+    styles = (
+        f'<w:styles {w}><w:style w:type="paragraph" w:styleId="Chap"><w:name w:val="heading 1"/></w:style>'
+        '<w:style w:type="paragraph" w:styleId="MyChap"><w:name w:val="Mine"/><w:basedOn w:val="Chap"/>'
+        "</w:style></w:styles>"
+    )
+    body = (
+        '<w:p><w:pPr><w:pStyle w:val="MyChap"/><w:tabs><w:tab w:val="left" w:pos="720"/></w:tabs></w:pPr>'
+        "<w:r><w:t>Part A</w:t></w:r></w:p>"
+        '<w:p><w:pPr><w:outlineLvl w:val="1"/></w:pPr><w:r><w:t>Sub</w:t></w:r></w:p>'
+        "<w:p><w:r><w:t>kept</w:t></w:r><w:del><w:r><w:delText>deleted</w:delText></w:r></w:del>"
+        '<w:r><mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006">'
+        "<mc:Choice><w:txbxContent><w:p><w:r><w:t>box</w:t></w:r></w:p></w:txbxContent></mc:Choice>"
+        "<mc:Fallback><w:txbxContent><w:p><w:r><w:t>box</w:t></w:r></w:p></w:txbxContent></mc:Fallback>"
+        "</mc:AlternateContent></w:r><w:r><w:tab/><w:t>after</w:t></w:r></w:p>"
+    )
+    data = make_zip({"word/document.xml": f"<w:document {w}><w:body>{body}</w:body></w:document>", "word/styles.xml": styles})
     doc = read_docx(data, LIMITS)
     assert doc.text == "Part A\n\nSub\n\nbox\n\nkept\tafter"  # a text box's paragraph comes before its anchor's
     assert doc.sections == [(0, "Part A"), (8, "Part A › Sub")]
@@ -87,9 +96,11 @@ def test_docx_odt_and_rtf_of_one_document_give_the_same_text():
 
 
 def test_rtf_escapes_code_pages_and_skipped_groups():
-    rtf = (rb"{\rtf1\ansi\ansicpg1251{\fonttbl{\f0 Arial;}}{\info{\title \u1055?\u1088?oba}}\uc1 "
-           rb"x\u-10179?\u-8704?y \'cf\'f0 {\*\fldinst HYPERLINK x}{\fldrslt link}\bin3 {}}\par "
-           rb"\pard\outlinelevel1 Sub\par}")
+    rtf = (
+        rb"{\rtf1\ansi\ansicpg1251{\fonttbl{\f0 Arial;}}{\info{\title \u1055?\u1088?oba}}\uc1 "
+        rb"x\u-10179?\u-8704?y \'cf\'f0 {\*\fldinst HYPERLINK x}{\fldrslt link}\bin3 {}}\par "
+        rb"\pard\outlinelevel1 Sub\par}"
+    )
     doc = read_rtf(rtf, LIMITS)
     assert doc.text == "x\U0001f600y Пр link\n\nSub"  # a surrogate pair joined; cp1251 bytes; field result only
     assert doc.title == "Прoba"
@@ -97,6 +108,7 @@ def test_rtf_escapes_code_pages_and_skipped_groups():
 
 
 # --------------------------------------------------------------------------------------------------- presentations
+
 
 @pytest.mark.parametrize("name, reader", [("slides.pptx", read_pptx), ("slides.odp", read_odp)])
 def test_slides_are_pages(name, reader):
@@ -106,12 +118,12 @@ def test_slides_are_pages(name, reader):
     assert page_of(doc.pages, doc.text.index(SLIDE3)) == 3
     assert page_of(doc.pages, doc.text.index(NOTES3)) == 3  # speaker notes follow their slide's text
     assert page_of(doc.pages, doc.text.index("Conclusions")) == 4
-    assert [path for _, path in doc.sections] == ["Slipstream Wind Tunnel Tests", "Apparatus", "Transition",
-                                                  "Conclusions"]
+    assert [path for _, path in doc.sections] == ["Slipstream Wind Tunnel Tests", "Apparatus", "Transition", "Conclusions"]
     assert section_of(doc.sections, doc.text.index(SLIDE3)) == "Transition"
 
 
 # ---------------------------------------------------------------------------------------------------- spreadsheets
+
 
 @pytest.mark.parametrize("name, reader", [("sheets.xlsx", read_xlsx), ("sheets.ods", read_ods)])
 def test_sheets_give_a_row_a_line(name, reader):
@@ -125,21 +137,28 @@ def test_sheets_give_a_row_a_line(name, reader):
 
 
 def test_xlsx_inline_strings_and_booleans():
-    sheet = ('<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">'
-             '<c r="A1" t="inlineStr"><is><t>inline</t></is></c><c r="B1" t="b"><v>1</v></c><c r="C1"><v>2.5</v></c>'
-             '<c r="D1" t="inlineStr"><is><r><t>ri</t></r><r><t>ch</t></r><rPh><t>x</t></rPh></is></c></row>'
-             '</sheetData></worksheet>')
-    workbook = ('<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://'
-                'schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" '
-                'r:id="rId1"/></sheets></workbook>')
-    rels = ('<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
-            'Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
-            'Target="worksheets/sheet1.xml"/></Relationships>')
+    sheet = (
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">'
+        '<c r="A1" t="inlineStr"><is><t>inline</t></is></c><c r="B1" t="b"><v>1</v></c><c r="C1"><v>2.5</v></c>'
+        '<c r="D1" t="inlineStr"><is><r><t>ri</t></r><r><t>ch</t></r><rPh><t>x</t></rPh></is></c></row>'
+        "</sheetData></worksheet>"
+    )
+    workbook = (
+        '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://'
+        'schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="S" sheetId="1" '
+        'r:id="rId1"/></sheets></workbook>'
+    )
+    rels = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
+        'Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
+        'Target="worksheets/sheet1.xml"/></Relationships>'
+    )
     data = make_zip({"xl/workbook.xml": workbook, "xl/_rels/workbook.xml.rels": rels, "xl/worksheets/sheet1.xml": sheet})
     assert read_xlsx(data, LIMITS).text == "S\ninline | TRUE | 2.5 | rich"
 
 
 # -------------------------------------------------------------------------------------------------------- EPUB
+
 
 def test_epub_chapters_in_spine_order_named_by_the_table_of_contents():
     doc = read_epub(fixture("report.epub"), LIMITS)
@@ -161,12 +180,12 @@ def test_epub_2_chapters_named_by_the_ncx():
 
 # -------------------------------------------------------------------------------------------------------- mail
 
+
 def test_eml_header_block_then_the_plain_body_attachments_listed():
     doc = read_eml(fixture("message.eml"), LIMITS)
     subject = "Plasma glucose results – café meeting"
     assert doc.title == subject
-    assert doc.text.startswith(f"Subject: {subject}\nFrom: Ada Lovelace <ada@example.org>\n"
-                               "Date: Thu, 04 Mar 2021 09:30:00 +0100\n\nHello team,")
+    assert doc.text.startswith(f"Subject: {subject}\nFrom: Ada Lovelace <ada@example.org>\nDate: Thu, 04 Mar 2021 09:30:00 +0100\n\nHello team,")
     assert doc.text.count("Hello team,") == 1  # the text/html alternative is not read too
     assert doc.text.rstrip().endswith("Regards,\nAda")
     assert doc.extras == {"skipped_attachments": "results.pdf, data.csv"}
@@ -183,6 +202,7 @@ def test_eml_html_only_body_read_as_text():
 
 
 # ------------------------------------------------------------------------------------------ hostile and corrupt
+
 
 def test_zip_bomb_declared_over_the_limit_is_refused_before_inflating(monkeypatch):
     real_open = zipfile.ZipFile.open
@@ -237,25 +257,35 @@ def test_the_budget_is_summed_over_the_entries_read():
         archive.read("word/styles.xml")
 
 
-BILLION_LAUGHS = ('<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
-                  + "".join(f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * 10 if i > 1 else "&lol;" * 10}">'
-                            for i in range(1, 10))
-                  + ']><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
-                  '<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>')
-EXTERNAL = ('<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><w:document xmlns:w="http://'
-            'schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&x;</w:t></w:r></w:p>'
-            '</w:body></w:document>')
+BILLION_LAUGHS = (
+    '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + "".join(f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * 10 if i > 1 else "&lol;" * 10}">' for i in range(1, 10))
+    + ']><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+    "<w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>"
+)
+EXTERNAL = (
+    '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><w:document xmlns:w="http://'
+    'schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&x;</w:t></w:r></w:p>'
+    "</w:body></w:document>"
+)
 
 
-@pytest.mark.parametrize("xml", [BILLION_LAUGHS.encode(), BILLION_LAUGHS.encode("utf-16"), EXTERNAL.encode(),
-                                 EXTERNAL.replace('version="1.0"', 'version="1.0" encoding="utf-8"').encode()])
+@pytest.mark.parametrize(
+    "xml",
+    [
+        BILLION_LAUGHS.encode(),
+        BILLION_LAUGHS.encode("utf-16"),
+        EXTERNAL.encode(),
+        EXTERNAL.replace('version="1.0"', 'version="1.0" encoding="utf-8"').encode(),
+    ],
+)
 def test_xml_entity_declarations_are_refused(xml):
     with pytest.raises(ReadError, match="^unsafe docx: word/document.xml declares XML entities"):
         read_docx(make_zip({"word/document.xml": xml}), LIMITS)
 
 
 def test_xml_in_an_encoding_that_could_hide_a_declaration_is_refused():
-    xml = '<?xml version="1.0" encoding="cp037"?>'.encode() + "<a/>".encode("cp037")
+    xml = b'<?xml version="1.0" encoding="cp037"?>' + "<a/>".encode("cp037")
     with pytest.raises(ReadError, match="^unreadable docx: word/document.xml is XML in an unsupported encoding"):
         read_docx(make_zip({"word/document.xml": xml}), LIMITS)
 
@@ -281,10 +311,18 @@ def test_rtf_and_mail_that_are_not_are_refused():
         read_eml(b"\x00\x01binary", LIMITS)
 
 
-@pytest.mark.parametrize("name, reader", [("report.docx", read_docx), ("report.odt", read_odt),
-                                          ("slides.pptx", read_pptx), ("sheets.ods", read_ods),
-                                          ("report.epub", read_epub), ("report.rtf", read_rtf),
-                                          ("message.eml", read_eml)])
+@pytest.mark.parametrize(
+    "name, reader",
+    [
+        ("report.docx", read_docx),
+        ("report.odt", read_odt),
+        ("slides.pptx", read_pptx),
+        ("sheets.ods", read_ods),
+        ("report.epub", read_epub),
+        ("report.rtf", read_rtf),
+        ("message.eml", read_eml),
+    ],
+)
 def test_text_over_the_limit_is_refused(name, reader):
     with pytest.raises(ReadError, match=r"text too long: over 200 characters once extracted"):
         reader(fixture(name), ReadLimits(max_text_chars=200))
@@ -292,10 +330,23 @@ def test_text_over_the_limit_is_refused(name, reader):
 
 # ------------------------------------------------------------------------------------------------------- sniffing
 
-@pytest.mark.parametrize("name, fmt", [("report.docx", "docx"), ("slides.pptx", "pptx"), ("sheets.xlsx", "xlsx"),
-                                       ("report.odt", "odt"), ("slides.odp", "odp"), ("sheets.ods", "ods"),
-                                       ("report.epub", "epub"), ("report.rtf", "rtf"), ("message.eml", "eml"),
-                                       ("html_only.eml", "eml"), ("bomb.docx", "docx")])
+
+@pytest.mark.parametrize(
+    "name, fmt",
+    [
+        ("report.docx", "docx"),
+        ("slides.pptx", "pptx"),
+        ("sheets.xlsx", "xlsx"),
+        ("report.odt", "odt"),
+        ("slides.odp", "odp"),
+        ("sheets.ods", "ods"),
+        ("report.epub", "epub"),
+        ("report.rtf", "rtf"),
+        ("message.eml", "eml"),
+        ("html_only.eml", "eml"),
+        ("bomb.docx", "docx"),
+    ],
+)
 def test_formats_are_sniffed_from_content(name, fmt):
     data = fixture(name)
     assert sniff_format(data[:SNIFF_HEAD_BYTES], data) == fmt
@@ -309,17 +360,20 @@ def test_odf_and_epub_are_told_from_their_first_bytes_ooxml_needs_the_whole_file
     assert sniff_format(head) is None and needs_whole_file(head)
 
 
-@pytest.mark.parametrize("head, fmt", [
-    (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", "pdf"),
-    (b"{\\rtf1\\ansi hello}", "rtf"),
-    (b"From: a@example.org\nSubject: hi\n\nbody\n", "eml"),
-    (b"From a@example.org Mon Jan  1 00:00:00 2024\nReceived: by x\nSubject: y\n\nbody", "eml"),
-    (b"A plain text file.\nIt mentions %PDF- and From: someone.\n", None),
-    (b"Title: A post\nDate: 2024-01-01\nTags: x\n\nA Pelican post's metadata is no mail.\n", None),
-    (b"Subject: only one field\n\nbody\n", None),
-    (b"PK\x03\x04 a truncated zip", None),
-    (b"", None),
-])
+@pytest.mark.parametrize(
+    "head, fmt",
+    [
+        (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", "pdf"),
+        (b"{\\rtf1\\ansi hello}", "rtf"),
+        (b"From: a@example.org\nSubject: hi\n\nbody\n", "eml"),
+        (b"From a@example.org Mon Jan  1 00:00:00 2024\nReceived: by x\nSubject: y\n\nbody", "eml"),
+        (b"A plain text file.\nIt mentions %PDF- and From: someone.\n", None),
+        (b"Title: A post\nDate: 2024-01-01\nTags: x\n\nA Pelican post's metadata is no mail.\n", None),
+        (b"Subject: only one field\n\nbody\n", None),
+        (b"PK\x03\x04 a truncated zip", None),
+        (b"", None),
+    ],
+)
 def test_sniffing_small_heads(head, fmt):
     assert sniff_format(head, head) == fmt
 
@@ -330,8 +384,7 @@ def test_a_corrupt_zip_sniffs_as_nothing():
 
 
 def test_every_module_names_its_reader_version():
-    versions = [OFFICE_READER_VERSION, MAIL_READER_VERSION, RTF_READER_VERSION, SNIFFING_READER_VERSION,
-                containers.CONTAINERS_READER_VERSION]
+    versions = [OFFICE_READER_VERSION, MAIL_READER_VERSION, RTF_READER_VERSION, SNIFFING_READER_VERSION, containers.CONTAINERS_READER_VERSION]
     assert all(isinstance(v, str) and v for v in versions)
 
 

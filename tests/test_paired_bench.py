@@ -33,8 +33,13 @@ def test_only_the_questions_both_runs_answered_count() -> None:
         paired_delta({"a": 1.0}, {"b": 1.0})
 
 
-@pytest.mark.parametrize("first, extra", [("bench/data/pipelinedata/git-doc.json", "bench/data/pipelinedata/git-doc-extra.json"),
-                                          ("bench/data/langdata/de.json", "bench/data/langdata/de-extra.json")])
+@pytest.mark.parametrize(
+    "first, extra",
+    [
+        ("bench/data/pipelinedata/git-doc.json", "bench/data/pipelinedata/git-doc-extra.json"),
+        ("bench/data/langdata/de.json", "bench/data/langdata/de-extra.json"),
+    ],
+)
 def test_the_second_question_sets_add_new_questions(first: str, extra: str) -> None:
     old = json.loads((ROOT / first).read_text(encoding="utf-8"))
     new = json.loads((ROOT / extra).read_text(encoding="utf-8"))

@@ -72,8 +72,7 @@ def text_page(rng: random.Random) -> tuple[bytes, list[str]]:
     numbers (drawn nowhere: enough codes to clear an LZW table several times); and the words shown, in order."""
     vocabulary = "heron egret bittern stork crane ibis spoonbill".split()
     lines = [" ".join(rng.choice(vocabulary) for _ in range(6)) for _ in range(60)]
-    shown = b"".join(b"BT /F1 10 Tf 72 %d Td (%s) Tj ET\n" % (760 - 12 * i, line.encode())
-                     for i, line in enumerate(lines))
+    shown = b"".join(b"BT /F1 10 Tf 72 %d Td (%s) Tj ET\n" % (760 - 12 * i, line.encode()) for i, line in enumerate(lines))
     paths = b"".join(b"%d %d m %d %d l n\n" % tuple(rng.randrange(10_000) for _ in range(4)) for _ in range(3_000))
     return shown + paths, " ".join(lines).split()
 
@@ -123,8 +122,7 @@ def test_a_bomb_behind_lzw_in_a_filter_chain_is_refused(chain: str) -> None:
     if chain == "lzw_flate":
         data = one_page_with(stream(lzw_encoded(packed), b"/Filter [/LZWDecode /FlateDecode] "))
     else:
-        data = one_page_with(stream(lzw_encoded(b"q Q\n" * (2 * MB)).hex().encode() + b">",
-                                    b"/Filter [/ASCIIHexDecode /LZWDecode] "))
+        data = one_page_with(stream(lzw_encoded(b"q Q\n" * (2 * MB)).hex().encode() + b">", b"/Filter [/ASCIIHexDecode /LZWDecode] "))
     assert refusal(data).startswith(INFLATES)
 
 
@@ -136,8 +134,9 @@ def test_an_image_marker_nested_in_a_content_streams_dictionary_does_not_hide_a_
 
 def test_an_image_is_not_inflated() -> None:
     pixels = zlib.compress(b"\0" * (8 * MB), 9)
-    image = stream(pixels, b"/Type /XObject /Subtype /Image /Width 2048 /Height 4096 /ColorSpace /DeviceGray "
-                           b"/BitsPerComponent 8 /Filter /FlateDecode ")
+    image = stream(
+        pixels, b"/Type /XObject /Subtype /Image /Width 2048 /Height 4096 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode "
+    )
     check_pdf(one_page_with(stream(b"q 100 0 0 100 0 0 cm /Im Do Q"), b"/XObject << /Im 6 0 R >> ", [image]), 4 * MB)
 
 
@@ -158,16 +157,19 @@ def forms(fan_out: int, levels: int) -> bytes:
 def test_forms_drawing_forms_past_the_bound_are_refused(fan_out: int, levels: int) -> None:
     reason = refusal(forms(fan_out, levels))
     assert reason.startswith("a page draws ") and f"more than {MAX_PAGE_DRAWS:,}" in reason
-    assert f"{sum(fan_out ** k for k in range(levels)):,} forms" in reason
+    assert f"{sum(fan_out**k for k in range(levels)):,} forms" in reason
 
 
 def test_forms_drawn_a_bounded_number_of_times_are_read() -> None:
     assert read_pdf(forms(10, 3), LIMITS).text.split() == ["heron"] * 100
 
 
-@pytest.mark.parametrize("case", [Case("pdf", gen, seed) for gen in ("lzw_bomb", "runlength_bomb", "image_marker_bomb")
-                                  for seed in range(3)] + [Case("pdf", "xobject_laughs", seed) for seed in (0, 1)],
-                         ids=lambda case: case.id)
+@pytest.mark.parametrize(
+    "case",
+    [Case("pdf", gen, seed) for gen in ("lzw_bomb", "runlength_bomb", "image_marker_bomb") for seed in range(3)]
+    + [Case("pdf", "xobject_laughs", seed) for seed in (0, 1)],
+    ids=lambda case: case.id,
+)
 def test_fuzz_files_the_guard_refuses(case: Case) -> None:
     """Generators that once relied on the per-file budget (tests/test_reader_fuzz.py), refused by the guard."""
     assert refusal(case.build(), ReadLimits().max_inflated_bytes).startswith((INFLATES, "a page draws "))

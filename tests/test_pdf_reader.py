@@ -2,20 +2,20 @@
 order, page offsets, running headers and footers, hyphenation, titles, each failure and the text limit."""
 
 import json
-from collections import Counter
 import re
 import threading
 import zlib
+from collections import Counter
 from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
 
-from lodex.indexer.readers.document import Document, ReadLimits, page_of, section_of
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf.pdf_reader import PDF_READER_VERSION, _document, read_pdf, real_title
 from lodex.indexer.pdf.pdf_running import Running
 from lodex.indexer.pdf.pdf_text import BROKEN, Line, Page, join_lines, mend, stream_page
+from lodex.indexer.readers.document import Document, ReadLimits, page_of, section_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pdf"
 EXPECTED = json.loads((FIXTURES / "expected.json").read_text(encoding="utf-8"))
@@ -44,9 +44,21 @@ def test_version_is_a_string() -> None:
     assert isinstance(PDF_READER_VERSION, str) and PDF_READER_VERSION
 
 
-@pytest.mark.parametrize("name", ["two_column.pdf", "two_column_rows.pdf", "soft_hyphens.pdf", "forty_pages.pdf",
-                                  "rotated.pdf", "layout.pdf", "outline.pdf", "two_column_writer.pdf",
-                                  "running_titles.pdf", "side_by_side.pdf"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "two_column.pdf",
+        "two_column_rows.pdf",
+        "soft_hyphens.pdf",
+        "forty_pages.pdf",
+        "rotated.pdf",
+        "layout.pdf",
+        "outline.pdf",
+        "two_column_writer.pdf",
+        "running_titles.pdf",
+        "side_by_side.pdf",
+    ],
+)
 def test_text_is_the_source_word_for_word(name: str) -> None:
     """Every page gives its source's words in order: columns one after the other, hyphenated words whole, no header,
     footer or page number."""
@@ -80,7 +92,7 @@ def test_columns_found_by_position_when_the_stream_runs_across_them() -> None:
     raw_first_line = raw_text("two_column_rows.pdf").splitlines()[0].split()
     cut = raw_first_line.index(right[0])
     # pdfium's first line holds the first row of both columns
-    assert cut > 3 and raw_first_line[:3] == left[:3] and raw_first_line[cut:cut + 3] == right[:3]
+    assert cut > 3 and raw_first_line[:3] == left[:3] and raw_first_line[cut : cut + 3] == right[:3]
     doc = read("two_column_rows.pdf")
     assert all(len(line) < 60 for line in doc.text.splitlines())
     assert doc.text.split() == source.split()
@@ -117,7 +129,7 @@ def test_planted_sentence_maps_to_page_37() -> None:
     match = re.search(r"\s+".join(map(re.escape, planted.split())), doc.text)
     assert match is not None
     assert doc.pages[36] <= match.start() < match.end() <= doc.pages[37]
-    assert planted.split()[0] in doc.text[doc.pages[36]:]
+    assert planted.split()[0] in doc.text[doc.pages[36] :]
     assert page_of(doc.pages, match.start()) == 37 and page_of(doc.pages, match.end() - 1) == 37
     assert [n for n, t in enumerate(page_texts(doc), 1) if "Rottnest" in t] == [37]
 
@@ -126,7 +138,7 @@ def test_pages_start_after_blank_lines() -> None:
     doc = read("forty_pages.pdf")
     assert doc.pages is not None and doc.pages[0] == 0
     assert all(a < b for a, b in zip(doc.pages, doc.pages[1:]))
-    assert all(doc.text[start - 2:start] == "\n\n" and not doc.text[start].isspace() for start in doc.pages[1:])
+    assert all(doc.text[start - 2 : start] == "\n\n" and not doc.text[start].isspace() for start in doc.pages[1:])
     assert doc.extras["pages"] == "40"
 
 
@@ -157,19 +169,22 @@ def test_hyphenated_line_ends_joined() -> None:
         assert "\ufffe" not in text and "\u2010" not in text
 
 
-@pytest.mark.parametrize(("lines", "text"), [
-    (["a hyphen-", "ation here"], "a hyphenation here"),
-    (["a hyphen\u2010", "ation"], "a hyphenation"),  # Chromium's soft hyphen at a line end
-    (["pdfium's marker\ufffe", "ation"], "pdfium's markeration"),
-    (["soft\u00ad", "Ware"], "softWare"),  # a soft hyphen joins whatever follows
-    (["Anglo-", "Saxon"], "Anglo-Saxon"),  # upper case: a compound, its hyphen kept
-    (["pages 10-", "12"], "pages 10-12"),
-    (["H3-", "thymidine"], "H3-thymidine"),
-    (["out-of-", "date"], "out-of-date"),  # already hyphenated: a compound
-    (["out-", "of-date"], "out-of-date"),
-    (["a list -", "next"], "a list -\nnext"),
-    (["end of a para-", "graph"], "end of a paragraph"),
-])
+@pytest.mark.parametrize(
+    ("lines", "text"),
+    [
+        (["a hyphen-", "ation here"], "a hyphenation here"),
+        (["a hyphen\u2010", "ation"], "a hyphenation"),  # Chromium's soft hyphen at a line end
+        (["pdfium's marker\ufffe", "ation"], "pdfium's markeration"),
+        (["soft\u00ad", "Ware"], "softWare"),  # a soft hyphen joins whatever follows
+        (["Anglo-", "Saxon"], "Anglo-Saxon"),  # upper case: a compound, its hyphen kept
+        (["pages 10-", "12"], "pages 10-12"),
+        (["H3-", "thymidine"], "H3-thymidine"),
+        (["out-of-", "date"], "out-of-date"),  # already hyphenated: a compound
+        (["out-", "of-date"], "out-of-date"),
+        (["a list -", "next"], "a list -\nnext"),
+        (["end of a para-", "graph"], "end of a paragraph"),
+    ],
+)
 def test_hyphenation_rule(lines: list[str], text: str) -> None:
     assert mend(join_lines([Line(line, False) for line in lines]), Counter()) == text
 
@@ -183,8 +198,7 @@ def test_hyphen_kept_where_the_text_writes_the_compound() -> None:
 
 
 def test_compounds_weighed_over_the_whole_text() -> None:
-    pages = [Page([], "the two-dimensional case", []),
-             Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
+    pages = [Page([], "the two-dimensional case", []), Page([], f"a two{BROKEN}dimensional and hyphen{BROKEN}ation", [])]
     text = _document(pages, "", [], ReadLimits()).text
     assert text == "the two-dimensional case\n\na two-dimensional and hyphenation"
 
@@ -203,35 +217,34 @@ def test_side_by_side_short_lines_read_block_by_block() -> None:
 
 def test_heading_of_two_lines_made_whole() -> None:
     """A heading in larger type, hyphenated: its line spacing reads as a paragraph's gap, the word is still one."""
-    lines = [Line("5 Saving and restoring verbatim text and environ-", False), Line("ments", True),
-             Line("The macros", True)]
+    lines = [Line("5 Saving and restoring verbatim text and environ-", False), Line("ments", True), Line("The macros", True)]
     assert join_lines(lines) == f"5 Saving and restoring verbatim text and environ{BROKEN}ments\n\nThe macros"
 
 
 def test_word_broken_into_a_set_apart_last_paragraph_made_whole() -> None:
     """A page's last two lines (a short paragraph, set apart like a footer) go on with a word its body broke, and a
     heading set apart at the top breaks a word in two: both made whole, and the page offsets still exact."""
-    pages = [Page(["A long heading of the chapter about inter-", "action"], "body text here.",
-                  ["that provides ways to in-", "teract with plots."]),
-             Page([], "Second page text.", ["- 2 -"])]
+    pages = [
+        Page(["A long heading of the chapter about inter-", "action"], "body text here.", ["that provides ways to in-", "teract with plots."]),
+        Page([], "Second page text.", ["- 2 -"]),
+    ]
     doc = _document(pages, "", [], ReadLimits())
     assert doc.text.startswith("A long heading of the chapter about interaction\nbody text here.")
     assert "ways to interact with plots." in doc.text
-    assert doc.pages is not None and doc.text[doc.pages[1]:].startswith("Second page text.")
+    assert doc.pages is not None and doc.text[doc.pages[1] :].startswith("Second page text.")
 
 
 def test_running_titles_that_change_are_dropped() -> None:
     """Headers whose wording changes (a chapter title and the folio, on alternate sides) and a folio-only footer go
     on every page; a numbered heading at a page's top whose number happens to match stays."""
+
     def page(index: int, head: str, body: str = "text") -> Page:
         return Page([head], f"{body} {index}", [str(index + 1)])
 
     titles = ["Getting started", "Getting started", "Evaluation", "Evaluation", "Retrieval", "Retrieval"]
-    pages = [page(i, f"Chapter {i // 2 + 1}: {t} {i + 1}" if i % 2 == 0 else f"{i + 1} {i // 2 + 1}.{i} {t.upper()}")
-             for i, t in enumerate(titles)]
+    pages = [page(i, f"Chapter {i // 2 + 1}: {t} {i + 1}" if i % 2 == 0 else f"{i + 1} {i // 2 + 1}.{i} {t.upper()}") for i, t in enumerate(titles)]
     running = Running(pages)
-    assert all(running.is_running(i, p.head[0], True) and running.is_running(i, p.tail[0], False)
-               for i, p in enumerate(pages))
+    assert all(running.is_running(i, p.head[0], True) and running.is_running(i, p.tail[0], False) for i, p in enumerate(pages))
     assert not running.is_running(2, "Results of the study", True)
     few = [Page([f"{i + 1} {name}"], "text", []) for i, name in enumerate(["Introduction", "Methods", "Results"])]
     assert not any(Running(few).is_running(i, p.head[0], True) for i, p in enumerate(few))
@@ -258,14 +271,27 @@ def test_titles() -> None:
     assert read("two_column_rows.pdf").title == ""  # Chromium recorded the file name, two_column_rows.html
 
 
-@pytest.mark.parametrize(("title", "real"), [
-    ("  A   study of\nlibraries ", "A study of libraries"),
-    ("Microsoft Word - Annual report 2020", "Annual report 2020"),
-    ("Microsoft Word - report.docx", ""),
-    ("untitled", ""), ("Untitled Document", ""), ("", ""), ("   ", ""), ("1234", ""),
-    ("report_final.pdf", ""), ("C:\\docs\\report.pdf", ""), ("/home/me/x", ""), ("https://example.org/a", ""),
-    ("x" * 400, ""), ("TCP/IP networks", "TCP/IP networks"), ("docs/2020/report", ""), ("Abstract:", "Abstract:"),
-])
+@pytest.mark.parametrize(
+    ("title", "real"),
+    [
+        ("  A   study of\nlibraries ", "A study of libraries"),
+        ("Microsoft Word - Annual report 2020", "Annual report 2020"),
+        ("Microsoft Word - report.docx", ""),
+        ("untitled", ""),
+        ("Untitled Document", ""),
+        ("", ""),
+        ("   ", ""),
+        ("1234", ""),
+        ("report_final.pdf", ""),
+        ("C:\\docs\\report.pdf", ""),
+        ("/home/me/x", ""),
+        ("https://example.org/a", ""),
+        ("x" * 400, ""),
+        ("TCP/IP networks", "TCP/IP networks"),
+        ("docs/2020/report", ""),
+        ("Abstract:", "Abstract:"),
+    ],
+)
 def test_real_title(title: str, real: str) -> None:
     assert real_title(title) == real
 
@@ -286,8 +312,7 @@ def test_restrictions_without_a_password_are_read() -> None:
     assert read("owner_only.pdf").text == read("two_column.pdf").text
 
 
-@pytest.mark.parametrize("data", [(FIXTURES / "truncated.pdf").read_bytes(), b"", b"not a PDF at all",
-                                  b"%PDF-1.7\n1 0 obj <<>> endobj\n"])
+@pytest.mark.parametrize("data", [(FIXTURES / "truncated.pdf").read_bytes(), b"", b"not a PDF at all", b"%PDF-1.7\n1 0 obj <<>> endobj\n"])
 def test_corrupt_or_truncated(data: bytes) -> None:
     with pytest.raises(ReadError) as exc:
         read_pdf(data, ReadLimits())
@@ -309,16 +334,19 @@ def bomb(inflated: int, pad: int = 0) -> bytes:
     """A one-page PDF whose content stream, a few kB compressed, inflates to `inflated` bytes of no-op operators (its
     dictionary padded with `pad` bytes)."""
     stream = zlib.compress(b"q Q\n" * (inflated // 4), 9)
-    return one_page_pdf(b"", b"<< /Filter /FlateDecode /Pad (%s) /Length %d >>\nstream\n%s\nendstream"
-                        % (b"x" * pad, len(stream), stream))
+    return one_page_pdf(b"", b"<< /Filter /FlateDecode /Pad (%s) /Length %d >>\nstream\n%s\nendstream" % (b"x" * pad, len(stream), stream))
 
 
 def one_page_pdf(resources: bytes, contents: bytes, *more: bytes) -> bytes:
     """A one-page PDF written by hand: the page's resources dictionary (b"" for none), its content stream object
     (object 4) and further objects (5 on)."""
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]%s /Contents 4 0 R >>"
-               % (b" /Resources " + resources if resources else b""), contents, *more]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]%s /Contents 4 0 R >>" % (b" /Resources " + resources if resources else b""),
+        contents,
+        *more,
+    ]
     out, offsets = bytearray(b"%PDF-1.4\n"), []
     for number, body in enumerate(objects, 1):
         offsets.append(len(out))
@@ -330,20 +358,26 @@ def one_page_pdf(resources: bytes, contents: bytes, *more: bytes) -> bytes:
     return bytes(out)
 
 
-def kerned_lines(descent: int, lines: tuple[str, ...] = ("all we saw was a gun on our raw sea",
-                                                          "we ran up as new rain came over us",
-                                                          "it was pure joy on a warm summer eve")) -> bytes:
+def kerned_lines(
+    descent: int,
+    lines: tuple[str, ...] = ("all we saw was a gun on our raw sea", "we ran up as new rain came over us", "it was pure joy on a warm summer eve"),
+) -> bytes:
     """Lines of Times-Roman as pdfTeX writes expanded text (each word a string of a TJ array with kerning between,
     the line scaled horizontally), 11 pt on 13.5 pt, its font descriptor giving /Ascent 467 and `descent`."""
-    stream = "\n".join(f"BT /F1 11 Tf {100 + 3 * n} Tz 72 {700 - 13.5 * n} Td ["
-                       + " ".join(f"({word}) -{250 + 20 * i}" for i, word in enumerate(line.split())) + "] TJ ET"
-                       for n, line in enumerate(lines)).encode()
-    font = (b"<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /FirstChar 32 /LastChar 126 /Widths [%s]"
-            b" /FontDescriptor 6 0 R >>" % b" ".join([b"500"] * 95))
-    descriptor = (b"<< /Type /FontDescriptor /FontName /Times-Roman /Flags 34 /FontBBox [-168 -218 1000 898]"
-                  b" /Ascent 467 /Descent %d /CapHeight 662 /ItalicAngle 0 /StemV 84 >>" % descent)
-    return one_page_pdf(b"<< /Font << /F1 5 0 R >> >>",
-                        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream), font, descriptor)
+    stream = "\n".join(
+        f"BT /F1 11 Tf {100 + 3 * n} Tz 72 {700 - 13.5 * n} Td ["
+        + " ".join(f"({word}) -{250 + 20 * i}" for i, word in enumerate(line.split()))
+        + "] TJ ET"
+        for n, line in enumerate(lines)
+    ).encode()
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /FirstChar 32 /LastChar 126 /Widths [%s] /FontDescriptor 6 0 R >>" % b" ".join(
+        [b"500"] * 95
+    )
+    descriptor = (
+        b"<< /Type /FontDescriptor /FontName /Times-Roman /Flags 34 /FontBBox [-168 -218 1000 898]"
+        b" /Ascent 467 /Descent %d /CapHeight 662 /ItalicAngle 0 /StemV 84 >>" % descent
+    )
+    return one_page_pdf(b"<< /Font << /F1 5 0 R >> >>", b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream), font, descriptor)
 
 
 @pytest.mark.parametrize("descent", [0, -217])
@@ -365,9 +399,14 @@ def test_no_paragraph_between_lines_where_the_font_gives_no_descent() -> None:
     """With that font the boxes are the glyphs': a line of tall letters above one of short letters leaves a blank
     band like a paragraph's between them (in narrow columns a line-end hyphen before it was kept: "docu-" + "ment").
     Words get line boxes from their baselines instead: one paragraph."""
-    lines = ("as new rain came on us in the hall", "all the tall hats had it at the hall",
-             "on a cure eve we ran over us", "as new rain came on us in the hall", "we saw a raw sea on our own",
-             "it was the last of the tall hats")
+    lines = (
+        "as new rain came on us in the hall",
+        "all the tall hats had it at the hall",
+        "on a cure eve we ran over us",
+        "as new rain came on us in the hall",
+        "we saw a raw sea on our own",
+        "it was the last of the tall hats",
+    )
     assert read_pdf(kerned_lines(0, lines), ReadLimits()).text == "\n".join(lines)
 
 
@@ -382,11 +421,12 @@ def test_columns_under_a_title_that_covers_a_gutter() -> None:
     for x, column in zip((72, 250, 428), columns):  # written column by column, as TeX does
         lines += [f"BT /F1 10 Tf {x} {700 - 12 * n} Td ({line}) Tj ET" for n, line in enumerate(column)]
     stream = "\n".join(lines).encode()
-    data = one_page_pdf(b"<< /Font << /F1 5 0 R >> >>",
-                        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-                        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    assert read_pdf(data, ReadLimits()).text.split("\n") == ["Running head", title, "", *columns[0], *columns[1],
-                                                             *columns[2]]
+    data = one_page_pdf(
+        b"<< /Font << /F1 5 0 R >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    )
+    assert read_pdf(data, ReadLimits()).text.split("\n") == ["Running head", title, "", *columns[0], *columns[1], *columns[2]]
 
 
 @pytest.mark.parametrize("pad", [0, 5_000])

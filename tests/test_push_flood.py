@@ -60,6 +60,7 @@ def test_pushes_past_the_writers_queue_never_block_the_event_loop(tmp_path: Path
     gate = _stuck(service)
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
+
             def flood() -> list[Any]:  # more than the writer's queue holds: the old server waited there
                 return [client.post("/documents", json={"name": f"memo-{i}", "text": f"memo {i} on kites"}) for i in range(40)]
 

@@ -54,8 +54,11 @@ def test_pushes_answered_202_survive_a_stop(tmp_path: Path) -> None:
     assert len(list((tmp_path / "data" / SPOOL_DIR).glob("*.json"))) >= 4  # kept on disk, not dropped
     again = _service(tmp_path)  # the next start indexes them, in order
     try:
-        wait_until(lambda: all(again.queued_push(i) is None for i in ids), [tmp_path / "data"],  # spool files go as pushes apply
-                   what="every kept push indexed after the restart")
+        wait_until(
+            lambda: all(again.queued_push(i) is None for i in ids),
+            [tmp_path / "data"],  # spool files go as pushes apply
+            what="every kept push indexed after the restart",
+        )
         with TestClient(create_app(again), base_url=BASE) as client:
             for i, doc_id in enumerate(ids):
                 body = client.get(f"/documents/{doc_id}").json()
@@ -73,11 +76,15 @@ def test_a_request_waiting_on_the_writer_answers_503_when_lodex_stops(tmp_path: 
     try:
         with TestClient(create_app(service), base_url=BASE) as client:
             service.served.pushes.push("ahead", "a long document about zeppelins " * 400, "", {})  # keeps the writer busy
-            waiting = threading.Thread(target=lambda: answers.append(
-                client.post("/documents?wait=true", json={"name": "behind", "text": "kites and gliders " * 20})))
+            waiting = threading.Thread(
+                target=lambda: answers.append(client.post("/documents?wait=true", json={"name": "behind", "text": "kites and gliders " * 20}))
+            )
             waiting.start()
-            wait_until(lambda: service.queued_push(document_id(PUSHED_PREFIX + "behind")), [tmp_path / "data"],  # its spool file
-                       what="the second push queued behind the first")
+            wait_until(
+                lambda: service.queued_push(document_id(PUSHED_PREFIX + "behind")),
+                [tmp_path / "data"],  # its spool file
+                what="the second push queued behind the first",
+            )
             started = time.monotonic()
             service.halt()
             waiting.join(timeout=20)
@@ -115,16 +122,18 @@ def test_deleting_a_queued_push_deletes_it_once_it_is_applied(tmp_path: Path) ->
             encoder.gate.set()
             deleting.join(30)
             assert deleted[0].json() == {"deleted": queued["id"]}
-            wait_until(lambda: service.queued_push(queued["id"]) is None and not service.served.writer.busy, [tmp_path / "data"],
-                       what="the queued push applied")
+            wait_until(
+                lambda: service.queued_push(queued["id"]) is None and not service.served.writer.busy,
+                [tmp_path / "data"],
+                what="the queued push applied",
+            )
             _error(client.get(f"/documents/{queued['id']}"), 404, "not_found")
     finally:
         encoder.gate.set()
         service.close()
 
 
-@pytest.mark.parametrize("params", [{"q": "wings", "path": "a*" * 600}, {"q": "wings", "ext": ["md"] * 51},
-                                    {"q": "wings", "ext": ["x" * 33]}])
+@pytest.mark.parametrize("params", [{"q": "wings", "path": "a*" * 600}, {"q": "wings", "ext": ["md"] * 51}, {"q": "wings", "ext": ["x" * 33]}])
 def test_search_filters_are_bounded(tmp_path: Path, params: dict) -> None:
     service = _service(tmp_path)
     try:

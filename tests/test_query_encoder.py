@@ -56,8 +56,13 @@ def test_a_cold_search_loads_no_pytorch(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "wings.txt").write_text("Swept wings delay the drag rise at transonic Mach numbers.")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_ENCODER__MODEL": str(model), "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache"),
-           "LODEX_DATA_DIR": str(tmp_path / "data")}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "LODEX_ENCODER__MODEL": str(model),
+        "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache"),
+        "LODEX_DATA_DIR": str(tmp_path / "data"),
+    }
     run = lambda *args: subprocess.run([sys.executable, "-c", _PROBE, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)  # noqa: E731
     assert run("index", str(docs)).returncode == 0
     first = run("search", "drag rise", "--local", "--json")  # the first search exports the query model, leaves the recipe

@@ -14,8 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import lodex
-from lodex.api.factory import open_reader
-from lodex.api.factory import open_app
+from lodex.api.factory import open_app, open_reader
 from lodex.api.settings import Settings
 from lodex.indexer.pipeline import RunSummary
 from lodex.store.errors import ConfigError, LodexError
@@ -25,6 +24,7 @@ from tests.waiting import Wake, wait_until
 
 ray = pytest.importorskip("ray", reason="Ray Data is in the cluster extra")
 import lance  # noqa: E402 - pylance, with lancedb
+
 REPO = Path(__file__).resolve().parents[1]
 CHUNK_COLUMNS = ["document_id", "ordinal", "text", "char_start", "char_end", "token_count", "page", "page_end", "section", "vector"]
 
@@ -35,8 +35,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
     marker = tmp_path_factory.mktemp("ray") / "died"
     with pytest.MonkeyPatch.context() as patch:  # Ray keeps its cluster's auth token in ~/.ray: not the user's home
         patch.setenv("HOME", str(marker.parent))
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "LODEX_TEST_DIE_ONCE": str(marker), "HF_HUB_OFFLINE": "1"}})
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            logging_level="ERROR",
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "LODEX_TEST_DIE_ONCE": str(marker), "HF_HUB_OFFLINE": "1"}},
+        )
     yield marker
     ray.shutdown()
 
@@ -49,7 +54,8 @@ def _folder(root: Path) -> Path:
         text = "\n\n".join(" ".join(words[(i * 7 + j * 3 + k) % len(words)] for k in range(40 + i)) + "." for j in range(5 + i))
         (root / ("sub" if i % 3 == 0 else "")).mkdir(exist_ok=True)
         (root / ("sub" if i % 3 == 0 else "") / f"doc{i}.{['md', 'txt', 'html'][i % 3]}").write_text(
-            f"<html><body><h1>Doc {i}</h1><p>{text}</p></body></html>" if i % 3 == 2 else f"# Doc {i}\n\n{text}\n")
+            f"<html><body><h1>Doc {i}</h1><p>{text}</p></body></html>" if i % 3 == 2 else f"# Doc {i}\n\n{text}\n"
+        )
     (root / "copy.md").write_text((root / "sub" / "doc0.md").read_text())
     (root / "large.txt").write_text("\n\n".join(f"Part {j}: " + " ".join(words[(j + k) % len(words)] for k in range(60)) for j in range(120)))
     (root / "bad.txt").write_bytes(b"\x00\x01\x02binary" * 200)
@@ -78,8 +84,10 @@ def _contents(store: Any) -> dict[str, Any]:
     """Documents by id and chunks by (document id, ordinal): every column but the random chunk ids and the times."""
     docs = store.scan_documents(["id", "path", "content_hash", "size", "format", "title", "chunk_count", "token_count", "vector"])
     chunks = store.chunks.search().select(CHUNK_COLUMNS).limit(None).to_arrow().to_pylist()
-    return {"documents": {row.pop("id"): row for row in docs.to_pylist()},
-            "chunks": {(row.pop("document_id"), row.pop("ordinal")): row for row in chunks}}
+    return {
+        "documents": {row.pop("id"): row for row in docs.to_pylist()},
+        "chunks": {(row.pop("document_id"), row.pop("ordinal")): row for row in chunks},
+    }
 
 
 def _assert_same(ray_index: dict[str, Any], local: dict[str, Any], atol: float = 1e-5) -> None:
@@ -91,15 +99,27 @@ def _assert_same(ray_index: dict[str, Any], local: dict[str, Any], atol: float =
             assert other == {k: v for k, v in row.items() if k != "vector"}, f"{kind} {key}"
 
 
-QUERIES = ["lift", "drag on the wing", "boundary layer", "heat transfer", "shock wave pressure", "nozzle flow", "turbulence",
-           "wing lift and drag", "pressure in the nozzle", "a new paragraph"]
+QUERIES = [
+    "lift",
+    "drag on the wing",
+    "boundary layer",
+    "heat transfer",
+    "shock wave pressure",
+    "nozzle flow",
+    "turbulence",
+    "wing lift and drag",
+    "pressure in the nozzle",
+    "a new paragraph",
+]
 
 
 def _top_passages(settings: Settings) -> list[tuple[str, str, int]]:
     """The best document and passage of each of QUERIES, by vectors alone (the FAISS index)."""
     with lodex.open(Path(settings.index.data_dir), encoder__backend="tests.fakes:fake_encoder") as index:
-        return [(hit.path, hit.passages[0].text, hit.passages[0].char_start)
-                for hit in (index.search(query, 1, mode="dense").results[0] for query in QUERIES)]
+        return [
+            (hit.path, hit.passages[0].text, hit.passages[0].char_start)
+            for hit in (index.search(query, 1, mode="dense").results[0] for query in QUERIES)
+        ]
 
 
 def _counts(summary: RunSummary) -> dict[str, Any]:
@@ -209,8 +229,13 @@ KILL_POINTS = ["flush", "chunks", "commit", "commits", "last"]
 
 def test_a_driver_killed_at_each_point_converges_on_a_rerun(cluster: Path, tmp_path: Path) -> None:
     # The driver's actor needs a CPU the tests before may still hold (their actors are let go asynchronously).
-    wait_until(lambda: ray.available_resources().get("CPU", 0) >= ray.cluster_resources().get("CPU", 0), Wake(), 120,
-               "the cluster's CPUs released by the tests before", ray.available_resources)
+    wait_until(
+        lambda: ray.available_resources().get("CPU", 0) >= ray.cluster_resources().get("CPU", 0),
+        Wake(),
+        120,
+        "the cluster's CPUs released by the tests before",
+        ray.available_resources,
+    )
     root = _folder(tmp_path / "docs")
     on_ray = _settings(tmp_path, "ray", "ray")
     on_ray.index.flush_tokens = 256  # as the driver's: a commit every file or so
@@ -218,9 +243,13 @@ def test_a_driver_killed_at_each_point_converges_on_a_rerun(cluster: Path, tmp_p
     for point in KILL_POINTS:
         before = _committed(on_ray)
         log = tmp_path / f"encoded-{point}.log"
-        driver = subprocess.run([sys.executable, "-c", _DRIVER, ray.get_runtime_context().gcs_address, on_ray.index.data_dir, str(root),
-                                 str(REPO), point, str(log)], env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
+        driver = subprocess.run(
+            [sys.executable, "-c", _DRIVER, ray.get_runtime_context().gcs_address, on_ray.index.data_dir, str(root), str(REPO), point, str(log)],
+            env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=300,
+        )
         assert driver.returncode == 9, f"{point}: the driver was not killed there: {driver.stderr.decode()[-2000:]}"
         encoded = set(log.read_text().split()) if log.exists() else set()
         assert encoded and not encoded & before, f"{point}: no file encoded, or a committed one encoded again"
@@ -231,8 +260,12 @@ def test_a_driver_killed_at_each_point_converges_on_a_rerun(cluster: Path, tmp_p
     _, local_index = _index(_settings(tmp_path, "local", "local"), root)
     _assert_same(ray_index, local_index, atol=1e-6)
     chunks = str(Path(on_ray.index.data_dir) / "lance" / "chunks.lance")
-    referenced = {f.path for v in lance.dataset(chunks).versions()
-                  for fragment in lance.dataset(chunks, version=v["version"]).get_fragments() for f in fragment.metadata.files}
+    referenced = {
+        f.path
+        for v in lance.dataset(chunks).versions()
+        for fragment in lance.dataset(chunks, version=v["version"]).get_fragments()
+        for f in fragment.metadata.files
+    }
     assert {p.name for p in (Path(chunks) / "data").iterdir()} == referenced, "fragments of the killed runs are left"
 
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lodex.api.factory import build_searcher
 from lodex.api.application import Application
-from lodex.api.factory import open_app
+from lodex.api.factory import build_searcher, open_app
 from lodex.api.settings import Settings
 from lodex.indexer.run_state import RunSummary
 from lodex.store.job_log import FileRecord
@@ -22,10 +21,25 @@ CORRUPTIONS = ("flip", "truncate", "splice", "fixture_flip", "fixture_truncate",
 # a few of their seeds; the slow one many more). The hostile ones of docx, xlsx, odt, ods, odp, epub and eml once needed
 # the per-file budget: the readers' structural guards now refuse them while parsing (tests/test_reader_guards.py).
 QUICK: dict[str, tuple[str, ...]] = {
-    "pdf": ("valid", "flate_bomb", "object_stream_bomb", "xobject_self", "lying_count", "xref_loop", "deep_arrays",
-            "deep_page_tree", *CORRUPTIONS,  # and those the PDF guard refuses up front (tests/test_pdf_guard.py):
-            "filter_array_bomb", "comment_bomb", "image_marker_bomb", "double_flate_bomb", "lzw_bomb", "runlength_bomb",
-            "shared_stream_pages", "xobject_laughs"),
+    "pdf": (
+        "valid",
+        "flate_bomb",
+        "object_stream_bomb",
+        "xobject_self",
+        "lying_count",
+        "xref_loop",
+        "deep_arrays",
+        "deep_page_tree",
+        *CORRUPTIONS,  # and those the PDF guard refuses up front (tests/test_pdf_guard.py):
+        "filter_array_bomb",
+        "comment_bomb",
+        "image_marker_bomb",
+        "double_flate_bomb",
+        "lzw_bomb",
+        "runlength_bomb",
+        "shared_stream_pages",
+        "xobject_laughs",
+    ),
     "docx": ("valid", "encoding", "rels", "huge_attribute", "deep", "wide", *CORRUPTIONS),
     "xlsx": ("valid", "bad_values", "shared_string_amplification", "empty_cells", *CORRUPTIONS),
     "pptx": ("valid", "notes_loop", *CORRUPTIONS),
@@ -53,8 +67,7 @@ RAW_TODAY: frozenset[tuple[str, str]] = frozenset()
 # digits) for integer string conversion")
 ONCE_RAW = (("xlsx", "bad_values"),)
 
-CONTROLS = {"control-plain.txt": "albatross", "control-notes.md": "bittern", "control-page.html": "cassowary",
-            "deep/control-table.csv": "dunlin"}
+CONTROLS = {"control-plain.txt": "albatross", "control-notes.md": "bittern", "control-page.html": "cassowary", "deep/control-table.csv": "dunlin"}
 RUN_SECONDS = 240  # the quick run takes ~15 s of CPU (20-80 s wall on a busy 2-core machine); past this it is a hang
 RUN_GROWTH_MB = 1024  # the most a run over the hostile folder may add to this process's resident memory
 BUDGET_SECONDS, BUDGET_MB = 1.0, 512  # the per-file budget of the runs of NEEDS_BUDGET (index.max_*_per_file)
@@ -70,8 +83,7 @@ def _write_controls(root: Path) -> None:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         line = f"A note that mentions the {word} among other birds of the coast."
-        path.write_text(f"<p>{line}</p>" if name.endswith(".html") else f"id,text\n1,{line}\n" if name.endswith(".csv")
-                        else line * 3)
+        path.write_text(f"<p>{line}</p>" if name.endswith(".html") else f"id,text\n1,{line}\n" if name.endswith(".csv") else line * 3)
 
 
 def _run_with_deadline(side: Application, root: Path, seconds: float) -> RunSummary:
@@ -121,8 +133,9 @@ def _growth_mb(start_kb: int) -> float:
     return max(0, _status_kb("VmHWM") - start_kb) / 1024
 
 
-def index_cases(tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple[str, str]] = frozenset(),
-                budget: tuple[float, int] | None = None) -> dict[str, FileRecord]:
+def index_cases(
+    tmp_path: Path, chosen: list[Case], raw_allowed: frozenset[tuple[str, str]] = frozenset(), budget: tuple[float, int] | None = None
+) -> dict[str, FileRecord]:
     """Index a folder of these cases and the controls through the application's write role (as `lodex index` does), with this per-file
     `budget` (seconds, MB) when given; check the run and every file's record; {file name: record} of the cases."""
     root = tmp_path / "docs"

@@ -41,8 +41,7 @@ def test_tables_nested_past_the_depth_bound_are_refused_while_parsing() -> None:
     assert read_docx(nested_tables(30), LIMITS).text == "bottom cell"  # a real nesting reads as before
 
 
-@pytest.mark.parametrize("head, tail", [(b'<w:t a="', b'">x</w:t>'), (b"<w:t><w:", b"/></w:t>")],
-                         ids=["attribute", "element name"])
+@pytest.mark.parametrize("head, tail", [(b'<w:t a="', b'">x</w:t>'), (b"<w:t><w:", b"/></w:t>")], ids=["attribute", "element name"])
 def test_an_xml_tag_longer_than_the_bound_is_refused_before_it_is_parsed(head: bytes, tail: bytes) -> None:
     start = f'{DECL}<w:document xmlns:w="{W}"><w:body><w:p><w:r>'.encode()
     data = zip_with_bomb({}, "word/document.xml", start + head, b"a", MAX_TAG_BYTES + 1, tail + b"</w:r></w:p></w:body></w:document>")
@@ -110,9 +109,9 @@ def test_mail_of_more_mime_parts_than_the_bound_is_refused_before_it_is_parsed()
     assert "the body" in doc.text and doc.extras["skipped_attachments"] == ", ".join(["f.txt"] * 19)
 
 
-
-@pytest.mark.parametrize("content_type", ['multipart/mixed; boundary*0="b"; boundary*1="x"',
-                                          'multipart/mixed; boundary="' + "b" * 250 + '"'], ids=["rfc2231", "long"])
+@pytest.mark.parametrize(
+    "content_type", ['multipart/mixed; boundary*0="b"; boundary*1="x"', 'multipart/mixed; boundary="' + "b" * 250 + '"'], ids=["rfc2231", "long"]
+)
 def test_mail_whose_boundary_the_part_count_cannot_read_is_refused(content_type: str) -> None:
     """A boundary in RFC 2231 pieces or of 250 characters: the email package reads it, the count of parts did not (it
     counted 0 of 1,200 parts, found by review)."""
@@ -122,9 +121,15 @@ def test_mail_whose_boundary_the_part_count_cannot_read_is_refused(content_type:
     assert "multipart boundary is split in pieces (RFC 2231) or longer than 200 characters" in reason, reason
     assert "the body" in read_eml(mail({"Subject": "plain"}, "the body of a note about boundary*", "text/plain"), LIMITS).text
 
+
 def test_a_presentation_of_more_slides_than_the_bound_is_refused() -> None:
-    data = zip_with_bomb({"mimetype": "application/vnd.oasis.opendocument.presentation"}, "content.xml",
-                         f"<office:document-content {NS}><office:body><office:presentation>".encode(), b"<draw:page/>",
-                         (MAX_SLIDES + 1) * 12, b"</office:presentation></office:body></office:document-content>")
+    data = zip_with_bomb(
+        {"mimetype": "application/vnd.oasis.opendocument.presentation"},
+        "content.xml",
+        f"<office:document-content {NS}><office:body><office:presentation>".encode(),
+        b"<draw:page/>",
+        (MAX_SLIDES + 1) * 12,
+        b"</office:presentation></office:body></office:document-content>",
+    )
     reason = refused(read_odp, data)
     assert f"odp presentation of more than {MAX_SLIDES:,} slides" in reason, reason

@@ -23,8 +23,11 @@ from tests.fuzz_files import RAW_REASON, Case
 OFFICE = Path(__file__).parent / "fixtures" / "office"
 PDF = Path(__file__).parent / "fixtures" / "pdf"
 READERS: dict[str, tuple[Callable[[bytes, ReadLimits], Document], str]] = {
-    "docx": (read_docx, "word/document.xml"), "xlsx": (read_xlsx, "xl/workbook.xml"),
-    "odt": (read_odt, "content.xml"), "epub": (read_epub, "META-INF/container.xml")}
+    "docx": (read_docx, "word/document.xml"),
+    "xlsx": (read_xlsx, "xl/workbook.xml"),
+    "odt": (read_odt, "content.xml"),
+    "epub": (read_epub, "META-INF/container.xml"),
+}
 FILES = {"docx": "report.docx", "xlsx": "sheets.xlsx", "odt": "report.odt", "epub": "report.epub"}
 
 
@@ -41,15 +44,18 @@ def damaged(fmt: str, how: str) -> bytes:
     data = bytearray((OFFICE / FILES[fmt]).read_bytes())
     info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo(READERS[fmt][1])
     at = info.header_offset
-    start = at + 30 + int.from_bytes(data[at + 26:at + 28], "little") + int.from_bytes(data[at + 28:at + 30], "little")
+    start = at + 30 + int.from_bytes(data[at + 26 : at + 28], "little") + int.from_bytes(data[at + 28 : at + 30], "little")
     if how == "signature":
-        data[at:at + 2] = b"XX"
+        data[at : at + 2] = b"XX"
     elif how == "data":
         data[start] = 0xFF if info.compress_type == zipfile.ZIP_DEFLATED else data[start] ^ 0x01
     else:
-        central = next(i for i in _all(data, b"PK\x01\x02")  # its entry in the central directory
-                       if int.from_bytes(data[i + 42:i + 46], "little") == at)
-        data[at + 8:at + 10] = data[central + 10:central + 12] = (99).to_bytes(2, "little")
+        central = next(
+            i
+            for i in _all(data, b"PK\x01\x02")  # its entry in the central directory
+            if int.from_bytes(data[i + 42 : i + 46], "little") == at
+        )
+        data[at + 8 : at + 10] = data[central + 10 : central + 12] = (99).to_bytes(2, "little")
     return bytes(data)
 
 
@@ -68,8 +74,10 @@ def test_a_damaged_zip_fails_in_words(fmt: str) -> None:
     assert error.message == f"unreadable {fmt}: its zip structure is damaged"
     assert isinstance(error.__cause__, zipfile.BadZipFile)
     error = failure(read, damaged(fmt, "data"))
-    assert error.message in (f"unreadable {fmt}: an entry's compressed data is damaged",
-                             f"unreadable {fmt}: an entry's content does not match its checksum (the archive is damaged)")
+    assert error.message in (
+        f"unreadable {fmt}: an entry's compressed data is damaged",
+        f"unreadable {fmt}: an entry's content does not match its checksum (the archive is damaged)",
+    )
     assert isinstance(error.__cause__, (zlib.error, zipfile.BadZipFile))
     error = failure(read, damaged(fmt, "method"))
     assert error.message.startswith(f"unreadable {fmt}: an entry needs a zip feature lodex does not read")
@@ -81,11 +89,15 @@ def test_a_damaged_zip_fails_in_words(fmt: str) -> None:
 DAMAGED = "it is damaged or not a PDF (its header, cross-reference table, catalog or page tree cannot be read)"
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    (b"not a PDF at all", DAMAGED),
-    (Case("pdf", "flip", 1).build(), DAMAGED),  # no catalog: pdfium gives up without a code ("PDFium: Success")
-    (Case("pdf", "flip", 6).build(), "page 1: it cannot be loaded (its dictionary or contents are damaged)"),
-], ids=["not_a_pdf", "no_page_tree", "damaged_page"])
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"not a PDF at all", DAMAGED),
+        (Case("pdf", "flip", 1).build(), DAMAGED),  # no catalog: pdfium gives up without a code ("PDFium: Success")
+        (Case("pdf", "flip", 6).build(), "page 1: it cannot be loaded (its dictionary or contents are damaged)"),
+    ],
+    ids=["not_a_pdf", "no_page_tree", "damaged_page"],
+)
 def test_a_damaged_pdf_fails_in_words(data: bytes, reason: str) -> None:
     error = failure(read_pdf, data)
     assert error.message == f"unreadable PDF: {reason}"

@@ -4,12 +4,15 @@ import json
 
 import pytest
 
-from lodex.indexer.readers.readers import extract
 from lodex.indexer.errors import ReadError
+from lodex.indexer.readers.readers import extract
 
 
 def test_markdown_markup_removed_heading_kept() -> None:
-    doc = extract("notes.md", b"# Wing *theory*\n\nLift on a **thin** wing, see [the paper](http://x.org) and `code`.\n\n- one\n- two\n\n```\nfenced block\n```\n")
+    doc = extract(
+        "notes.md",
+        b"# Wing *theory*\n\nLift on a **thin** wing, see [the paper](http://x.org) and `code`.\n\n- one\n- two\n\n```\nfenced block\n```\n",
+    )
     assert doc.format == "markdown"
     assert doc.title == "Wing theory"
     assert doc.text.startswith("Wing theory\n\nLift on a thin wing, see the paper and code.")
@@ -75,8 +78,7 @@ def test_headings_make_sections_in_markdown_rst_and_html() -> None:
 
     md = "# Report\n\nIntro text.\n\n## 2 Methods\n\nHow.\n\n### 2.3 Sampling\n\nWe sampled gliders.\n\n## 3 Results\n\nDone."
     rst = "Report\n======\n\nIntro text.\n\n2 Methods\n---------\n\nHow.\n\n2.3 Sampling\n~~~~~~~~~~~~\n\nWe sampled gliders.\n"
-    html = ("<html><body><h1>Report</h1><p>Intro text.</p><h2>2 Methods</h2><p>How.</p><h3>2.3 Sampling</h3>"
-            "<p>We sampled gliders.</p></body></html>")
+    html = "<html><body><h1>Report</h1><p>Intro text.</p><h2>2 Methods</h2><p>How.</p><h3>2.3 Sampling</h3><p>We sampled gliders.</p></body></html>"
     for name, source in (("a.md", md), ("a.rst", rst), ("a.html", html)):
         doc = extract(name, source.encode())
         at = doc.text.index("We sampled gliders")

@@ -50,8 +50,9 @@ def full_encoders() -> dict[str, TransformersEncoder]:
 
 @pytest.mark.parametrize("path", ["int8", "int8-sessions"])
 @pytest.mark.parametrize("late", [True, False])
-def test_the_recipe_encoder_gives_the_full_encoders_vectors(tmp_path: Path, fast_cache: Path, path: str, late: bool,
-                                                            full_encoders: dict[str, TransformersEncoder]) -> None:
+def test_the_recipe_encoder_gives_the_full_encoders_vectors(
+    tmp_path: Path, fast_cache: Path, path: str, late: bool, full_encoders: dict[str, TransformersEncoder]
+) -> None:
     settings = Settings(base_dir=tmp_path)
     settings.encoder.precision, settings.encoder.cache_dir, settings.encoder.fast_path = "fast", str(fast_cache), path
     settings.chunking.late = late
@@ -92,14 +93,17 @@ def test_a_warm_fast_index_run_loads_no_pytorch(tmp_path: Path, fast_cache: Path
     """The second `lodex index` in fast mode (warm cache) encodes without importing torch or transformers."""
     root = _folder(tmp_path / "docs")
     env = {"LODEX_ENCODER__PRECISION": "fast", "LODEX_ENCODER__CACHE_DIR": str(fast_cache), "HF_HUB_OFFLINE": "1"}
-    script = ("import sys, json; from lodex.api.cli import main; sys.argv = ['lodex', 'index', sys.argv[1], '--json']\n"
-              "try:\n    main()\nexcept SystemExit:\n    pass\n"
-              "print(json.dumps({'torch': 'torch' in sys.modules, 'transformers': 'transformers' in sys.modules}))")
+    script = (
+        "import sys, json; from lodex.api.cli import main; sys.argv = ['lodex', 'index', sys.argv[1], '--json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'transformers': 'transformers' in sys.modules}))"
+    )
     runs = []
     for i in range(2):
         (root / f"new{i}.txt").write_text(f"A new note {i} on swept wings and their buffeting at transonic speed.")
-        done = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True, text=True, cwd=tmp_path, timeout=600,
-                              env={**os.environ, **env})
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(root)], capture_output=True, text=True, cwd=tmp_path, timeout=600, env={**os.environ, **env}
+        )
         assert done.returncode == 0, done.stderr
         runs.append((json.loads(done.stdout.splitlines()[0]), json.loads(done.stdout.splitlines()[-1]), done.stderr))
     assert runs[1][0]["added"] == 1 and runs[1][1] == {"torch": False, "transformers": False}

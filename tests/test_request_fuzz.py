@@ -10,16 +10,24 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from lodex.api.http.app import create_app
 from lodex.api.application import Application
+from lodex.api.http.app import create_app
 from lodex.api.settings import Settings
 from lodex.search.results import SearchFilters
 from tests.test_api import _service
 
 BASE = "http://127.0.0.1:8765"
 SURROGATE = "\\ud800"  # a JSON escape of a lone surrogate, as it travels in a request body
-GOOD_QUERIES = ["swept wings lift", "hypersonic heat transfer", "rocket fins drag", "drag", "boundary layer",
-                "transonic speed", "stabilizing fins", "wings"]
+GOOD_QUERIES = [
+    "swept wings lift",
+    "hypersonic heat transfer",
+    "rocket fins drag",
+    "drag",
+    "boundary layer",
+    "transonic speed",
+    "stabilizing fins",
+    "wings",
+]
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------------
@@ -89,13 +97,17 @@ def roomy_client(service: Application) -> Iterator[TestClient]:
 
 
 # ---- 1. in-process: text that is not Unicode, deep and large JSON, extreme dates, junk ids -----------------------
-@pytest.mark.parametrize("body", [
-    '{"q": "flow \\ud800 x"}',
-    '{"q": "flow", "path": "notes/\\ud800*"}',
-    '{"q": "flow", "ext": ["md", "\\ud800"]}',
-    '{"q": "flow \\udfff"}',  # a lone low surrogate
-    '{"q": "flow \\udc00\\ud800"}',  # a low one before a high one: not a pair
-], ids=["q", "path", "ext", "low-q", "reversed-pair"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"q": "flow \\ud800 x"}',
+        '{"q": "flow", "path": "notes/\\ud800*"}',
+        '{"q": "flow", "ext": ["md", "\\ud800"]}',
+        '{"q": "flow \\udfff"}',  # a lone low surrogate
+        '{"q": "flow \\udc00\\ud800"}',  # a low one before a high one: not a pair
+    ],
+    ids=["q", "path", "ext", "low-q", "reversed-pair"],
+)
 def test_lone_surrogate_in_search_is_refused(shared: TestClient, body: str) -> None:
     err = _error(_raw(shared, "POST", "/search", body.encode()), 422, "invalid_request")
     assert "surrogate" in err["message"], err
@@ -108,28 +120,66 @@ def test_surrogate_pair_in_search_is_text(shared: TestClient) -> None:
     assert response.status_code == 200, response.text
 
 
-@pytest.mark.parametrize("body", [
-    '{"name": "memo\\ud800", "text": "Zeppelins over the sea."}',
-    '{"name": "memo", "text": "Zeppelins \\ud800 over the sea."}',
-    '{"name": "memo", "text": "Zeppelins over the sea.", "title": "T\\udbff"}',
-    '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k\\ud800": "v"}}',
-    '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k": "v\\ud800"}}',
-    '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k": ["ok", {"deep": "\\udc00"}]}}',
-], ids=["name", "text", "title", "metadata-key", "metadata-value", "metadata-nested-value"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "memo\\ud800", "text": "Zeppelins over the sea."}',
+        '{"name": "memo", "text": "Zeppelins \\ud800 over the sea."}',
+        '{"name": "memo", "text": "Zeppelins over the sea.", "title": "T\\udbff"}',
+        '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k\\ud800": "v"}}',
+        '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k": "v\\ud800"}}',
+        '{"name": "memo", "text": "Zeppelins over the sea.", "metadata": {"k": ["ok", {"deep": "\\udc00"}]}}',
+    ],
+    ids=["name", "text", "title", "metadata-key", "metadata-value", "metadata-nested-value"],
+)
 def test_lone_surrogate_in_pushed_document_is_refused(client: TestClient, body: str) -> None:
     _error(_raw(client, "POST", "/documents?wait=true", body.encode()), 422, "invalid_request")
     assert client.get("/documents").json()["total"] == 3  # nothing was queued nor indexed
 
 
-@pytest.mark.parametrize("name, reason", [
-    ("@api/../../etc/passwd", "'..' segment"), ("../outside", "'..' segment"), ("notes/../../x", "'..' segment"),
-    ("notes/..", "'..' segment"), ("..", "'..' segment"), ("./memo", "'..' segment"), ("a/./b", "'..' segment"),
-    ("..\\..\\windows\\win.ini", "'..' segment"), ("notes\\..\\x", "'..' segment"),
-    ("/etc/passwd", "absolute"), ("\\\\server\\share", "absolute"), ("C:\\Windows", "absolute"), ("~/notes", "absolute"),
-    ("memo\x00.txt", "control"), ("memo\nsecond line", "control"), ("memo\x1b[2J", "control"), ("memo\u202etxt.exe", "control"),
-    ("   ", "empty"),
-], ids=["api-escape", "parent", "nested-parent", "trailing-parent", "dotdot", "dot", "inner-dot", "backslash-parent",
-        "backslash-nested", "absolute", "unc", "drive", "home", "nul", "newline", "escape", "bidi", "blank"])
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("@api/../../etc/passwd", "'..' segment"),
+        ("../outside", "'..' segment"),
+        ("notes/../../x", "'..' segment"),
+        ("notes/..", "'..' segment"),
+        ("..", "'..' segment"),
+        ("./memo", "'..' segment"),
+        ("a/./b", "'..' segment"),
+        ("..\\..\\windows\\win.ini", "'..' segment"),
+        ("notes\\..\\x", "'..' segment"),
+        ("/etc/passwd", "absolute"),
+        ("\\\\server\\share", "absolute"),
+        ("C:\\Windows", "absolute"),
+        ("~/notes", "absolute"),
+        ("memo\x00.txt", "control"),
+        ("memo\nsecond line", "control"),
+        ("memo\x1b[2J", "control"),
+        ("memo\u202etxt.exe", "control"),
+        ("   ", "empty"),
+    ],
+    ids=[
+        "api-escape",
+        "parent",
+        "nested-parent",
+        "trailing-parent",
+        "dotdot",
+        "dot",
+        "inner-dot",
+        "backslash-parent",
+        "backslash-nested",
+        "absolute",
+        "unc",
+        "drive",
+        "home",
+        "nul",
+        "newline",
+        "escape",
+        "bidi",
+        "blank",
+    ],
+)
 def test_a_pushed_name_that_reads_as_a_path_elsewhere_is_refused(shared: TestClient, name: str, reason: str) -> None:
     """Names are refused, not rewritten (two names never become one document), in the one error shape."""
     err = _error(shared.post("/documents?wait=true", json={"name": name, "text": "Zeppelins over the sea."}), 422, "invalid_request")
@@ -146,8 +196,7 @@ def test_pushed_names_with_dots_and_slashes_that_stay_inside_are_kept(client: Te
 
 @pytest.mark.parametrize("levels, status", [(400, 422), (17, 422), (16, 201)])
 def test_metadata_depth_limit(client: TestClient, levels: int, status: int) -> None:
-    response = client.post("/documents?wait=true", json={"name": f"deep-{levels}", "text": "Zeppelins over the sea.",
-                                                         "metadata": _nested(levels)})
+    response = client.post("/documents?wait=true", json={"name": f"deep-{levels}", "text": "Zeppelins over the sea.", "metadata": _nested(levels)})
     if status == 422:
         assert "16 levels" in _error(response, 422, "invalid_request")["message"]
     else:
@@ -157,12 +206,10 @@ def test_metadata_depth_limit(client: TestClient, levels: int, status: int) -> N
 
 def test_metadata_over_64_kib_is_refused(roomy_client: TestClient) -> None:
     big = {"blob": "x" * (70 * 1024)}  # over 64 KiB as JSON, under the raised body limit
-    err = _error(roomy_client.post("/documents", json={"name": "big-meta", "text": "Small text.", "metadata": big}),
-                 422, "invalid_request")
+    err = _error(roomy_client.post("/documents", json={"name": "big-meta", "text": "Small text.", "metadata": big}), 422, "invalid_request")
     assert "64 KiB" in err["message"], err
     many = {f"k{i}": "v" * 60 for i in range(1200)}  # large by its many keys
-    _error(roomy_client.post("/documents", json={"name": "many-meta", "text": "Small text.", "metadata": many}),
-           422, "invalid_request")
+    _error(roomy_client.post("/documents", json={"name": "many-meta", "text": "Small text.", "metadata": many}), 422, "invalid_request")
 
 
 def test_metadata_over_the_body_limit_is_413(shared: TestClient) -> None:
@@ -171,12 +218,16 @@ def test_metadata_over_the_body_limit_is_413(shared: TestClient) -> None:
 
 
 @pytest.mark.parametrize("path", ["/search", "/documents"])
-@pytest.mark.parametrize("body", [
-    b"[" * 100_000,
-    b"[" * 100_000 + b"]" * 100_000,
-    b'{"q": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
-    b'{"name": "n", "text": "t", "metadata": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001,
-], ids=["open-lists", "closed-lists", "deep-field", "deep-metadata"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 100_000,
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"q": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+        b'{"name": "n", "text": "t", "metadata": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001,
+    ],
+    ids=["open-lists", "closed-lists", "deep-field", "deep-metadata"],
+)
 def test_deeply_nested_json_body_is_a_4xx(roomy_client: TestClient, path: str, body: bytes) -> None:
     err = _error(_raw(roomy_client, "POST", path, body), tuple(range(400, 500)))
     assert err["code"] != "internal_error"
@@ -190,14 +241,17 @@ def test_deeply_nested_json_under_the_default_body_limit(shared: TestClient) -> 
         _error(_raw(shared, "POST", path, b"[" * 8_000 + b"]" * 8_000), tuple(range(400, 500)))
 
 
-@pytest.mark.parametrize("moment, finds", [
-    ("0001-01-01", True),
-    ("9999-12-31", False),
-    ("0001-01-01T00:00:00+14:00", True),
-    ("9999-12-31T23:59:59-14:00", False),
-    ("0001-01-01T00:00:00", True),
-    ("9999-12-31T23:59:59.999999", False),
-])
+@pytest.mark.parametrize(
+    "moment, finds",
+    [
+        ("0001-01-01", True),
+        ("9999-12-31", False),
+        ("0001-01-01T00:00:00+14:00", True),
+        ("9999-12-31T23:59:59-14:00", False),
+        ("0001-01-01T00:00:00", True),
+        ("9999-12-31T23:59:59.999999", False),
+    ],
+)
 def test_extreme_modified_after(shared: TestClient, moment: str, finds: bool) -> None:
     got = shared.get("/search", params={"q": "flow drag", "modified_after": moment})
     assert got.status_code == 200, got.text
@@ -207,8 +261,23 @@ def test_extreme_modified_after(shared: TestClient, moment: str, finds: bool) ->
     assert bool(posted.json()["results"]) is finds
 
 
-@pytest.mark.parametrize("doc_id", ["'; DROP", "' OR '1'='1", "a" * 5000, "..%2F..", "%2e%2e", "0123456789abcdef",
-                                    "0123456789ABCDEF", "0123456789abcde'", "%00", "%F0%9F%9A%80", "%ED%A0%80", "%FF"])
+@pytest.mark.parametrize(
+    "doc_id",
+    [
+        "'; DROP",
+        "' OR '1'='1",
+        "a" * 5000,
+        "..%2F..",
+        "%2e%2e",
+        "0123456789abcdef",
+        "0123456789ABCDEF",
+        "0123456789abcde'",
+        "%00",
+        "%F0%9F%9A%80",
+        "%ED%A0%80",
+        "%FF",
+    ],
+)
 def test_junk_document_ids_are_404(shared: TestClient, doc_id: str) -> None:
     _error(shared.get(f"/documents/{doc_id}"), 404, "not_found")
     _error(shared.delete(f"/documents/{doc_id}"), 404, "not_found")
@@ -264,19 +333,29 @@ def test_bad_queries_in_the_batcher_fail_alone(service: Application) -> None:
 
 
 # ---- 3. the Host rule of a loopback server ----------------------------------------------------------------------
-@pytest.mark.parametrize("host", ["rebind.attacker.example", "rebind.attacker.example:8765", "localhost.attacker.example",
-                                  "127.0.0.1.nip.io", "evil.example:80:80", "0.0.0.0:8765"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "rebind.attacker.example",
+        "rebind.attacker.example:8765",
+        "localhost.attacker.example",
+        "127.0.0.1.nip.io",
+        "evil.example:80:80",
+        "0.0.0.0:8765",
+    ],
+)
 def test_foreign_host_is_refused(client: TestClient, host: str) -> None:
     err = _error(client.get("/documents", headers={"host": host}), 403, "forbidden")
     assert "allowed_hosts" in err["message"]
-    _error(client.post("/documents?wait=true", json={"name": "rebound", "text": "Planted text."}, headers={"host": host}),
-           403, "forbidden")
+    _error(client.post("/documents?wait=true", json={"name": "rebound", "text": "Planted text."}, headers={"host": host}), 403, "forbidden")
     listed = client.get("/documents").json()
     assert listed["total"] == 3 and all(d["path"] != "@api/rebound" for d in listed["documents"])
 
 
-@pytest.mark.parametrize("host", ["localhost:8765", "localhost", "127.0.0.1", "127.0.0.1:8765", "[::1]:8765", "[::1]",
-                                  "LOCALHOST:8765", "app.localhost:8765", "127.0.0.2:8765"])
+@pytest.mark.parametrize(
+    "host",
+    ["localhost:8765", "localhost", "127.0.0.1", "127.0.0.1:8765", "[::1]:8765", "[::1]", "LOCALHOST:8765", "app.localhost:8765", "127.0.0.2:8765"],
+)
 def test_loopback_hosts_are_answered(shared: TestClient, host: str) -> None:
     response = shared.get("/documents", headers={"host": host})
     assert response.status_code == 200, response.text
@@ -312,8 +391,23 @@ def test_api_key_scheme_is_case_insensitive(keyed_client: TestClient, authorizat
     assert found.status_code == 200 and found.json()["results"]
 
 
-@pytest.mark.parametrize("authorization", [None, "", "Bearer", "Bearer ", "Bearer wrong", "Bearer s3cret2", "Bearer S3CRET",
-                                           "Bearer s3cre", "Basic s3cret", "s3cret", "Token s3cret", "Bearer s3cret x"])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer ",
+        "Bearer wrong",
+        "Bearer s3cret2",
+        "Bearer S3CRET",
+        "Bearer s3cre",
+        "Basic s3cret",
+        "s3cret",
+        "Token s3cret",
+        "Bearer s3cret x",
+    ],
+)
 def test_wrong_or_missing_api_key_is_401(keyed_client: TestClient, authorization: str | None) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
     for method, url in (("get", "/stats"), ("get", "/documents"), ("post", "/search")):
@@ -343,10 +437,24 @@ def test_head_on_get_routes(shared: TestClient, url: str) -> None:
     assert response.content == b""
 
 
-@pytest.mark.parametrize("method, url", [("put", "/search"), ("patch", "/search"), ("delete", "/search"),
-                                         ("post", "/health"), ("put", "/health"), ("delete", "/health"),
-                                         ("put", "/documents"), ("patch", "/documents"), ("delete", "/documents"),
-                                         ("post", "/stats"), ("delete", "/stats"), ("get", "/reindex"),
-                                         ("put", "/documents/0123456789abcdef"), ("options", "/health")])
+@pytest.mark.parametrize(
+    "method, url",
+    [
+        ("put", "/search"),
+        ("patch", "/search"),
+        ("delete", "/search"),
+        ("post", "/health"),
+        ("put", "/health"),
+        ("delete", "/health"),
+        ("put", "/documents"),
+        ("patch", "/documents"),
+        ("delete", "/documents"),
+        ("post", "/stats"),
+        ("delete", "/stats"),
+        ("get", "/reindex"),
+        ("put", "/documents/0123456789abcdef"),
+        ("options", "/health"),
+    ],
+)
 def test_other_methods_are_405(shared: TestClient, method: str, url: str) -> None:
     _error(shared.request(method.upper(), url), 405, "method_not_allowed")

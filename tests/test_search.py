@@ -10,8 +10,10 @@ from lodex.search.results import SearchFilters
 from tests.conftest import EVALDATA, make_pipeline
 from tests.fakes import FakeEncoder
 
-PLANTED = ("Arctic terns make the longest migration of any animal, flying from their Arctic breeding "
-           "grounds to the Antarctic and back every year, about seventy thousand kilometres.")
+PLANTED = (
+    "Arctic terns make the longest migration of any animal, flying from their Arctic breeding "
+    "grounds to the Antarctic and back every year, about seventy thousand kilometres."
+)
 
 
 def _abstracts(n: int) -> list[str]:
@@ -101,10 +103,10 @@ def test_contents_and_index_pages_are_not_the_best_passage(tmp_path: Path) -> No
     root = tmp_path / "docs"
     root.mkdir()
     contents = "Contents\n" + "\n".join(f"{n} Glacier melt and glacier retreat {'. ' * 12}{n * 7}" for n in range(1, 9))
-    index = "Index\n" + "\n".join(f"glacier {word} {n}, {n + 40}" for n, word in enumerate(
-        ["melt", "retreat", "mass", "flow", "ice", "snow", "rate", "front"], 3))
-    prose = ("Glaciers retreat when summer melt exceeds winter snowfall for years on end; the glacier front then "
-             "moves uphill and the ice thins.")
+    index = "Index\n" + "\n".join(
+        f"glacier {word} {n}, {n + 40}" for n, word in enumerate(["melt", "retreat", "mass", "flow", "ice", "snow", "rate", "front"], 3)
+    )
+    prose = "Glaciers retreat when summer melt exceeds winter snowfall for years on end; the glacier front then moves uphill and the ice thins."
     (root / "manual.txt").write_text("\n\n".join([contents, prose, index]))
     store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder(), max_tokens=48, overlap=0)
     indexer.run(root)
@@ -121,11 +123,13 @@ def test_a_question_naming_a_section_keeps_its_best_chunk_first(tmp_path: Path) 
     root = tmp_path / "docs"
     root.mkdir()
     later = " ".join(["Call write.table to export the data frame to a text file with its row labels."] * 3)
-    (root / "manual.md").write_text("# Data manual\n\n## 1 Import\n\nReading spreadsheets and databases.\n\n"
-                                    "## 2.3 Export to text files\n\nThere are a number of issues to consider first: the "
-                                    "separator, the quoting of strings and the encoding.\n\n" + "\n\n".join(
-                                        [f"Paragraph {n} on separators, quoting and encodings." for n in range(6)] + [later])
-                                    + "\n\n## 3 XML\n\nMarkup for documents.\n")
+    (root / "manual.md").write_text(
+        "# Data manual\n\n## 1 Import\n\nReading spreadsheets and databases.\n\n"
+        "## 2.3 Export to text files\n\nThere are a number of issues to consider first: the "
+        "separator, the quoting of strings and the encoding.\n\n"
+        + "\n\n".join([f"Paragraph {n} on separators, quoting and encodings." for n in range(6)] + [later])
+        + "\n\n## 3 XML\n\nMarkup for documents.\n"
+    )
     store, indexer, searcher = make_pipeline(tmp_path / "data", FakeEncoder(), max_tokens=40, overlap=0)
     indexer.run(root)
     for mode in ("bm25", "hybrid", "dense"):
@@ -136,7 +140,8 @@ def test_a_question_naming_a_section_keeps_its_best_chunk_first(tmp_path: Path) 
 
 def test_listing_detection() -> None:
     from lodex.search.listing import is_listing
+
     assert is_listing("1 Introduction . . . . . . . 3\n2 Methods . . . . . . . . 7\n3 Results . . . . . . . 12")
     assert is_listing("sink 6, 27\nsocketConnection 26\nsqlCopy 22\nsqlFetch 22\nstack 31")
     assert not is_listing("Glaciers retreat when summer melt exceeds winter snowfall.\nThe front moves uphill in 1990.")
-    assert not is_listing("for (i = 1; i <= limit; i++) {\n  printf(\"%d\", i);\n}\nreturn 0;\n}")
+    assert not is_listing('for (i = 1; i <= limit; i++) {\n  printf("%d", i);\n}\nreturn 0;\n}')

@@ -9,8 +9,16 @@ from tests.test_serve import Server, get
 from tests.waiting import wait_until
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.mark.slow
@@ -21,15 +29,19 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
 
     root = tmp_path / "docs"
     root.mkdir()
-    (root / "birds.md").write_text("# Birds\n\nArctic terns migrate from the Arctic to the Antarctic every year.\n\n"
-                                   "Swallows nest under roofs.\n")
+    (root / "birds.md").write_text("# Birds\n\nArctic terns migrate from the Arctic to the Antarctic every year.\n\nSwallows nest under roofs.\n")
     (root / "wings.txt").write_text("Swept wings delay the drag rise at transonic Mach numbers.\n")
     shutil.copy(Path(__file__).parent / "fixtures" / "pdf" / "forty_pages.pdf", root / "report.pdf")
     server = Server(root, tmp_path / "data")
     try:
         server.wait_ready()
-        wait_until(lambda: not get(server.url + "/ready")[1]["indexing"], [server.home], 180,  # the PDF takes a few seconds
-                   "the folder indexed first", detail=server.output)
+        wait_until(
+            lambda: not get(server.url + "/ready")[1]["indexing"],
+            [server.home],
+            180,  # the PDF takes a few seconds
+            "the folder indexed first",
+            detail=server.output,
+        )
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page()
@@ -52,8 +64,9 @@ def test_type_a_query_and_see_the_highlighted_passage(tmp_path: Path) -> None:
             page.wait_for_function("document.getElementById('status').textContent.includes('documents in')")
             page.fill("#q", "quokka census of Rottnest Island")  # a PDF's passage shows its page
             page.keyboard.press("Enter")
-            page.wait_for_function("document.querySelector('li.hit .path') && document.querySelector('li.hit .path').textContent.includes('report.pdf')",
-                                   timeout=30_000)
+            page.wait_for_function(
+                "document.querySelector('li.hit .path') && document.querySelector('li.hit .path').textContent.includes('report.pdf')", timeout=30_000
+            )
             assert "p. 37" in page.locator("li.hit").first.locator("blockquote small").first.inner_text()
             page.fill("#q", "where do arctic terns migrate")
             page.keyboard.press("Enter")

@@ -39,8 +39,13 @@ class Server:
         self.home = data.parent  # its data dir and its log: what a wait for it watches
         self.log = open(data.parent / f"serve-{self.port}.log", "w+")  # noqa: SIM115
         full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), "LODEX_WATCH__QUIET_S": "0.5", **(env or {})}
-        self.proc = subprocess.Popen([sys.executable, "-m", "lodex.api.cli", "serve", str(root), "--port", str(self.port), *args],
-                                     env=full_env, cwd=REPO, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lodex.api.cli", "serve", str(root), "--port", str(self.port), *args],
+            env=full_env,
+            cwd=REPO,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
 
     def wait_ready(self, timeout: float = 180, path: str = "/ready") -> None:
         """Until `path` answers 200 (/health for a server with an API key: it listens once the service is up)."""
@@ -92,7 +97,13 @@ def test_non_loopback_without_key_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     root.mkdir()
     env = {**os.environ, "LODEX_DATA_DIR": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-m", "lodex.api.cli", "serve", str(root), "--host", "0.0.0.0"], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "lodex.api.cli", "serve", str(root), "--host", "0.0.0.0"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "without an API key" in done.stderr and "--insecure" in done.stderr and "Traceback" not in done.stderr

@@ -30,7 +30,7 @@ def test_every_key_is_documented_with_its_default(monkeypatch: pytest.MonkeyPatc
 
 def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[search]\nk = 5\n[encoder]\nthreads = 1\n')
+    config.write_text("[search]\nk = 5\n[encoder]\nthreads = 1\n")
     monkeypatch.setenv("LODEX_SEARCH__K", "7")
     settings = load_settings(config)
     assert settings.search.k == 7 and settings.encoder.threads == 1
@@ -39,14 +39,14 @@ def test_env_overrides_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_unknown_key_is_refused(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[search]\nkk = 5\n')
+    config.write_text("[search]\nkk = 5\n")
     with pytest.raises(ConfigError, match="search.kk"):
         load_settings(config)
 
 
 def test_bad_toml_is_a_config_error(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[search\n')
+    config.write_text("[search\n")
     with pytest.raises(ConfigError) as caught:
         load_settings(config)
     assert "line 1" in caught.value.one_line() and "TOML" in caught.value.one_line()

@@ -10,8 +10,8 @@ import pytest
 from lodex.indexer.pipeline import Indexer
 from lodex.search.results import SearchFilters
 from lodex.search.searcher import Searcher
-from lodex.search.snapshot import Snapshot
 from lodex.search.shared_index import SharedIndex
+from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store import faiss_lifecycle, lance_bridge, lance_reads
 from lodex.store.lance_store import AnnPolicy, LanceStore
@@ -58,16 +58,31 @@ def _state(snap: Snapshot) -> dict:
     per_doc, at = {}, 0
     for i, doc in enumerate(ids):
         n = int(lengths[i])
-        per_doc[doc] = (docs.rows([i], "paths")[0], docs.rows([i], "titles")[0], docs.keys[i].as_py(), float(docs.mtimes[i]),
-                        chunk_ids[at:at + n].tolist(), vectors[at:at + n], bool(found[i]), means[i])
+        per_doc[doc] = (
+            docs.rows([i], "paths")[0],
+            docs.rows([i], "titles")[0],
+            docs.keys[i].as_py(),
+            float(docs.mtimes[i]),
+            chunk_ids[at : at + n].tolist(),
+            vectors[at : at + n],
+            bool(found[i]),
+            means[i],
+        )
         at += n
     owners = snap.owners
     owner_keys = [owners.keys[c].as_py() for c in owners.codes(owners.ids)]
     chunk_rows = snap.rows(owners.ids)
     chunk_docs = [ids[r] if r >= 0 else None for r in chunk_rows.tolist()]
     index = snap.index.index if isinstance(snap.index, SharedIndex) else snap.index
-    return {"docs": per_doc, "chunks": owners.ids.tolist(), "row_ids": owners.row_ids.tolist(), "owner_keys": owner_keys,
-            "chunk_docs": chunk_docs, "index_ids": sorted(index.ids().tolist()), "versions": snap.versions}
+    return {
+        "docs": per_doc,
+        "chunks": owners.ids.tolist(),
+        "row_ids": owners.row_ids.tolist(),
+        "owner_keys": owner_keys,
+        "chunk_docs": chunk_docs,
+        "index_ids": sorted(index.ids().tolist()),
+        "versions": snap.versions,
+    }
 
 
 def _assert_same(incremental: dict, full: dict) -> None:
@@ -94,8 +109,9 @@ def _compressed_from_the_start(monkeypatch) -> AnnPolicy:
     return AnnPolicy(kind="compressed")
 
 
-@pytest.mark.parametrize("seed, kind, stable", [(0, "auto", True), (1, "auto", False), (2, "auto", True), (3, "compressed", True),
-                                               (4, "compressed", False)])
+@pytest.mark.parametrize(
+    "seed, kind, stable", [(0, "auto", True), (1, "auto", False), (2, "auto", True), (3, "compressed", True), (4, "compressed", False)]
+)
 def test_a_refresh_by_what_changed_equals_a_build_from_scratch(tmp_path: Path, seed: int, kind: str, stable: bool, monkeypatch) -> None:
     """With stable row ids (tables lodex creates) and without (tables an earlier lodex created: a compaction moves
     every row)."""
@@ -343,9 +359,15 @@ def _owners_state(owners) -> tuple:
     assert owners.has(owners.ids).all() and not owners.has(np.array([-5, 10**9])).any()
     last = owners.sorted_row_ids[-1] if len(owners) else -1
     assert owners.last_row_id == last
-    return (owners.ids.tolist(), owners.row_ids.tolist(), keys, owners.sorted_row_ids.tolist(), sorted(map(tuple, members)),
-            owners.ranked(owners.sorted_row_ids, np.zeros(len(owners), np.float32))[0].tolist(),
-            sorted(owners.rows_of(np.ones(len(owners.keys), bool)).tolist()))
+    return (
+        owners.ids.tolist(),
+        owners.row_ids.tolist(),
+        keys,
+        owners.sorted_row_ids.tolist(),
+        sorted(map(tuple, members)),
+        owners.ranked(owners.sorted_row_ids, np.zeros(len(owners), np.float32))[0].tolist(),
+        sorted(owners.rows_of(np.ones(len(owners.keys), bool)).tolist()),
+    )
 
 
 @pytest.mark.parametrize("merge_rows", [4096, 16])  # changes kept beside the base, and merged into a new one often
@@ -363,8 +385,14 @@ def test_chunk_owners_updated_by_rows_added_and_gone_equal_owners_built_afresh(s
     rows: dict[int, tuple[int, str, str]] = {}  # row id → (chunk id, document id, hash)
 
     def table(items: list[tuple[int, tuple[int, str, str]]]) -> pa.Table:
-        return pa.table({"id": pa.array([v[0] for _, v in items], pa.int64()), "document_id": pa.array([v[1] for _, v in items], pa.string()),
-                         "content_hash": pa.array([v[2] for _, v in items], pa.string()), "_rowid": pa.array([r for r, _ in items], pa.uint64())})
+        return pa.table(
+            {
+                "id": pa.array([v[0] for _, v in items], pa.int64()),
+                "document_id": pa.array([v[1] for _, v in items], pa.string()),
+                "content_hash": pa.array([v[2] for _, v in items], pa.string()),
+                "_rowid": pa.array([r for r, _ in items], pa.uint64()),
+            }
+        )
 
     owners = ChunkOwners(table([]))
     for _ in range(80):

@@ -99,8 +99,14 @@ def test_routine_saves_of_a_slow_to_save_index_come_less_often(tmp_path: Path, m
 
 
 def test_chunk_owners_map_ids_to_document_versions_and_back() -> None:
-    table = pa.table({"id": [30, 10, 20, 40, 50], "document_id": ["a", "a", "b", "a", "a"],
-                      "content_hash": ["h1", "h1", "h9", "h2", "h1"], "_rowid": pa.array([7, 3, 9, 1, 5], pa.uint64())})
+    table = pa.table(
+        {
+            "id": [30, 10, 20, 40, 50],
+            "document_id": ["a", "a", "b", "a", "a"],
+            "content_hash": ["h1", "h1", "h9", "h2", "h1"],
+            "_rowid": pa.array([7, 3, 9, 1, 5], pa.uint64()),
+        }
+    )
     owners = ChunkOwners(table)
     ids, scores = owners.ranked(np.array([9, 3, 8, 7, 1], np.uint64), np.array([2.0, 5.0, 9.0, 2.0, 1.0], np.float32))
     assert ids.tolist() == [10, 20, 30, 40] and scores.tolist() == [5.0, 2.0, 2.0, 1.0]  # row 8 unknown; a tie in id order

@@ -43,22 +43,21 @@ def test_stream_chunks_equal_whole_text_chunks(tmp_path: Path, small_windows: No
     chunker = Chunker(FakeEncoder().token_spans, 60, 8, rule)
     whole = chunker.chunk(text)
     streamed = list(streaming.chunk_stream(chunker, streaming.text_blocks(path)))
-    assert [(c.ordinal, c.char_start, c.char_end, c.token_count) for c in streamed] == \
-           [(c.ordinal, c.char_start, c.char_end, c.token_count) for c in whole]
+    assert [(c.ordinal, c.char_start, c.char_end, c.token_count) for c in streamed] == [
+        (c.ordinal, c.char_start, c.char_end, c.token_count) for c in whole
+    ]
     assert all(text[c.char_start : c.char_end] == c.text for c in streamed)
     assert streaming.file_digest(path) == content_hash(path.read_bytes())
 
 
-def test_large_file_is_committed_in_parts_and_searchable(tmp_path: Path, small_windows: None,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_file_is_committed_in_parts_and_searchable(tmp_path: Path, small_windows: None, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "docs"
     root.mkdir()
     text = _long_text(120_000) + "\n\nThe very last paragraph mentions zanzibar.\n"
     (root / "big.txt").write_text(text)
     (root / "small.txt").write_text("a small note about wings\n")
     encoder = FakeEncoder()
-    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder, max_tokens=60,
-                                             rules=ScanRules(stream_bytes=10_000))
+    store, indexer, searcher = make_pipeline(tmp_path / "data", encoder, max_tokens=60, rules=ScanRules(stream_bytes=10_000))
     indexer.flush_tokens = 100  # many parts (of STREAM_PART_FLUSHES flushes each)
     commits_before = store.chunks.version
     summary = indexer.run(root)
@@ -83,8 +82,7 @@ def test_large_file_is_committed_in_parts_and_searchable(tmp_path: Path, small_w
     assert searcher.search("zanzibar", k=1, mode="bm25").results[0].path == "moved.txt"
 
 
-def test_a_large_file_failing_midway_leaves_no_partial_version(tmp_path: Path, small_windows: None,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_file_failing_midway_leaves_no_partial_version(tmp_path: Path, small_windows: None, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "docs"
     root.mkdir()
     (root / "big.txt").write_text(_long_text(60_000) + "\n\nversion one ends with zanzibar.\n")

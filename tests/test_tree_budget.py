@@ -68,8 +68,10 @@ def test_a_read_within_its_own_budget_that_would_take_lodex_past_the_ceiling_fai
     try:
         with TreePeak() as peak, pytest.raises(ReadError) as failed:
             pool.extract(*HEAP)
-        assert failed.value.message.startswith(f"needed more memory than lodex had left under index.max_memory_mb ({tree_mb:,} MB "
-                                               "for lodex and its reading processes together; lodex itself held ")
+        assert failed.value.message.startswith(
+            f"needed more memory than lodex had left under index.max_memory_mb ({tree_mb:,} MB "
+            "for lodex and its reading processes together; lodex itself held "
+        )
         assert failed.value.fix == "raise index.max_memory_mb, or exclude the file"
         assert pool.extract("fine.md", b"# Herons\n\nThey wade.", ReadLimits()).title == "Herons"  # a new reading process
     finally:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from lodex.api.settings import Settings
 from lodex.api.factory import build_watch
+from lodex.api.settings import Settings
 from lodex.indexer.scanner import ScanRules
-from lodex.indexer.writer import RunHooks
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
+from lodex.indexer.writer import RunHooks
 from lodex.store.job_log import FileRecord
 from lodex.store.lance_store import LanceStore
 from tests.conftest import make_pipeline
@@ -71,7 +71,7 @@ class Harness:
     def start(self) -> "Harness":
         self.service.start()
         self.service.startup.result(timeout=60)  # watchdog's observer.start() set its inotify watches (or its polling
-        return self                                # snapshot) before returning: no wait needed for them
+        return self  # snapshot) before returning: no wait needed for them
 
     def docs(self) -> dict[str, str]:
         self.reader.refresh()
@@ -85,8 +85,13 @@ class Harness:
             seen[0] = self.docs()
             return condition(seen[0])
 
-        wait_until(met, [self.data], timeout, "the index to reach the condition",  # each commit writes there last
-                   detail=lambda: f"index holds {sorted(seen[0])}")
+        wait_until(
+            met,
+            [self.data],
+            timeout,
+            "the index to reach the condition",  # each commit writes there last
+            detail=lambda: f"index holds {sorted(seen[0])}",
+        )
         return seen[0]
 
     def settle(self) -> None:
@@ -180,7 +185,7 @@ def test_file_written_slowly_is_indexed_once_complete(harness: Harness) -> None:
             seen = harness.events[str(path)]
             fh.write(piece)
             fh.flush()
-            wait_until(lambda: harness.events[str(path)] > seen, harness.wake, 20, "the watcher to see the file grow")
+            wait_until(lambda seen=seen: harness.events[str(path)] > seen, harness.wake, 20, "the watcher to see the file grow")
     harness.wait(lambda d: "slow.txt" in d)
     harness.settle()
     assert harness.indexed("slow.txt") == 1
@@ -266,8 +271,21 @@ def test_the_writer_runs_at_the_configured_low_priority(tmp_path: Path) -> None:
 
 # ---- the watcher's filter and the collector, without a watcher running (no sleeps) ------------------------------
 
-EDITOR_TEMPORARIES = ["x.txt.swp", "x.txt.swx", "x.txt.swo", "draft.md~", "scratch.tmp", "note.md.tmp", "a.temp", ".#lock.md",
-                      "#autosave.md#", "4913", "video.part", "f.crdownload", "~$report.docx"]
+EDITOR_TEMPORARIES = [
+    "x.txt.swp",
+    "x.txt.swx",
+    "x.txt.swo",
+    "draft.md~",
+    "scratch.tmp",
+    "note.md.tmp",
+    "a.temp",
+    ".#lock.md",
+    "#autosave.md#",
+    "4913",
+    "video.part",
+    "f.crdownload",
+    "~$report.docx",
+]
 
 
 def _watcher(root: Path, rules: ScanRules | None = None, ignore: list[str] | None = None) -> FolderWatcher:
@@ -297,7 +315,13 @@ def test_the_filter_drops_hidden_names_and_git_unless_hidden_files_are_wanted(tm
     assert [watcher.relevant(str(tmp_path / rel)) for rel in hidden] == [None] * len(hidden)
     showing = _watcher(tmp_path, ScanRules(skip_hidden=False))
     assert [showing.relevant(str(tmp_path / rel)) for rel in hidden] == [
-        ".hidden.md", None, None, "sub/.cache/x.txt", ".obsidian/workspace.json", None]  # .git never; a swap file still ignored
+        ".hidden.md",
+        None,
+        None,
+        "sub/.cache/x.txt",
+        ".obsidian/workspace.json",
+        None,
+    ]  # .git never; a swap file still ignored
 
 
 def test_the_ignore_globs_are_the_configured_ones(tmp_path: Path) -> None:
@@ -394,8 +418,7 @@ def test_a_path_that_vanishes_is_reported_once_its_absence_is_stable(tmp_path: P
     assert collector.ready() == ["going.txt"]
 
 
-@pytest.mark.parametrize("old, new", [("old.txt", "new.txt"), ("笔记/旧稿.txt", "笔记/定稿.txt"),
-                                      ("Übersicht.md", "Änderungen/Übersicht.md")])
+@pytest.mark.parametrize("old, new", [("old.txt", "new.txt"), ("笔记/旧稿.txt", "笔记/定稿.txt"), ("Übersicht.md", "Änderungen/Übersicht.md")])
 def test_a_renamed_files_two_halves_are_ready_together(tmp_path: Path, old: str, new: str) -> None:
     """The old name's event (the file gone) is quiet first; it waits for the new name's, so the writer sees a move
     (vectors kept) and not a delete and then a new file (encoded again)."""

@@ -13,8 +13,10 @@ import pytest
 # Words in a test's code (or in a helper, class or fixture of the suite's that it names) that mean it starts a process
 # (lodex's own optimizing helper, `optimize_apart`, and a Ray cluster among them), a server (uvicorn, moto's S3, a
 # listening socket) or a browser.
-STARTS_SOMETHING = re.compile(r"\b(subprocess|Popen|sys\.executable|multiprocessing|ProcessPoolExecutor|optimize_apart|"
-                              r"ray\.init|live_server|uvicorn|ThreadedMotoServer|create_server|playwright|chromium)\b")
+STARTS_SOMETHING = re.compile(
+    r"\b(subprocess|Popen|sys\.executable|multiprocessing|ProcessPoolExecutor|optimize_apart|"
+    r"ray\.init|live_server|uvicorn|ThreadedMotoServer|create_server|playwright|chromium)\b"
+)
 # Fixtures that load the real bundled model (or its int8 export), or import the real multilingual one.
 REAL_MODEL_FIXTURES = frozenset({"real_encoder", "fast_cache", "e5_model"})
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
@@ -50,8 +52,11 @@ def _starts_something(function: Callable[..., Any]) -> bool:
     found = bool(STARTS_SOMETHING.search(source))
     if not found:
         names = getattr(function, "__globals__", None) or vars(inspect.getmodule(function))
-        found = any(_starts_something(names[word]) for word in set(_IDENTIFIER.findall(source))
-                    if word in names and _of_the_suite(names[word]) and names[word] is not function)
+        found = any(
+            _starts_something(names[word])
+            for word in set(_IDENTIFIER.findall(source))
+            if word in names and _of_the_suite(names[word]) and names[word] is not function
+        )
     _seen[function] = found
     return found
 

@@ -15,8 +15,15 @@ _PAD, _CLS, _SEP, _VOCAB = 0, 101, 102, 30522
 
 def tiny_config(kind: str, layers: int = 2, hidden: int = 64, window: int = 512):  # noqa: ANN201 - a transformers config
     """The config of a tiny `kind` model: `layers` layers `hidden` wide, `window` positions."""
-    common = dict(vocab_size=_VOCAB, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
-                  intermediate_size=hidden * 2, max_position_embeddings=window, pad_token_id=_PAD)
+    common = dict(
+        vocab_size=_VOCAB,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=hidden * 2,
+        max_position_embeddings=window,
+        pad_token_id=_PAD,
+    )
     if kind == "bert":
         from transformers import BertConfig
 
@@ -24,18 +31,24 @@ def tiny_config(kind: str, layers: int = 2, hidden: int = 64, window: int = 512)
     if kind == "modernbert":
         from transformers import ModernBertConfig
 
-        return ModernBertConfig(**common, bos_token_id=_CLS, eos_token_id=_SEP, cls_token_id=_CLS, sep_token_id=_SEP,
-                                global_attn_every_n_layers=2, local_attention=64)
+        return ModernBertConfig(
+            **common, bos_token_id=_CLS, eos_token_id=_SEP, cls_token_id=_CLS, sep_token_id=_SEP, global_attn_every_n_layers=2, local_attention=64
+        )
     if kind == "lfm2":
         from transformers import Lfm2Config
 
-        return Lfm2Config(**common, num_key_value_heads=2, bos_token_id=_CLS, eos_token_id=_SEP,
-                          layer_types=["conv" if i % 2 == 0 else "full_attention" for i in range(layers)], tie_word_embeddings=False)
+        return Lfm2Config(
+            **common,
+            num_key_value_heads=2,
+            bos_token_id=_CLS,
+            eos_token_id=_SEP,
+            layer_types=["conv" if i % 2 == 0 else "full_attention" for i in range(layers)],
+            tie_word_embeddings=False,
+        )
     if kind == "qwen3":
         from transformers import Qwen3Config
 
-        return Qwen3Config(**common, num_key_value_heads=2, head_dim=hidden // 4, bos_token_id=_CLS, eos_token_id=_SEP,
-                           tie_word_embeddings=False)
+        return Qwen3Config(**common, num_key_value_heads=2, head_dim=hidden // 4, bos_token_id=_CLS, eos_token_id=_SEP, tie_word_embeddings=False)
     raise ValueError(f"unknown tiny model kind {kind!r}; one of {KINDS}")
 
 
@@ -63,8 +76,12 @@ def save_with_tokenizer(model, path: Path, window: int) -> Path:  # noqa: ANN001
     return path
 
 
-_ST_POOLING = {"mean": "pooling_mode_mean_tokens", "cls": "pooling_mode_cls_token", "last": "pooling_mode_lasttoken",
-               "max": "pooling_mode_max_tokens"}
+_ST_POOLING = {
+    "mean": "pooling_mode_mean_tokens",
+    "cls": "pooling_mode_cls_token",
+    "last": "pooling_mode_lasttoken",
+    "max": "pooling_mode_max_tokens",
+}
 
 
 def sentence_transformers_files(path: Path, pooling: str | None = None, prompts: dict[str, str] | None = None, dim: int = 64) -> Path:

@@ -6,12 +6,18 @@ import json
 import random
 from pathlib import Path
 
-ZH = ("系统 管理员 软件包 安装 时钟 同步 网络 配置 文件 服务器 内核 模块 用户 权限 备份 数据 磁盘 分区 挂载 日志 命令 终端 "
-      "编辑器 脚本 进程 内存 启动 引导 程序 桌面 环境 打印机 字体 输入法 防火墙 代理 邮件 加密 签名 仓库 版本 升级").split()
-DE = ("die Systemuhr wird mit dem Netzwerk synchronisiert Zeit stimmt Paket installieren Benutzer Rechte Sicherung Daten "
-      "Festplatte Partition einhängen Protokoll Befehl Dienst Kern Modul Drucker Schrift Verschlüsselung Signatur").split()
-EN = ("the system clock is kept in step with network time servers package install user rights backup data disk "
-      "partition mount log command service kernel module printer font encryption signature").split()
+ZH = (
+    "系统 管理员 软件包 安装 时钟 同步 网络 配置 文件 服务器 内核 模块 用户 权限 备份 数据 磁盘 分区 挂载 日志 命令 终端 "
+    "编辑器 脚本 进程 内存 启动 引导 程序 桌面 环境 打印机 字体 输入法 防火墙 代理 邮件 加密 签名 仓库 版本 升级"
+).split()
+DE = (
+    "die Systemuhr wird mit dem Netzwerk synchronisiert Zeit stimmt Paket installieren Benutzer Rechte Sicherung Daten "
+    "Festplatte Partition einhängen Protokoll Befehl Dienst Kern Modul Drucker Schrift Verschlüsselung Signatur"
+).split()
+EN = (
+    "the system clock is kept in step with network time servers package install user rights backup data disk "
+    "partition mount log command service kernel module printer font encryption signature"
+).split()
 _SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # XLM-R's ids: <s> 0, <pad> 1, </s> 2, <unk> 3
 
 
@@ -34,13 +40,30 @@ def tiny_xlmr(path: Path, window: int = 512, seed: int = 0, hidden: int = 64) ->
     lines = [sentence(rng, language) for _ in range(150) for language in ("zh", "de", "en")]
     trained = SentencePieceUnigramTokenizer()
     trained.train_from_iterator(lines, vocab_size=600, special_tokens=_SPECIAL, unk_token="<unk>", show_progress=False)
-    tokenizer = XLMRobertaTokenizerFast(tokenizer_object=trained._tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                        pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token="<mask>",
-                                        model_max_length=window)
+    tokenizer = XLMRobertaTokenizerFast(
+        tokenizer_object=trained._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        cls_token="<s>",
+        sep_token="</s>",
+        mask_token="<mask>",
+        model_max_length=window,
+    )
     torch.manual_seed(seed)
-    config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=4,
-                              intermediate_size=2 * hidden, max_position_embeddings=window + 2, type_vocab_size=1,
-                              pad_token_id=1, bos_token_id=0, eos_token_id=2)
+    config = XLMRobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=window + 2,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
     path.mkdir(parents=True, exist_ok=True)
     XLMRobertaModel(config, add_pooling_layer=False).eval().save_pretrained(str(path), safe_serialization=True)
     tokenizer.save_pretrained(str(path))

@@ -67,8 +67,13 @@ def _existing(folder: Path) -> Path:
     return folder
 
 
-def wait_until(predicate: Callable[[], T], wake: Wake | Iterable[Path], timeout: float = 30.0, what: str = "the condition",
-               detail: Callable[[], object] | None = None) -> T:
+def wait_until(
+    predicate: Callable[[], T],
+    wake: Wake | Iterable[Path],
+    timeout: float = 30.0,
+    what: str = "the condition",
+    detail: Callable[[], object] | None = None,
+) -> T:
     """Look at `predicate` now and again each time `wake` wakes (a `Wake`, or folders to watch for this wait alone)
     until it returns something true, and return that; after `timeout` seconds, fail with an AssertionError naming
     `what` was awaited (and `detail()`, e.g. a server's output). The predicate may itself assert (a process still

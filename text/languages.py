@@ -12,14 +12,56 @@ if TYPE_CHECKING:
 
 SAMPLE_CHARS = 1200  # a document's language is detected from this many characters, taken from its start, middle, end
 # ISO 639-1 code → PyStemmer's Snowball algorithm (the languages Snowball has a stemmer for)
-SNOWBALL = {"ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish", "nl": "dutch",
-            "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german", "el": "greek",
-            "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian",
-            "ne": "nepali", "no": "norwegian", "nb": "norwegian", "nn": "norwegian", "fa": "persian", "pl": "polish",
-            "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "es": "spanish", "sv": "swedish",
-            "ta": "tamil", "tr": "turkish", "yi": "yiddish"}
-NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean", "de": "German", "fr": "French", "es": "Spanish",
-         "ru": "Russian", "it": "Italian", "pt": "Portuguese", "nl": "Dutch"}
+SNOWBALL = {
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "cs": "czech",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "eo": "esperanto",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "no": "norwegian",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "fa": "persian",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+    "yi": "yiddish",
+}
+NAMES = {
+    "en": "English",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "de": "German",
+    "fr": "French",
+    "es": "Spanish",
+    "ru": "Russian",
+    "it": "Italian",
+    "pt": "Portuguese",
+    "nl": "Dutch",
+}
 # Languages written in scripts an English (Latin-script) model's vocabulary barely knows: its vectors are near random
 # there, so when the model does not declare them, keyword search alone answers their hybrid queries
 OTHER_SCRIPT_LANGUAGES = frozenset({"zh", "ja", "ko", "th", "lo", "km", "my"})
@@ -43,7 +85,7 @@ def _sample(text: str) -> str:
         return text
     third = SAMPLE_CHARS // 3
     middle = len(text) // 2 - third // 2
-    return " ".join((text[:third], text[middle:middle + third], text[-third:]))
+    return " ".join((text[:third], text[middle : middle + third], text[-third:]))
 
 
 def detect(text: str, fallback: str | None = None) -> str | None:

@@ -19,8 +19,10 @@ _KANA_CHAR = re.compile(f"[{_KANA}]")
 _PAIRED = re.compile(f"[{_HANGUL}{_OTHER}]")  # a run of these scripts is cut into character pairs
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]{1,2}$")  # particles and endings (の, を, する): dropped like stop words
 # Chinese function words that carry nothing to search for (BM25 would weigh them near zero; they only cost postings).
-CHINESE_STOP_WORDS = frozenset("的 了 是 在 和 与 及 或 也 就 都 而 着 之 于 把 被 吗 呢 吧 啊 这 那 这个 那个 一个 我们 你们 他们 它们 以及 "
-                               "如果 因为 所以 但是 可以 并 其 该 为 对 从 等 个 中 上 下 不".split())
+CHINESE_STOP_WORDS = frozenset(
+    "的 了 是 在 和 与 及 或 也 就 都 而 着 之 于 把 被 吗 呢 吧 啊 这 那 这个 那个 一个 我们 你们 他们 它们 以及 "
+    "如果 因为 所以 但是 可以 并 其 该 为 对 从 等 个 中 上 下 不".split()
+)
 # Sudachi's parts of speech that carry nothing to search for: particles, auxiliary verbs, symbols, pronouns (何, それ),
 # suffixes (化, 者: the stem they follow is the word), and, at the second level, the verbs and adjectives that may
 # stand for a function (する, ある, いる, いい): Lucene's Japanese analyzer drops the same classes
@@ -52,7 +54,7 @@ def _shortest(morpheme: Any) -> list[Any]:
 
 def _pairs(run: str) -> list[str]:
     """Overlapping character pairs of a run (the run itself when one character)."""
-    return [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
 def chinese_words(run: str, query: bool, pairs: bool = True) -> list[str]:
@@ -86,7 +88,7 @@ def japanese_words(run: str, by_part_of_speech: bool = True, query: bool = False
     without, the shortest units alone."""
     out = []
     for i in range(0, len(run), 8000):  # Sudachi takes at most ~49 kB at once
-        for m in _japanese().tokenize(run[i:i + 8000]):
+        for m in _japanese().tokenize(run[i : i + 8000]):
             if compounds and query:
                 units = [m]  # a query's word whole: no need to split it
             else:
@@ -120,7 +122,7 @@ def surface_words(run: str) -> list[str]:
     if _PAIRED.match(run):
         return list(run)
     if _KANA_CHAR.search(run):
-        return [m.surface() for i in range(0, len(run), 8000) for m in _japanese().tokenize(run[i:i + 8000])]
+        return [m.surface() for i in range(0, len(run), 8000) for m in _japanese().tokenize(run[i : i + 8000])]
     import rjieba
 
     return list(rjieba.cut(run, hmm=True))

@@ -19,13 +19,15 @@ from lodex.text.script_words import SPACELESS, run_words, split_runs
 
 # Lance's English stop words, found by asking its index for each word (`tests/test_keyword_delta.py` checks them):
 # they are matched after stemming, so "does" (stem "doe") and "during" ("dure") are words, "doing" ("do") is not.
-STOP_WORDS = frozenset("""i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
+STOP_WORDS = frozenset(
+    """i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her
 hers herself it its itself they them their theirs themselves what which who whom this that these those am is are was were be
 been being have has had having do does did doing a an the and but if or because as until while of at by for with about
 against between into through during before after above below to from up down in out on off over under again further then once
 here there when where why how all any both each few more most other some such no nor not only own same so than too very s t
 can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn hasn haven isn ma mightn mustn needn shan
-shouldn wasn weren won wouldn""".split())
+shouldn wasn weren won wouldn""".split()
+)
 MAX_BYTES = 40  # words this long or longer are left out
 # The terms' version a new index records in its origin (`keyword_terms`); an index that records none holds version 1
 # (before section headings, Chinese character pairs and Japanese parts of speech), one that records 2 holds no Japanese
@@ -92,8 +94,7 @@ def _stop_terms(algorithm: str) -> frozenset[str]:
     return frozenset(_fold(s) for s in Stemmer.Stemmer(algorithm).stemWords(words))
 
 
-def keyword_words_and_terms(text: str, language: str | None = None, query: bool = False,
-                            terms_version: int = TERMS_VERSION) -> list[tuple[str, str]]:
+def keyword_words_and_terms(text: str, language: str | None = None, query: bool = False, terms_version: int = TERMS_VERSION) -> list[tuple[str, str]]:
     """Each word of the text keyword search keeps, with its term, in text order: words of spaceless scripts as
     `script_words` cuts them (a query's Chinese as its words, a document's also as the words inside its long ones),
     the others stemmed by `language`'s Snowball stemmer (English for a language Snowball lacks, or none given);

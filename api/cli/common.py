@@ -7,8 +7,14 @@ from typing import Annotated, Any
 import typer
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="LODEX_CONFIG", help="config.toml to read (default ./config.toml).")]
-DataDirOpt = Annotated[str | None, typer.Option("--data-dir", envvar="LODEX_DATA_DIR",
-                                                help="Index directory, or s3://bucket/prefix (gs://, az://) on object storage (default: index.data_dir).")]
+DataDirOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--data-dir",
+        envvar="LODEX_DATA_DIR",
+        help="Index directory, or s3://bucket/prefix (gs://, az://) on object storage (default: index.data_dir).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
 DirArg = Annotated[Path | None, typer.Argument(help="The folder (default: index.root in config.toml).", show_default=False)]
 

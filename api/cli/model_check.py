@@ -5,6 +5,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from lodex.api.cli.render import print_model_check
 from lodex.api.index_policy import late_plan
 from lodex.api.model.cache import cached_model, is_model_id, model_path, named_model
@@ -25,7 +27,6 @@ from lodex.encoders.model_probe import (
 from lodex.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.errors import LodexError
 from lodex.store.manifest import IndexManifest
-from rich.console import Console
 
 _MB = 1 << 20
 
@@ -63,8 +64,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
     A ModelError (one line, with the fix) for a directory lodex cannot use."""
     path = model_dir(settings, directory)
     info = read_model_dir(path)  # the broken-directory reasons, before any weights are read
-    cfg = settings.encoder.model_copy(update={"model": "" if directory is None and not settings.encoder.model else str(path),
-                                              "precision": "exact"})
+    cfg = settings.encoder.model_copy(update={"model": "" if directory is None and not settings.encoder.model else str(path), "precision": "exact"})
     encoder = TransformersEncoder(cfg)
     config, tokenizer = encoder.model.config, encoder.tokenizer
     pooling = info.pooling(cfg.pooling)
@@ -94,8 +94,12 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         "eos": _choice(info.eos(cfg.append_eos, pooling.value, tokenizer)),
         "padding_side": tokenizer.padding_side,
         "languages": _choice(Choice(sorted(covered) if covered is not None else None, source)),
-        "late_chunking": {"setting": settings.chunking.late, "enabled": late is not None, "window_limit": encoder.window_limit,
-                          "window_tokens": late.window_tokens if late else None},
+        "late_chunking": {
+            "setting": settings.chunking.late,
+            "enabled": late is not None,
+            "window_limit": encoder.window_limit,
+            "window_tokens": late.window_tokens if late else None,
+        },
         "configured_precision": settings.encoder.precision,
         "fast_mode": {k: v for k, v in asdict(fast).items() if k not in ("run", "model_bytes")} | {"texts": len(texts)},
         "tokens_per_s": {"exact": round(exact.tokens_per_s), "fast": round(fast.run.tokens_per_s) if fast.run and fast.available else None},
@@ -120,10 +124,17 @@ def _weights_and_fast(encoder: TransformersEncoder, path: Path, texts: list[str]
     model = encoder.model
     if isinstance(model, StreamedModel):  # nothing of it is whole in memory: sizes from the files' headers
         slots = tensor_index(path)
-        return fp32_bytes(slots), sum(s.numel for s in slots.values()), FastProbe(
-            False, "the model is layer-streamed (encoder.stream_layers, or weights over encoder.memory_budget_mb): fast mode needs it whole in memory")
+        return (
+            fp32_bytes(slots),
+            sum(s.numel for s in slots.values()),
+            FastProbe(
+                False,
+                "the model is layer-streamed (encoder.stream_layers, or weights over encoder.memory_budget_mb): fast mode needs it whole in memory",
+            ),
+        )
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     return weights, sum(p.numel() for p in model.parameters()), probe_fast(encoder, texts, exact)
+
 
 def _choice(choice: Choice) -> dict[str, Any]:
     return {"value": choice.value, "source": choice.source}

@@ -7,7 +7,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lodex.indexer.paths import printable
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -16,6 +15,8 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+
+from lodex.indexer.paths import printable
 
 if TYPE_CHECKING:  # types only: the CLI's renderers load without the indexing pipeline
     from lodex.indexer.run_state import Progress as RunProgress
@@ -32,9 +33,16 @@ def progress_bar(console: Console) -> Iterator[Callable[["RunProgress"], None]]:
         yield lambda state: None
         return
     bar = Progress(
-        TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
-        TextColumn("{task.fields[chunks]:,} chunks"), TextColumn("{task.fields[rate]:,.0f} tokens/s"),
-        TimeElapsedColumn(), console=console, transient=True, refresh_per_second=4,
+        TextColumn("indexing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("files"),
+        TextColumn("{task.fields[chunks]:,} chunks"),
+        TextColumn("{task.fields[rate]:,.0f} tokens/s"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        refresh_per_second=4,
     )
     task = bar.add_task("index", total=None, chunks=0, rate=0.0)
 

@@ -16,16 +16,22 @@ def print_search(out: Console, response: SearchResponse) -> None:
     if not response.results:
         out.print("no results")
     for rank, hit in enumerate(response.results, start=1):
-        out.print(Text(f"{rank}. {printable(hit.path)}", style="bold") + Text(f"  score {hit.score:.3f}  — {printable(hit.title)}"),
-                  highlight=False, soft_wrap=True)
+        out.print(
+            Text(f"{rank}. {printable(hit.path)}", style="bold") + Text(f"  score {hit.score:.3f}  — {printable(hit.title)}"),
+            highlight=False,
+            soft_wrap=True,
+        )
         for passage in hit.passages:  # control characters shown as spaces: same offsets, one line, no terminal escapes
             snippet = Text("".join(" " if c.isspace() or not c.isprintable() else c for c in passage.text))
             for start, end in passage.highlights:
                 snippet.stylize("bold yellow", start, end)
             if len(snippet) > 240:
                 snippet = snippet[:237] + "…"
-            out.print(Text(f"   [{passage.char_start}:{passage.char_end}]{_location(passage)} ({passage.score:.3f}) ") + snippet,
-                      highlight=False, soft_wrap=True)
+            out.print(
+                Text(f"   [{passage.char_start}:{passage.char_end}]{_location(passage)} ({passage.score:.3f}) ") + snippet,
+                highlight=False,
+                soft_wrap=True,
+            )
     out.print(f"{len(response.results)} documents in {response.took_ms:.0f} ms", style="dim")
 
 
@@ -42,8 +48,11 @@ def _location(passage: Passage) -> str:
 
 def print_evaluation(out: Console, result: dict[str, Any], bundle: int) -> None:
     """One line about the collection, then nDCG@10, Recall@100, MRR@10 and ms/query per mode and ranking."""
-    out.print(f"{result['dataset']}  bundle {bundle}: {result['files']} files, {result['chunks']:,} chunks, {result['queries']} judged queries; "
-              f"indexed in {result['index_s']:.1f} s (default: {result['default']['mode']}, ranking {result['default']['ranking']})", highlight=False)
+    out.print(
+        f"{result['dataset']}  bundle {bundle}: {result['files']} files, {result['chunks']:,} chunks, {result['queries']} judged queries; "
+        f"indexed in {result['index_s']:.1f} s (default: {result['default']['mode']}, ranking {result['default']['ranking']})",
+        highlight=False,
+    )
     out.print(f"{'run':16s} {'nDCG@10':>8s} {'R@100':>8s} {'MRR@10':>8s} {'ms/query':>9s}", highlight=False)
     for name, m in list(result["modes"].items()) + list(result["rankings"].items()):
         out.print(f"{name:16s} {m['ndcg@10']:8.4f} {m['recall@100']:8.4f} {m['mrr@10']:8.4f} {m['query_ms']:9.1f}", highlight=False)
@@ -72,26 +81,39 @@ def language_line(mix: dict[str, int]) -> str:
 def print_status(out: Console, info: dict[str, Any]) -> None:
     """Where the index is, what it mirrors, its model, counts and last run (`info`: what `status --json` prints)."""
     origin, last_run, failed = info["origin"], info["last_run"], info["failed"]
-    out.print(f"index     {info['data_dir']}\nfolder    {info['root']}\nmodel     {info['model']} ({info['dim']} dims, {origin.get('pooling')} pooling)",
-              highlight=False, markup=False)
-    out.print(f"documents {info['documents']:,}\nchunks    {info['chunks']:,}\nfailed    {failed}" + (" (lodex status --failed)" if failed else ""),
-              highlight=False)
+    out.print(
+        f"index     {info['data_dir']}\nfolder    {info['root']}\nmodel     {info['model']} ({info['dim']} dims, {origin.get('pooling')} pooling)",
+        highlight=False,
+        markup=False,
+    )
+    out.print(
+        f"documents {info['documents']:,}\nchunks    {info['chunks']:,}\nfailed    {failed}" + (" (lodex status --failed)" if failed else ""),
+        highlight=False,
+    )
     if info.get("languages"):
         out.print(f"languages {language_line(info['languages'])}", highlight=False, markup=False)
     if info.get("keyword_note"):
         out.print(f"note      {info['keyword_note']}", highlight=False, markup=False)
     if info.get("cpu"):
-        out.print(f"cpu       {info['cpu']['model']}, {info['cpu']['physical_cores']} cores; flags {' '.join(info['cpu']['features']) or '-'}; "
-                  f"int8 {info['cpu']['int8_kernel']}", highlight=False, markup=False)
+        out.print(
+            f"cpu       {info['cpu']['model']}, {info['cpu']['physical_cores']} cores; flags {' '.join(info['cpu']['features']) or '-'}; "
+            f"int8 {info['cpu']['int8_kernel']}",
+            highlight=False,
+            markup=False,
+        )
     if last_run:
-        out.print(f"last run  {last_run['kind']}: {last_run['added']} added, {last_run['updated']} updated, {last_run['reused']} re-used, "
-                  f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s", highlight=False)
+        out.print(
+            f"last run  {last_run['kind']}: {last_run['added']} added, {last_run['updated']} updated, {last_run['reused']} re-used, "
+            f"{last_run['unchanged']} unchanged, {last_run['deleted']} deleted, {last_run['failed']} failed in {last_run['seconds']:.1f} s",
+            highlight=False,
+        )
         if last_run.get("skipped"):
             out.print(f"skipped   {skipped_line(last_run['skipped'])} (no reader)", highlight=False, markup=False)
 
 
 def print_model_check(out: Console, report: dict[str, Any]) -> None:
     """What `lodex model check` found (`report`: what `model check --json` prints), each choice with where it came from."""
+
     def line(name: str, value: str) -> None:
         out.print(f"{name:15s} {value}", highlight=False, markup=False, soft_wrap=True)
 
@@ -101,7 +123,10 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
 
     line("model", f"{report['model_id']}  {printable(report['model'])}")
     parameters = report["parameters"]
-    line("architecture", f"{report['architecture']} ({report['model_type']}, {report['kind']}), {parameters / 1e6:.1f}M parameters, {report['dim']} dims")
+    line(
+        "architecture",
+        f"{report['architecture']} ({report['model_type']}, {report['kind']}), {parameters / 1e6:.1f}M parameters, {report['dim']} dims",
+    )
     chosen("window", "window", f"{report['window']['value']} tokens")
     chosen("pooling", "pooling")
     for name, key in (("query", "query_prefix"), ("document", "document_prefix")):
@@ -111,15 +136,23 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
     line("padding", report["padding_side"])
     chosen("languages", "languages", ", ".join(report["languages"]["value"]) if report["languages"]["value"] else "any")
     late = report["late_chunking"]
-    line("late chunking", (f"on, windows of {late['window_tokens']:,} tokens" if late["enabled"] else "off")
-         + f" (chunking.late = {str(late['setting']).lower()}; the model reads up to {late['window_limit']:,} tokens at once)")
+    line(
+        "late chunking",
+        (f"on, windows of {late['window_tokens']:,} tokens" if late["enabled"] else "off")
+        + f" (chunking.late = {str(late['setting']).lower()}; the model reads up to {late['window_limit']:,} tokens at once)",
+    )
     fast = report["fast_mode"]
     if fast["available"]:
-        line("fast mode", f"yes (int8 vs exact cosine mean {fast['mean_cosine']:.4f}, min {fast['min_cosine']:.4f} on {fast['texts']} texts; "
-                          f"load-time gate {fast['gate_cosine']:.4f})")
+        line(
+            "fast mode",
+            f"yes (int8 vs exact cosine mean {fast['mean_cosine']:.4f}, min {fast['min_cosine']:.4f} on {fast['texts']} texts; "
+            f"load-time gate {fast['gate_cosine']:.4f})",
+        )
     else:
-        refused = {"fast": "; encoder.precision = \"fast\" is refused: set it to \"exact\"",
-                   "auto": " (encoder.precision = \"auto\" takes exact mode)"}.get(report["configured_precision"], "")
+        refused = {
+            "fast": '; encoder.precision = "fast" is refused: set it to "exact"',
+            "auto": ' (encoder.precision = "auto" takes exact mode)',
+        }.get(report["configured_precision"], "")
         line("fast mode", f"no — {fast['reason']}; served exactly{refused}")
     speed = report["tokens_per_s"]
     line("tokens/s", f"exact {speed['exact']:,}" + (f", fast {speed['fast']:,}" if speed["fast"] is not None else ""))
@@ -128,6 +161,8 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
     if memory["fast"] is not None:
         text += f"; fast ~{memory['fast']:,.0f} MB (+ int8 model {memory['int8_model']:,.1f} MB)"
     if memory.get("streamed") is not None:
-        text = (f"layer-streamed within {memory['streamed']:,.0f} MB (encoder.memory_budget_mb; largest layer {memory['largest_layer']:,.1f} MB), "
-                f"instead of {memory['weights']:,.0f} MB of weights in memory")
+        text = (
+            f"layer-streamed within {memory['streamed']:,.0f} MB (encoder.memory_budget_mb; largest layer {memory['largest_layer']:,.1f} MB), "
+            f"instead of {memory['weights']:,.0f} MB of weights in memory"
+        )
     line("memory", text)

@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 
 from lodex.api.cli.common import ConfigOpt, DataDirOpt, JsonOpt, command_settings
-from lodex.api.cli.errors import err, friendly as _friendly
+from lodex.api.cli.errors import err
+from lodex.api.cli.errors import friendly as _friendly
 from lodex.store.errors import ConfigError
 
 
@@ -18,7 +19,9 @@ def eval_(
     dataset: Annotated[Path, typer.Argument(help="A BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels.tsv.", show_default=False)],
     bundle: Annotated[int, typer.Option("--bundle", min=1, help="Concatenate every N documents into one long file (1 = one file each).")] = 1,
     mode: Annotated[str, typer.Option("--mode", help="dense, bm25, hybrid or all.")] = "all",
-    ranking: Annotated[str, typer.Option("--ranking", help="Also compare document rankings in dense and hybrid mode: max, topm, mean, blend or all.")] = "",
+    ranking: Annotated[
+        str, typer.Option("--ranking", help="Also compare document rankings in dense and hybrid mode: max, topm, mean, blend or all.")
+    ] = "",
     as_json: JsonOpt = False,
     config: ConfigOpt = None,
 ) -> None:
@@ -32,8 +35,10 @@ def eval_(
     dataset = dataset.expanduser().resolve()
     missing = [name for name in ("corpus.jsonl", "queries.jsonl", "qrels.tsv") if not (dataset / name).is_file()]
     if missing:
-        raise ConfigError(f"{dataset} is not a BEIR-layout collection (missing {', '.join(missing)})",
-                          "pass a folder holding corpus.jsonl, queries.jsonl and qrels.tsv")
+        raise ConfigError(
+            f"{dataset} is not a BEIR-layout collection (missing {', '.join(missing)})",
+            "pass a folder holding corpus.jsonl, queries.jsonl and qrels.tsv",
+        )
     asked = MODES if mode == "all" else tuple(m.strip() for m in mode.split(","))
     asked_rankings = () if not ranking else RANKINGS if ranking == "all" else tuple(r.strip() for r in ranking.split(","))
     if bad := [m for m in asked if m not in MODES] + [r for r in asked_rankings if r not in RANKINGS]:
@@ -81,9 +86,16 @@ def status(
     failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
     jobs.close()
     info = {
-        **counts, "failed": len(failures), "data_dir": str(settings.location), "root": root,
-        "model": manifest.model_id, "dim": manifest.dim, "last_run": last_run,
-        "failures": failures, "origin": manifest.record, "cpu": cpu_info().to_dict(),
+        **counts,
+        "failed": len(failures),
+        "data_dir": str(settings.location),
+        "root": root,
+        "model": manifest.model_id,
+        "dim": manifest.dim,
+        "last_run": last_run,
+        "failures": failures,
+        "origin": manifest.record,
+        "cpu": cpu_info().to_dict(),
     }
     if as_json:
         print(json.dumps(info))

@@ -13,8 +13,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from lodex.api.application import Application
-from lodex.api.http.forward import Identity
 from lodex.api.http.errors import LimitsAndAuth, install_error_handlers, is_loopback
+from lodex.api.http.forward import Identity
 from lodex.api.http.metrics import Metrics, Timing
 from lodex.api.http.route_helpers import lodex_version
 from lodex.api.http.routes_admin import router as admin_routes
@@ -27,8 +27,8 @@ PAGE = Path(__file__).parent / "static" / "index.html"
 def _mcp_app(lodex: Application) -> Any:
     """The MCP server over the application (and its writer, with mcp.allow_writes), as a streamable HTTP app at /mcp,
     its sessions bounded; the SDK's own Host check is off: LimitsAndAuth applies the JSON API's."""
-    from lodex.api.mcp.streamable import mcp_http_app
     from lodex.api.mcp.server import add_write_tools, build_mcp
+    from lodex.api.mcp.streamable import mcp_http_app
 
     settings = lodex.settings
     server = build_mcp(lodex, lodex.limits, lodex_version())
@@ -43,8 +43,9 @@ def _failed(lodex: Application) -> int:
         return len(jobs.failed())
 
 
-def create_app(lodex: Application, on_shutdown: Callable[[], None] | None = None, host: str | None = None,
-               identity: Identity | None = None) -> FastAPI:
+def create_app(
+    lodex: Application, on_shutdown: Callable[[], None] | None = None, host: str | None = None, identity: Identity | None = None
+) -> FastAPI:
     """A FastAPI app serving `lodex`, an application opened to serve (started by the caller); `on_shutdown` runs when the server stops; `host`, the
     address it is served on (default api.host): on a loopback address only loopback Host names (and
     api.allowed_hosts) are answered; `identity`, what GET /identity proves (the one `lodex serve` records in
@@ -61,10 +62,23 @@ def create_app(lodex: Application, on_shutdown: Callable[[], None] | None = None
         if on_shutdown:
             await asyncio.get_running_loop().run_in_executor(None, on_shutdown)
 
-    app = FastAPI(title="lodex", version=lodex_version(), docs_url=None, redoc_url=None, lifespan=lifespan,
-                  description="Local semantic search for folders of long documents. Errors: {\"error\": {\"code\", \"message\"}}.")
-    metrics = Metrics(lambda: {**serving.reader().counts(), "failed_files": _failed(lodex), "queue_depth": serving.queue_depth,
-                               "encode_tokens_per_second": serving.encode_tokens_per_s, "encoded_tokens": serving.encoded_tokens})
+    app = FastAPI(
+        title="lodex",
+        version=lodex_version(),
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+        description='Local semantic search for folders of long documents. Errors: {"error": {"code", "message"}}.',
+    )
+    metrics = Metrics(
+        lambda: {
+            **serving.reader().counts(),
+            "failed_files": _failed(lodex),
+            "queue_depth": serving.queue_depth,
+            "encode_tokens_per_second": serving.encode_tokens_per_s,
+            "encoded_tokens": serving.encoded_tokens,
+        }
+    )
     install_error_handlers(app)
     if limits.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=limits.cors_origins, allow_methods=["*"], allow_headers=["*"])
@@ -91,8 +105,12 @@ def create_app(lodex: Application, on_shutdown: Callable[[], None] | None = None
 
     @app.get("/docs", include_in_schema=False)
     async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="lodex API",
-                                   swagger_js_url="/static/swagger/swagger-ui-bundle.js", swagger_css_url="/static/swagger/swagger-ui.css",
-                                   swagger_favicon_url="/static/swagger/favicon-32x32.png")
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="lodex API",
+            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger/swagger-ui.css",
+            swagger_favicon_url="/static/swagger/favicon-32x32.png",
+        )
 
     return app

@@ -47,21 +47,29 @@ class Client:
         except ValueError as exc:
             raise RemoteError(f"lodex at {self._http.url} answered something other than JSON", status) from exc
 
-    def search(self, query: str, k: int | None = None, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None,
-               modified_after: datetime | float | str | None = None, mode: Mode | None = None,
-               lang: list[str] | tuple[str, ...] | None = None) -> SearchResponse:
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        path_glob: str | None = None,
+        ext: list[str] | tuple[str, ...] | None = None,
+        modified_after: datetime | float | str | None = None,
+        mode: Mode | None = None,
+        lang: list[str] | tuple[str, ...] | None = None,
+    ) -> SearchResponse:
         """As `LodexAPI.search`, answered (and checked) by the server; values of the wrong type raise InvalidRequest here."""
         request = search_request(q=query, k=k, path_glob=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
         return SearchResponse.from_dict(self._ask("POST", "/search", json_body=request.body()))
 
-    def documents(self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None,
-                  ext: list[str] | tuple[str, ...] | None = None) -> DocumentListOut:
+    def documents(
+        self, offset: int = 0, limit: int = 50, *, path_glob: str | None = None, ext: list[str] | tuple[str, ...] | None = None
+    ) -> DocumentListOut:
         """As `LodexAPI.documents`."""
         params: dict[str, Any] = {"offset": offset, "limit": limit, "path_glob": path_glob, "ext": list(ext or ()) or None}
         return DocumentListOut.model_validate(self._ask("GET", "/documents", params))
 
-    def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None,
-             max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
+    def read(self, doc_id: str, start: int = 0, end: int | None = None, *, page: int | None = None, max_chars: int = MAX_WINDOW_CHARS) -> TextOut:
         """As `LodexAPI.read`."""
         params: dict[str, Any] = {"start": start, "end": end, "page": page, "max_chars": max_chars}
         return TextOut.model_validate(self._ask("GET", f"/documents/{doc_id}/text", params))

@@ -11,8 +11,8 @@ from fastapi import APIRouter, HTTPException, Response
 from pydantic import BaseModel, Field, field_validator
 from pydantic_core import PydanticCustomError, to_json
 
-from lodex.api.models import ErrorOut, valid_text
 from lodex.api.application import Application
+from lodex.api.models import ErrorOut, valid_text
 
 Kind = Literal["query", "document"]
 SUFFIXES: dict[str, Kind] = {":query": "query", ":document": "document"}  # a model name with one picks the kind
@@ -27,8 +27,10 @@ class EmbeddingsIn(BaseModel):
     model: str = Field(description="The index's model id (GET /v1/models), optionally with :query or :document.")
     encoding_format: Literal["float", "base64"] = Field("float", description="float: lists of numbers; base64: little-endian float32 bytes.")
     dimensions: int | None = Field(None, strict=True, description="Must be the model's dimension when given (vectors are not shortened).")
-    input_type: Kind | None = Field(None, description="Embed as search queries (the query prompt) or as documents "
-                                                      "(the document prompt); default query, or the model name's suffix.")
+    input_type: Kind | None = Field(
+        None,
+        description="Embed as search queries (the query prompt) or as documents (the document prompt); default query, or the model name's suffix.",
+    )
     user: str | None = None
 
     @field_validator("input", mode="before")
@@ -104,9 +106,15 @@ def _encoded(vector: np.ndarray, encoding: str) -> list[float] | str:
 def embeddings_json(vectors: np.ndarray, tokens: int, model: str, encoding: str) -> bytes:
     """The EmbeddingsOut body as JSON bytes, built ROWS_PER_PIECE vectors at a time (a thread doing it lets the event
     loop in between pieces; pydantic's one call over 2,048 vectors held it for a tenth of a second and more)."""
-    pieces = [to_json([{"object": "embedding", "index": start + i, "embedding": _encoded(v, encoding)}
-                       for i, v in enumerate(vectors[start : start + ROWS_PER_PIECE])])[1:-1]
-              for start in range(0, len(vectors), ROWS_PER_PIECE)]
+    pieces = [
+        to_json(
+            [
+                {"object": "embedding", "index": start + i, "embedding": _encoded(v, encoding)}
+                for i, v in enumerate(vectors[start : start + ROWS_PER_PIECE])
+            ]
+        )[1:-1]
+        for start in range(0, len(vectors), ROWS_PER_PIECE)
+    ]
     usage = to_json({"prompt_tokens": tokens, "total_tokens": tokens})
     return b'{"object":"list","data":[' + b",".join(pieces) + b'],"model":' + to_json(model) + b',"usage":' + usage + b"}"
 
@@ -138,11 +146,13 @@ def embeddings_router(app: Application) -> APIRouter:
         if not texts:
             raise HTTPException(422, "input is empty: send a text or a list of texts")
         if len(texts) > limits.max_embed_inputs:
-            raise HTTPException(413, f"{len(texts)} inputs: at most {limits.max_embed_inputs} in one request (api.max_embed_inputs); "
-                                     "send them in smaller batches")
+            raise HTTPException(
+                413, f"{len(texts)} inputs: at most {limits.max_embed_inputs} in one request (api.max_embed_inputs); send them in smaller batches"
+            )
         if (longest := max(len(t) for t in texts)) > limits.max_embed_chars:
-            raise HTTPException(413, f"an input of {longest} characters: at most {limits.max_embed_chars} (api.max_embed_chars); "
-                                     "cut it into smaller texts")
+            raise HTTPException(
+                413, f"an input of {longest} characters: at most {limits.max_embed_chars} (api.max_embed_chars); cut it into smaller texts"
+            )
         if body.dimensions is not None and body.dimensions != app.encoder.dim:
             raise HTTPException(422, f"dimensions {body.dimensions}: this model gives {app.encoder.dim} (leave it out)")
         vectors, tokens = await asyncio.wrap_future(app.served.embed(texts, kind))  # BusyError (429) past the queue's bound

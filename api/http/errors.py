@@ -11,7 +11,6 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -21,13 +20,37 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from lodex.store.errors import LodexError
 
-CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-         409: "conflict", 413: "too_large", 415: "unsupported_media_type", 422: "invalid_request",
-         429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
+CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "too_many_requests",
+    500: "internal_error",
+    503: "unavailable",
+}
 # The HTTP status each kind of lodex error (its `code`) answers with: the core's errors name their kind, never a status.
-STATUS_OF_KIND = {"config_error": 400, "bad_request": 400, "not_found": 404, "origin_mismatch": 409, "read_only": 409,
-                  "conflict": 409, "too_large": 413, "invalid_request": 422, "read_error": 422, "busy": 429, "store_error": 503,
-                  "model_error": 503, "stopping": 503, "cluster_error": 503}
+STATUS_OF_KIND = {
+    "config_error": 400,
+    "bad_request": 400,
+    "not_found": 404,
+    "origin_mismatch": 409,
+    "read_only": 409,
+    "conflict": 409,
+    "too_large": 413,
+    "invalid_request": 422,
+    "read_error": 422,
+    "busy": 429,
+    "store_error": 503,
+    "model_error": 503,
+    "stopping": 503,
+    "cluster_error": 503,
+}
 OPEN_PATHS = ("/health", "/identity", "/", "/docs", "/openapi.json", "/static/")  # answered without the key (the Host rule still applies)
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 
@@ -82,8 +105,9 @@ def install_error_handlers(app: FastAPI) -> None:
         first: dict[str, Any] = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
         if first.get("type") == "json_invalid":  # FastAPI's own says "1: JSON decode error"
             at = first.get("loc", ("body", 0))[-1]
-            return error(422, f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'unreadable')} at character "
-                              f"{at}): send one JSON object")
+            return error(
+                422, f"the request body is not valid JSON ({first.get('ctx', {}).get('error', 'unreadable')} at character {at}): send one JSON object"
+            )
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "request"
         return error(422, f"{where}: {first.get('msg', 'invalid')}")
 
@@ -132,12 +156,14 @@ class LimitsAndAuth:
         headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
         refused = self._host_refused(scope)
         if refused is not None:
-            response = error(403, f"Host {refused[:100]!r} is not allowed: a lodex server on a loopback address answers only "
-                                  "to localhost names (this guards against DNS rebinding); add the name to api.allowed_hosts")
+            response = error(
+                403,
+                f"Host {refused[:100]!r} is not allowed: a lodex server on a loopback address answers only "
+                "to localhost names (this guards against DNS rebinding); add the name to api.allowed_hosts",
+            )
             return await response(scope, receive, send)
         if self.api_key and not _open(scope["path"]) and not self._authorized(headers):
-            response = error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'",
-                             headers={"WWW-Authenticate": "Bearer"})
+            response = error(401, "missing or wrong API key: send 'Authorization: Bearer <key>'", headers={"WWW-Authenticate": "Bearer"})
             return await response(scope, receive, send)
         if scope["method"] == "HEAD":
             return await self.app({**scope, "method": "GET"}, receive, _without_body(send))
@@ -206,7 +232,6 @@ class JsonErrorsProtocol(HttpToolsProtocol):
         head = [b"HTTP/1.1 400 Bad Request\r\n"]
         for name, value in self.server_state.default_headers:
             head += [name, b": ", value, b"\r\n"]
-        head += [b"content-type: application/json\r\n", b"content-length: " + str(len(body)).encode() + b"\r\n",
-                 b"connection: close\r\n\r\n", body]
+        head += [b"content-type: application/json\r\n", b"content-length: " + str(len(body)).encode() + b"\r\n", b"connection: close\r\n\r\n", body]
         self.transport.write(b"".join(head))
         self.transport.close()

@@ -105,8 +105,16 @@ def record_server(data_dir: Path, host: str, port: int, identity: Identity) -> P
     atomically; removed by forget_server)."""
     path = data_dir / SERVER_FILE
     tmp = path.with_name(f".{SERVER_FILE}.{os.getpid()}")
-    record = {"pid": os.getpid(), "process_start": _process_start(os.getpid()), "host": host, "port": port,
-              "hostname": socket.gethostname(), "started": time.time(), "instance": identity.instance, "secret": identity.secret}
+    record = {
+        "pid": os.getpid(),
+        "process_start": _process_start(os.getpid()),
+        "host": host,
+        "port": port,
+        "hostname": socket.gethostname(),
+        "started": time.time(),
+        "instance": identity.instance,
+        "secret": identity.secret,
+    }
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w") as fh:
@@ -200,16 +208,16 @@ def _prove(connection: http.client.HTTPConnection, headers: dict[str, str], iden
         raise _Unproven(f"it answered {response.status} to the identity challenge")
     try:
         answer = json.loads(data)
-        proven = (answer["instance"] == identity.instance
-                  and hmac.compare_digest(str(answer["proof"]).encode(), identity.proof(challenge).encode()))
+        proven = answer["instance"] == identity.instance and hmac.compare_digest(str(answer["proof"]).encode(), identity.proof(challenge).encode())
     except (ValueError, KeyError, TypeError):
         proven = False
     if not proven:
         raise _Unproven("it does not hold the secret of the record")
 
 
-def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dict[str, Any] | None = None,
-               deadline_s: float = DEADLINE_S) -> Forwarded:
+def ask_server(
+    data_dir: Path, api_key: str, method: str, target: str, body: dict[str, Any] | None = None, deadline_s: float = DEADLINE_S
+) -> Forwarded:
     """The JSON answer of the server of `data_dir` to one request, or Forwarded(reason=...) when it cannot be had: the
     listener first proves it holds the record's secret (within PROOF_S), and only then gets the request and the key,
     on the same connection; the whole exchange ends within `deadline_s`."""
@@ -243,13 +251,11 @@ def ask_server(data_dir: Path, api_key: str, method: str, target: str, body: dic
         if cutter.cut.is_set():
             raise TimeoutError()
     except _Unproven as exc:
-        return Forwarded(reason=f"the listener on {where} did not prove it is the lodex server of this data dir ({exc}); "
-                                "the key was not sent")
+        return Forwarded(reason=f"the listener on {where} did not prove it is the lodex server of this data dir ({exc}); the key was not sent")
     except (OSError, http.client.HTTPException) as exc:
         if not proven:
             why = f"no answer within {min(PROOF_S, deadline_s):g} s" if cutter.cut.is_set() or isinstance(exc, TimeoutError) else type(exc).__name__
-            return Forwarded(reason=f"the listener on {where} did not prove it is the lodex server of this data dir ({why}); "
-                                    "the key was not sent")
+            return Forwarded(reason=f"the listener on {where} did not prove it is the lodex server of this data dir ({why}); the key was not sent")
         if cutter.cut.is_set():
             return Forwarded(reason=f"the server on {where} did not answer within {deadline_s:g} s")
         return Forwarded(reason=f"the server on {where} did not answer ({type(exc).__name__})")
@@ -285,8 +291,11 @@ class _Cutter:
 def _answered(status: int, data: bytes, where: str) -> "Forwarded":
     """The server's answer (its JSON), or the reason it is not one: an error status or something other than JSON."""
     if 400 <= status < 500:
-        return Forwarded(reason=f"the server on {where} answered {status}" + (" (check api.api_key)" if status == 401 else ""),
-                         status=status, error=(error_of(data) or ("", ""))[1])
+        return Forwarded(
+            reason=f"the server on {where} answered {status}" + (" (check api.api_key)" if status == 401 else ""),
+            status=status,
+            error=(error_of(data) or ("", ""))[1],
+        )
     if status != 200:
         return Forwarded(reason=f"the server on {where} answered {status}", status=status)
     try:

@@ -63,8 +63,7 @@ class JsonClient:
             return self._exchange(conn, method, target, payload, headers)
 
     @staticmethod
-    def _exchange(conn: http.client.HTTPConnection, method: str, target: str, payload: bytes | None,
-                  headers: dict[str, str]) -> tuple[int, bytes]:
+    def _exchange(conn: http.client.HTTPConnection, method: str, target: str, payload: bytes | None, headers: dict[str, str]) -> tuple[int, bytes]:
         try:
             conn.request(method, target, payload, headers)
             response = conn.getresponse()

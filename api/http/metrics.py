@@ -19,9 +19,13 @@ class _IndexCollector:
 
     def collect(self) -> Iterator[Any]:  # prometheus_client collector protocol
         values = self.read()
-        for name, help_text in (("documents", "Documents in the index."), ("chunks", "Chunks in the index."),
-                                ("failed_files", "Files whose last attempt failed."), ("queue_depth", "Write requests waiting."),
-                                ("encode_tokens_per_second", "Encoder throughput of the current or last indexing batch.")):
+        for name, help_text in (
+            ("documents", "Documents in the index."),
+            ("chunks", "Chunks in the index."),
+            ("failed_files", "Files whose last attempt failed."),
+            ("queue_depth", "Write requests waiting."),
+            ("encode_tokens_per_second", "Encoder throughput of the current or last indexing batch."),
+        ):
             gauge = GaugeMetricFamily(f"lodex_{name}", help_text)
             gauge.add_metric([], float(values[name]))
             yield gauge
@@ -35,8 +39,9 @@ class Metrics:
 
     def __init__(self, read: Callable[[], dict[str, Any]]) -> None:
         self.registry = CollectorRegistry()
-        self.latency = Histogram("lodex_request_seconds", "Request latency by route.", ["method", "route", "status"],
-                                 buckets=BUCKETS, registry=self.registry)
+        self.latency = Histogram(
+            "lodex_request_seconds", "Request latency by route.", ["method", "route", "status"], buckets=BUCKETS, registry=self.registry
+        )
         self.registry.register(_IndexCollector(read))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:

@@ -8,9 +8,8 @@ from fastapi.responses import JSONResponse
 
 from lodex.api.http.forward import CHALLENGE_PATTERN, Identity
 from lodex.api.http.metrics import Metrics
-from lodex.api.models import HealthOut, IdentityOut, IndexStatus, QueuedOut, ReadyOut, RunOut, StatsOut
 from lodex.api.http.route_helpers import ERRORS, App, Served, lodex_version, on_query_thread, writer_result
-
+from lodex.api.models import HealthOut, IdentityOut, IndexStatus, QueuedOut, ReadyOut, RunOut, StatsOut
 
 router = APIRouter(tags=["admin"])
 
@@ -23,12 +22,18 @@ def _metrics(request: Request) -> Metrics:
     return request.app.state.metrics  # type: ignore[no-any-return]
 
 
-@router.post("/reindex", response_model=QueuedOut, status_code=202,
-             responses={**ERRORS, 200: {"model": RunOut, "description": "With wait=true: the run is done."}})
+@router.post(
+    "/reindex",
+    response_model=QueuedOut,
+    status_code=202,
+    responses={**ERRORS, 200: {"model": RunOut, "description": "With wait=true: the run is done."}},
+)
 async def reindex(
     app: App,
     serving: Served,
-    wait: Annotated[bool, Query(description="Answer once the reconciliation is done (200, with its summary) instead of once it is queued (202).")] = False,
+    wait: Annotated[
+        bool, Query(description="Answer once the reconciliation is done (200, with its summary) instead of once it is queued (202).")
+    ] = False,
 ) -> Response:
     """Queue a reconciliation of the index with the folder now."""
     done = app.queue_reindex()
@@ -72,10 +77,21 @@ async def stats(app: App, serving: Served) -> StatsOut:
     segmented = await on_query_thread(serving, lambda: serving.reader().keyword_scheme.segmented)
     with app.job_log() as jobs:
         failed, last_run = len(jobs.failed()), jobs.last_run()
-    return StatsOut(languages=languages, keywords_segmented=segmented, version=lodex_version(), model=app.encoder.model_id, dim=app.encoder.dim,
-                    data_dir=str(app.settings.data_dir), root=str(app.root), failed=failed, queue_depth=serving.queue_depth,
-                    encode_tokens_per_s=round(serving.encode_tokens_per_s, 1), uptime_s=round(time.time() - serving.started_at, 1),
-                    last_run=last_run, **counts)
+    return StatsOut(
+        languages=languages,
+        keywords_segmented=segmented,
+        version=lodex_version(),
+        model=app.encoder.model_id,
+        dim=app.encoder.dim,
+        data_dir=str(app.settings.data_dir),
+        root=str(app.root),
+        failed=failed,
+        queue_depth=serving.queue_depth,
+        encode_tokens_per_s=round(serving.encode_tokens_per_s, 1),
+        uptime_s=round(time.time() - serving.started_at, 1),
+        last_run=last_run,
+        **counts,
+    )
 
 
 @router.get("/status", response_model=IndexStatus, responses=ERRORS)

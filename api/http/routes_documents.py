@@ -6,14 +6,13 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
+from lodex.api.http.route_helpers import ERRORS, App, Served, on_query_thread, writer_result
 from lodex.api.models import DeletedOut, DocumentDetailOut, DocumentListOut, FailedOut, PushIn, PushOut, TextOut
 from lodex.api.reading import MAX_PAGE, document_out, document_row
 from lodex.api.request import MAX_GLOB_CHARS, check_extensions
-from lodex.api.http.route_helpers import ERRORS, App, Served, on_query_thread, writer_result
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.search.results import SearchFilters
 from lodex.store.schema import LOCATION_COLUMNS
-
 
 router = APIRouter(tags=["documents"])
 
@@ -39,8 +38,11 @@ async def list_documents(
     return DocumentListOut(total=total, offset=offset, limit=limit, documents=docs, failed=failed)
 
 
-@router.get("/documents/{doc_id}", response_model=DocumentDetailOut,
-            responses={**ERRORS, 202: {"model": PushOut, "description": "A pushed document still queued for indexing."}})
+@router.get(
+    "/documents/{doc_id}",
+    response_model=DocumentDetailOut,
+    responses={**ERRORS, 202: {"model": PushOut, "description": "A pushed document still queued for indexing."}},
+)
 async def get_document(app: App, serving: Served, doc_id: str) -> Response | DocumentDetailOut:
     """A document's metadata and its chunks, in order; a pushed document still queued answers 202 (status queued)."""
     queued = app.queued_push(doc_id)
@@ -50,8 +52,11 @@ async def get_document(app: App, serving: Served, doc_id: str) -> Response | Doc
     def read() -> DocumentDetailOut:
         store = serving.reader()
         row = document_row(store, doc_id)
-        chunks = store.chunks_of(doc_id, row["content_hash"],
-                                 ["ordinal", "char_start", "char_end", "token_count", "text", *LOCATION_COLUMNS]).sort_by("ordinal").to_pylist()
+        chunks = (
+            store.chunks_of(doc_id, row["content_hash"], ["ordinal", "char_start", "char_end", "token_count", "text", *LOCATION_COLUMNS])
+            .sort_by("ordinal")
+            .to_pylist()
+        )
         return DocumentDetailOut(**document_out(row).model_dump(), chunks=chunks)
 
     return await on_query_thread(serving, read)
@@ -72,8 +77,12 @@ async def document_text(
     return await on_query_thread(serving, lambda: app.read(doc_id, start, end, page=page, max_chars=max_chars))
 
 
-@router.post("/documents", response_model=PushOut, status_code=202,
-             responses={**ERRORS, 201: {"model": PushOut, "description": "With wait=true: the document is indexed."}})
+@router.post(
+    "/documents",
+    response_model=PushOut,
+    status_code=202,
+    responses={**ERRORS, 201: {"model": PushOut, "description": "With wait=true: the document is indexed."}},
+)
 async def push_document(
     app: App,
     serving: Served,

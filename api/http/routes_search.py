@@ -7,11 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from lodex.api.application import Application
-from lodex.api.request import SearchRequest, search_request
 from lodex.api.http.route_helpers import ERRORS, App
+from lodex.api.request import SearchRequest, search_request
 from lodex.search.names import Mode
 from lodex.search.results import SearchResponse
-
 
 router = APIRouter(tags=["search"])
 
@@ -37,7 +36,10 @@ async def search_get(
     lang: Annotated[list[str] | None, Query(description="Only documents in these languages (ISO 639-1, repeatable).")] = None,
 ) -> Response:
     """Rank documents (dense, keyword or hybrid retrieval); return each with its best passages."""
-    return await run_search(app, search_request(q=q, k=k, path_glob=path if path_glob is None else path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang))
+    return await run_search(
+        app,
+        search_request(q=q, k=k, path_glob=path if path_glob is None else path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang),
+    )
 
 
 @router.post("/search", response_model=SearchResponse, responses=ERRORS)

@@ -39,12 +39,15 @@ class Cursors:
             return 0
         found = _CURSOR.fullmatch(cursor)
         if found is None:
-            raise ConfigError(f"cursor {cursor[:40]!r} is not one this server gave",
-                              f"pass the next_cursor of the previous answer unchanged, or {_RESTART}")
+            raise ConfigError(
+                f"cursor {cursor[:40]!r} is not one this server gave", f"pass the next_cursor of the previous answer unchanged, or {_RESTART}"
+            )
         offset = int(found["offset"])
         if not hmac.compare_digest(found["mac"], self._mac(offset, found["listing"])):
             raise ConfigError(f"cursor {cursor[:40]!r} was altered or comes from an earlier run of this server", _RESTART)
         if found["listing"] != listing:
-            raise ConfigError("this cursor pages through another listing (other path_glob or ext)",
-                              f"pass the same path_glob and ext as the call that gave it, or {_RESTART}")
+            raise ConfigError(
+                "this cursor pages through another listing (other path_glob or ext)",
+                f"pass the same path_glob and ext as the call that gave it, or {_RESTART}",
+            )
         return offset

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field, ValidationError
 
@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 CITATION = re.compile(r"lodex://documents/(?P<id>[0-9a-f]{16})(?:#chars=(?P<start>[0-9]{1,12})-(?P<end>[0-9]{1,12}))?", re.ASCII)
 MAX_READ_CHARS = 20_000
-INSTRUCTIONS = ("lodex searches a local folder of long documents by meaning and keywords. Call `search` first; each "
-                "passage has a `citation` (lodex://documents/{id}#chars=a-b) to quote, which `read` opens with the text "
-                "around it (pass start/end or page to widen it). `list_documents` pages through what is indexed.")
+INSTRUCTIONS = (
+    "lodex searches a local folder of long documents by meaning and keywords. Call `search` first; each "
+    "passage has a `citation` (lodex://documents/{id}#chars=a-b) to quote, which `read` opens with the text "
+    "around it (pass start/end or page to widen it). `list_documents` pages through what is indexed."
+)
 
 
 def citation(doc_id: str, start: int, end: int) -> str:
@@ -43,8 +45,10 @@ def parse_document(document: str) -> tuple[str, int | None, int | None]:
         return document, None, None
     found = CITATION.fullmatch(document)
     if found is None:
-        raise ConfigError(f"{document[:80]!r} is neither a document id nor a lodex citation",
-                          "pass a result's `id` or a passage's `citation` (lodex://documents/<16 hex digits>#chars=a-b)")
+        raise ConfigError(
+            f"{document[:80]!r} is neither a document id nor a lodex citation",
+            "pass a result's `id` or a passage's `citation` (lodex://documents/<16 hex digits>#chars=a-b)",
+        )
     start, end = found["start"], found["end"]
     return found["id"], int(start) if start else None, int(end) if end else None
 
@@ -62,15 +66,13 @@ class LodexMCP(MCPServer):
     """The SDK's server, saying what is wrong with a tool's arguments in one plain line (the argument and the rule it
     breaks, as the JSON API does), not in pydantic's report of several lines and a link."""
 
-    async def call_tool(self, name: str, arguments: dict[str, Any],
-                        context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            raise ToolError(f"Error executing tool {name}: {one_line(exc.__cause__)} — see the tool's input schema "
-                            "(tools/list)") from exc.__cause__
+            raise ToolError(f"Error executing tool {name}: {one_line(exc.__cause__)} — see the tool's input schema (tools/list)") from exc.__cause__
 
 
 def _read_range(first: int, last: int | None, window_start: int, window_end: int, path: str) -> None:
@@ -79,8 +81,7 @@ def _read_range(first: int, last: int | None, window_start: int, window_end: int
     if last is not None and last <= first:
         raise ConfigError(f"end {last} is not after start {first}", "pass an end greater than start, or no end")
     if first > 0 and window_start == window_end and first >= window_end:
-        raise ConfigError(f"start {first} is past the end of {path}, which has {window_end} characters",
-                          f"pass a start below {window_end}")
+        raise ConfigError(f"start {first} is past the end of {path}, which has {window_end} characters", f"pass a start below {window_end}")
 
 
 def build_mcp(index: LodexAPI, limits: Limits = Limits(), version: str = "") -> MCPServer:
@@ -95,32 +96,61 @@ def build_mcp(index: LodexAPI, limits: Limits = Limits(), version: str = "") -> 
 def _add_search_and_read(server: MCPServer, index: LodexAPI, limits: Limits) -> None:
     """The `search` and `read` tools."""
 
-    @server.tool(description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
-                             "documents, each with its best passages: text, score, page, section, character offsets and a "
-                             "citation URI to quote or to pass to `read` for the surrounding text.")
+    @server.tool(
+        description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
+        "documents, each with its best passages: text, score, page, section, character offsets and a "
+        "citation URI to quote or to pass to `read` for the surrounding text."
+    )
     def search(
-        query: Annotated[str, Field(description=f"What to look for, in plain words (a question or a few keywords; at most {limits.max_query_chars} characters).")],
+        query: Annotated[
+            str, Field(description=f"What to look for, in plain words (a question or a few keywords; at most {limits.max_query_chars} characters).")
+        ],
         k: Annotated[int, Field(description=f"How many documents to return (1 to {limits.max_k}).")] = limits.default_k,
         mode: Annotated[Mode | None, Field(description="dense (meaning), bm25 (exact words) or hybrid; default: the server's.")] = None,
         path_glob: Annotated[str | None, Field(description="Only documents whose relative path matches this glob, e.g. 'reports/*.pdf'.")] = None,
         ext: Annotated[list[str] | None, Field(description="Only these file extensions, e.g. ['pdf', 'md'].")] = None,
         modified_after: Annotated[str | None, Field(description="Only documents modified after this time (ISO 8601 or epoch seconds).")] = None,
-        lang: Annotated[list[str] | None, Field(description="Only documents in these languages (ISO 639-1 codes, e.g. ['zh', 'de']; status() lists the index's).")] = None,
+        lang: Annotated[
+            list[str] | None, Field(description="Only documents in these languages (ISO 639-1 codes, e.g. ['zh', 'de']; status() lists the index's).")
+        ] = None,
     ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             response = index.search(query, k, path_glob=path_glob, ext=ext, modified_after=modified_after, mode=mode, lang=lang)
-            return {"query": response.query, "mode": response.mode, "results": [
-                {"id": hit.doc_id, "path": hit.path, "title": hit.title, "score": hit.score, "uri": f"lodex://documents/{hit.doc_id}",
-                 "passages": [{"text": p.text, "score": p.score, "page": p.page, "page_end": p.page_end, "section": p.section,
-                               "char_start": p.char_start, "char_end": p.char_end, "citation": citation(hit.doc_id, p.char_start, p.char_end)}
-                              for p in hit.passages]}
-                for hit in response.results]}
+            return {
+                "query": response.query,
+                "mode": response.mode,
+                "results": [
+                    {
+                        "id": hit.doc_id,
+                        "path": hit.path,
+                        "title": hit.title,
+                        "score": hit.score,
+                        "uri": f"lodex://documents/{hit.doc_id}",
+                        "passages": [
+                            {
+                                "text": p.text,
+                                "score": p.score,
+                                "page": p.page,
+                                "page_end": p.page_end,
+                                "section": p.section,
+                                "char_start": p.char_start,
+                                "char_end": p.char_end,
+                                "citation": citation(hit.doc_id, p.char_start, p.char_end),
+                            }
+                            for p in hit.passages
+                        ],
+                    }
+                    for hit in response.results
+                ],
+            }
 
         return _answer(run)
 
-    @server.tool(description="Read a window of a document's text: pass a search result's `id` or a passage's `citation`; "
-                             "widen it with `start`/`end` (character offsets) or read a whole `page`. Returns the text with "
-                             "where it sits (offsets, page, section) and, when there is more, how to read on.")
+    @server.tool(
+        description="Read a window of a document's text: pass a search result's `id` or a passage's `citation`; "
+        "widen it with `start`/`end` (character offsets) or read a whole `page`. Returns the text with "
+        "where it sits (offsets, page, section) and, when there is more, how to read on."
+    )
     def read(
         document: Annotated[str, Field(description="A document id (16 hex digits) or a citation lodex://documents/{id}#chars=a-b.")],
         start: Annotated[int | None, Field(description="First character to read (default: the citation's start, else 0).", ge=0)] = None,
@@ -148,8 +178,10 @@ def _add_listings(server: MCPServer, index: LodexAPI) -> None:
     """The `list_documents` (its cursors signed) and `status` tools, and the documents as resources."""
     cursors = Cursors()
 
-    @server.tool(description="List the indexed documents by path, a page at a time (pass the `next_cursor` of one answer "
-                             "as `cursor` to get the next page); filter by path glob and extensions.")
+    @server.tool(
+        description="List the indexed documents by path, a page at a time (pass the `next_cursor` of one answer "
+        "as `cursor` to get the next page); filter by path glob and extensions."
+    )
     def list_documents(
         path_glob: Annotated[str | None, Field(description="Only paths matching this glob, e.g. 'notes/*'.", max_length=1000)] = None,
         ext: Annotated[list[str] | None, Field(description="Only these file extensions.", max_length=50)] = None,
@@ -163,9 +195,23 @@ def _add_listings(server: MCPServer, index: LodexAPI) -> None:
             page = index.documents(offset, limit, path_glob=path_glob, ext=ext)
             total, docs = page.total, page.documents
             following = offset + len(docs)
-            return {"total": total, "documents": [{"id": d.id, "path": d.path, "title": d.title, "format": d.format, "size": d.size,
-                                                   "mtime": d.mtime, "chunks": d.chunk_count, "uri": f"lodex://documents/{d.id}"} for d in docs],
-                    "next_cursor": cursors.make(following, listing) if following < total else None}
+            return {
+                "total": total,
+                "documents": [
+                    {
+                        "id": d.id,
+                        "path": d.path,
+                        "title": d.title,
+                        "format": d.format,
+                        "size": d.size,
+                        "mtime": d.mtime,
+                        "chunks": d.chunk_count,
+                        "uri": f"lodex://documents/{d.id}",
+                    }
+                    for d in docs
+                ],
+                "next_cursor": cursors.make(following, listing) if following < total else None,
+            }
 
         return _answer(run)
 
@@ -173,8 +219,12 @@ def _add_listings(server: MCPServer, index: LodexAPI) -> None:
     def status() -> dict[str, Any]:
         return _answer(lambda: index.status().model_dump())
 
-    @server.resource("lodex://documents/{doc_id}", name="document", mime_type="text/plain",
-                     description="A document's extracted text (its first 20,000 characters; the `read` tool reads further).")
+    @server.resource(
+        "lodex://documents/{doc_id}",
+        name="document",
+        mime_type="text/plain",
+        description="A document's extracted text (its first 20,000 characters; the `read` tool reads further).",
+    )
     def document(doc_id: str) -> str:
         return _answer(lambda: index.read(doc_id, 0, None, max_chars=MAX_READ_CHARS).text, ResourceError)
 

@@ -27,8 +27,11 @@ class BoundedSessions(StreamableHTTPSessionManager):
 
     def _close_idlest(self) -> None:
         """Forget the session whose last request ended longest ago (none in flight) and end its server task."""
-        idle = [(t.idle_scope.deadline, session_id) for session_id, t in self._server_instances.items()
-                if t.idle_scope is not None and not t._requests_in_flight]
+        idle = [
+            (t.idle_scope.deadline, session_id)
+            for session_id, t in self._server_instances.items()
+            if t.idle_scope is not None and not t._requests_in_flight
+        ]
         if not idle:
             return
         session_id = min(idle)[1]
@@ -41,9 +44,13 @@ class BoundedSessions(StreamableHTTPSessionManager):
 def mcp_http_app(server: MCPServer, max_body_bytes: int, max_sessions: int, idle_s: float) -> Starlette:
     """`server` over streamable HTTP at /mcp; the SDK's own Host check is off: lodex's LimitsAndAuth applies the JSON
     API's (and its key)."""
-    manager = BoundedSessions(server._lowlevel_server, max_request_body_size=max_body_bytes, max_sessions=max_sessions,
-                              session_idle_timeout=idle_s,
-                              security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    manager = BoundedSessions(
+        server._lowlevel_server,
+        max_request_body_size=max_body_bytes,
+        max_sessions=max_sessions,
+        session_idle_timeout=idle_s,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

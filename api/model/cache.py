@@ -42,8 +42,10 @@ def model_path(settings: Settings) -> Path:
     cached = cached_model(settings.encoder, value)
     if cached.is_dir():
         return cached
-    raise ModelError(f"encoder.model {value} is neither a local folder nor a pulled model",
-                     f"run `lodex model pull {value}` once (online), or set encoder.model to a local model directory")
+    raise ModelError(
+        f"encoder.model {value} is neither a local folder nor a pulled model",
+        f"run `lodex model pull {value}` once (online), or set encoder.model to a local model directory",
+    )
 
 
 def named_model(cfg: EncoderSettings) -> Path:

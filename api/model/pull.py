@@ -14,8 +14,18 @@ from typing import Any
 import httpx
 
 from lodex.api.model.cache import cached_model, is_model_id
-from lodex.api.model.pull_guard import (announced_size, drop_remote_code, fresh_staging, is_hex, no_pickles, open_part, pick_files,
-                                  redirect_guard, target, write_within)
+from lodex.api.model.pull_guard import (
+    announced_size,
+    drop_remote_code,
+    fresh_staging,
+    is_hex,
+    no_pickles,
+    open_part,
+    pick_files,
+    redirect_guard,
+    target,
+    write_within,
+)
 from lodex.encoders.errors import ModelError
 from lodex.encoders.model_info import read_model_declarations, read_model_dir
 from lodex.encoders.settings import EncoderSettings
@@ -45,8 +55,16 @@ def hub_endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
-def pull_model(model_id: str, cfg: EncoderSettings, endpoint: str, revision: str = "main", force: bool = False,
-               progress: Progress = lambda line: None, attempts: int = 3, timeout_s: float = 60.0) -> dict[str, Any]:
+def pull_model(
+    model_id: str,
+    cfg: EncoderSettings,
+    endpoint: str,
+    revision: str = "main",
+    force: bool = False,
+    progress: Progress = lambda line: None,
+    attempts: int = 3,
+    timeout_s: float = 60.0,
+) -> dict[str, Any]:
     """Fetch `model_id` at `revision` into the model cache; a ModelError (one line, with the fix) when the hub cannot be
     reached, a file does not match its hash, or lodex cannot run the model. Returns what was done, for the CLI. A
     refused pull leaves the cache as it was; a cut-off one keeps what it got for the next run."""
@@ -56,8 +74,13 @@ def pull_model(model_id: str, cfg: EncoderSettings, endpoint: str, revision: str
         raise ModelError("HF_HUB_OFFLINE is set: `lodex model pull` needs the hub", "unset HF_HUB_OFFLINE for this command")
     final = cached_model(cfg, model_id)
     staging = final.with_name(f".{final.name}.partial")
-    with httpx.Client(timeout=timeout_s, follow_redirects=False, max_redirects=5, headers={"Accept-Encoding": "identity"},
-                      event_hooks={"request": [redirect_guard(endpoint)]}) as client:
+    with httpx.Client(
+        timeout=timeout_s,
+        follow_redirects=False,
+        max_redirects=5,
+        headers={"Accept-Encoding": "identity"},
+        event_hooks={"request": [redirect_guard(endpoint)]},
+    ) as client:
         info = _get_json(client, f"{endpoint}/api/models/{model_id}/revision/{revision}", model_id)
         sha = _commit(info, revision, model_id)
         done = _read_manifest(final)
@@ -72,14 +95,18 @@ def pull_model(model_id: str, cfg: EncoderSettings, endpoint: str, revision: str
             raise no_pickles(model_id, pickles)
         try:
             fresh_staging(staging)
-            fetched, files, dropped = _fetch_model(client, Source(endpoint, model_id, sha, info), small, weights, staging,
-                                                   attempts, progress)
+            fetched, files, dropped = _fetch_model(client, Source(endpoint, model_id, sha, info), small, weights, staging, attempts, progress)
         except ModelError as exc:
             if not isinstance(exc, CutOff):
                 shutil.rmtree(staging, ignore_errors=True)
             raise
-    manifest = {"id": model_id, "sha": sha, "endpoint": endpoint, "files": {n: [f.algorithm, f.digest] for n, f in files.items()},
-                "dropped_auto_map": dropped}
+    manifest = {
+        "id": model_id,
+        "sha": sha,
+        "endpoint": endpoint,
+        "files": {n: [f.algorithm, f.digest] for n, f in files.items()},
+        "dropped_auto_map": dropped,
+    }
     (staging / MANIFEST).write_text(json.dumps(manifest, indent=1))
     _install(staging, final)
     progress(f"pulled {model_id} ({sha[:12]}) into {final}")
@@ -103,8 +130,9 @@ class CutOff(ModelError):
     """A download cut off `attempts` times: what it got is kept, for the next run to resume."""
 
 
-def _fetch_model(client: httpx.Client, source: Source, small: list[str], weights: list[str], staging: Path, attempts: int,
-                 progress: Progress) -> tuple[list[str], dict[str, HubFile], list[str]]:
+def _fetch_model(
+    client: httpx.Client, source: Source, small: list[str], weights: list[str], staging: Path, attempts: int, progress: Progress
+) -> tuple[list[str], dict[str, HubFile], list[str]]:
     """The small files, checked by the `model check` rules that need no weights (the model's own code dropped), then
     the weights, checked again: the names fetched, every file's hash, the configs whose auto_map was dropped."""
     files = _hashes(client, source, small + weights)
@@ -144,14 +172,21 @@ def _get_json(client: httpx.Client, url: str, model_id: str) -> dict[str, Any]:
         with client.stream("GET", url, follow_redirects=True) as response:
             status = response.status_code
             if status == 200:
-                write_within(response.iter_raw(), body, _MAX_LISTING, ModelError(
-                    f"the hub's listing of {model_id} is larger than {_MAX_LISTING >> 20} MB", "check HF_ENDPOINT"))
+                write_within(
+                    response.iter_raw(),
+                    body,
+                    _MAX_LISTING,
+                    ModelError(f"the hub's listing of {model_id} is larger than {_MAX_LISTING >> 20} MB", "check HF_ENDPOINT"),
+                )
     except httpx.HTTPError as exc:
-        raise ModelError(f"cannot reach the hub at {url.split('/api/')[0]} ({type(exc).__name__})",
-                         "check the network, or set HF_ENDPOINT to a reachable mirror") from exc
+        raise ModelError(
+            f"cannot reach the hub at {url.split('/api/')[0]} ({type(exc).__name__})", "check the network, or set HF_ENDPOINT to a reachable mirror"
+        ) from exc
     if status in (401, 403, 404):
-        raise ModelError(f"the hub has no model {model_id} (HTTP {status})",
-                         "check the id (a gated or private model needs a local download: set encoder.model to its folder)")
+        raise ModelError(
+            f"the hub has no model {model_id} (HTTP {status})",
+            "check the id (a gated or private model needs a local download: set encoder.model to its folder)",
+        )
     if status != 200:
         raise ModelError(f"the hub answered HTTP {status} for {model_id}", "try again later")
     try:
@@ -170,9 +205,11 @@ def _check_embedding(model_id: str, info: dict[str, Any], names: list[str]) -> N
     pipeline = str(info.get("pipeline_tag") or "")
     if any(n in names for n in _ST_FILES) or pipeline in _EMBEDDING_PIPELINES or "sentence-transformers" in tags:
         return
-    raise ModelError(f"{model_id} is not an embedding model (hub pipeline: {pipeline or 'none'}; no sentence-transformers "
-                     "pooling files): its vectors would not rank passages",
-                     "pull an embedding model (e.g. intfloat/multilingual-e5-small), or add --force to fetch it anyway")
+    raise ModelError(
+        f"{model_id} is not an embedding model (hub pipeline: {pipeline or 'none'}; no sentence-transformers "
+        "pooling files): its vectors would not rank passages",
+        "pull an embedding model (e.g. intfloat/multilingual-e5-small), or add --force to fetch it anyway",
+    )
 
 
 def _hashes(client: httpx.Client, source: Source, names: list[str]) -> dict[str, HubFile]:
@@ -224,14 +261,18 @@ def _fetch(client: httpx.Client, url: str, dest: Path, expected: HubFile, attemp
         except httpx.HTTPError as exc:
             have = part.stat().st_size if part.exists() else 0
             if attempt == attempts:
-                raise CutOff(f"the download of {expected.name} was cut off at {have} bytes ({type(exc).__name__})",
-                             "run the same command again: it resumes where it stopped") from exc
+                raise CutOff(
+                    f"the download of {expected.name} was cut off at {have} bytes ({type(exc).__name__})",
+                    "run the same command again: it resumes where it stopped",
+                ) from exc
             progress(f"{expected.name}: cut off at {have} bytes, resuming")
     got = _digest(part, expected.algorithm)
     if got != expected.digest.lower():
         part.unlink()
-        raise ModelError(f"{expected.name} does not match the hub's {expected.algorithm} ({got[:12]}… instead of {expected.digest[:12]}…)",
-                         "run the command again; if it fails the same way, the hub or mirror serves a corrupted file")
+        raise ModelError(
+            f"{expected.name} does not match the hub's {expected.algorithm} ({got[:12]}… instead of {expected.digest[:12]}…)",
+            "run the command again; if it fails the same way, the hub or mirror serves a corrupted file",
+        )
     part.replace(dest)
     progress(f"{expected.name}: {dest.stat().st_size} bytes, {expected.algorithm} checked")
     return [expected.name]
@@ -252,8 +293,10 @@ def _download(client: httpx.Client, url: str, part: Path, expected: HubFile) -> 
         if response.status_code not in (200, 206):
             raise ModelError(f"the hub answered HTTP {response.status_code} for {expected.name}", "run the command again later")
         start = have if response.status_code == 206 else 0
-        too_long = ModelError(f"{expected.name} is larger than the {size:,} bytes the hub announced for it",
-                              "the hub or mirror serves another file than it lists: check HF_ENDPOINT, or try again later")
+        too_long = ModelError(
+            f"{expected.name} is larger than the {size:,} bytes the hub announced for it",
+            "the hub or mirror serves another file than it lists: check HF_ENDPOINT, or try again later",
+        )
         if start + (announced_size(response.headers.get("content-length")) or 0) > size:
             raise too_long
         with open_part(part, append=start > 0) as out:

@@ -52,9 +52,11 @@ def redirect_guard(endpoint: str) -> Callable[[httpx.Request], None]:
         if (same or listed) and not (base.scheme == "https" and url.scheme != "https"):
             return
         where = f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
-        raise ModelError(f"the hub at {endpoint} sent lodex to {where}, which is neither the hub nor its download host",
-                         "use the hub or a mirror that serves its files itself (HF_ENDPOINT); lodex follows redirects "
-                         "only to the hub's own host and its subdomains")
+        raise ModelError(
+            f"the hub at {endpoint} sent lodex to {where}, which is neither the hub nor its download host",
+            "use the hub or a mirror that serves its files itself (HF_ENDPOINT); lodex follows redirects "
+            "only to the hub's own host and its subdomains",
+        )
 
     return check
 
@@ -85,10 +87,10 @@ def is_hex(value: object, length: int) -> bool:
 def no_pickles(model_id: str, pickles: list[str]) -> ModelError:
     """The refusal of a model whose only weights are PyTorch pickles."""
     found = f" (only {', '.join(pickles[:3])})" if pickles else ""
-    return ModelError(f"{model_id} has no safetensors weights{found}: lodex pulls model.safetensors only, never pickled "
-                      "weights, which can run code when loaded",
-                      "pull a revision that has model.safetensors (--revision), or convert the weights on a trusted machine "
-                      "and set encoder.model to that folder")
+    return ModelError(
+        f"{model_id} has no safetensors weights{found}: lodex pulls model.safetensors only, never pickled weights, which can run code when loaded",
+        "pull a revision that has model.safetensors (--revision), or convert the weights on a trusted machine and set encoder.model to that folder",
+    )
 
 
 def fresh_staging(staging: Path) -> None:
@@ -115,8 +117,9 @@ def target(staging: Path, name: str) -> Path:
     dest = staging / name
     dest.parent.mkdir(parents=True, exist_ok=True)
     if dest.parent.resolve() != staging.resolve() / Path(name).parent:
-        raise ModelError(f"{name} would be written outside the model's folder (through a link in {staging})",
-                         f"remove {staging} and run the command again")
+        raise ModelError(
+            f"{name} would be written outside the model's folder (through a link in {staging})", f"remove {staging} and run the command again"
+        )
     return dest
 
 

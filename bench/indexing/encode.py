@@ -84,8 +84,14 @@ def _write_side(precision: str, late: bool, scratch: Path, folder: Path):  # noq
     from lodex.api.factory import open_app
     from lodex.api.settings import load_settings
 
-    settings = load_settings(overrides={"encoder.precision": precision, "encoder.cache_dir": str(scratch.parent / "model-cache"),
-                                        "index.data_dir": str(scratch), "chunking.late": late})
+    settings = load_settings(
+        overrides={
+            "encoder.precision": precision,
+            "encoder.cache_dir": str(scratch.parent / "model-cache"),
+            "index.data_dir": str(scratch),
+            "chunking.late": late,
+        }
+    )
     return open_app(settings, "write", folder)
 
 
@@ -180,14 +186,24 @@ def _timed_child(cmd: list[str], env: dict[str, str]) -> tuple[str, float]:
 
 # (name, what it measures, how it runs): index runs are `lodex index` in a fresh process (precision, late chunking);
 # the others are encoder workers. Ratios: each mode's end to end over its own encoder doing the same work.
-INDEX_RUNS = {"index-exact": ("exact", "true"), "index-exact-plain": ("exact", "false"),
-              "index-fast": ("fast", "true"), "index-fast-plain": ("fast", "false")}
+INDEX_RUNS = {
+    "index-exact": ("exact", "true"),
+    "index-exact-plain": ("exact", "false"),
+    "index-fast": ("fast", "true"),
+    "index-fast-plain": ("fast", "false"),
+}
 MODES = ("exact-plain", "fast-plain", "exact-late", "fast-late")
-LABELS = {"st": "sentence-transformers encode() (baseline)", "exact": "lodex encoder, exact mode (fp32)",
-          "fast": "lodex encoder, fast mode (int8 ONNX)",
-          "exact-windows": "  exact encoder on late chunking's windows", "fast-windows": "  fast encoder on late chunking's windows",
-          "index-exact": "lodex index, exact, late chunking", "index-exact-plain": "lodex index, exact, plain chunking",
-          "index-fast": "lodex index, fast, late chunking", "index-fast-plain": "lodex index, fast, plain chunking"}
+LABELS = {
+    "st": "sentence-transformers encode() (baseline)",
+    "exact": "lodex encoder, exact mode (fp32)",
+    "fast": "lodex encoder, fast mode (int8 ONNX)",
+    "exact-windows": "  exact encoder on late chunking's windows",
+    "fast-windows": "  fast encoder on late chunking's windows",
+    "index-exact": "lodex index, exact, late chunking",
+    "index-exact-plain": "lodex index, exact, plain chunking",
+    "index-fast": "lodex index, fast, late chunking",
+    "index-fast-plain": "lodex index, fast, plain chunking",
+}
 # end to end / its encoder: (index run, encoder run)
 PAIRS = (("index-exact-plain", "exact"), ("index-fast-plain", "fast"), ("index-exact", "exact-windows"), ("index-fast", "fast-windows"))
 
@@ -240,8 +256,21 @@ def main() -> None:
                     best[key] = value
         pairs = {}
         for mode in MODES:
-            out, _ = _timed_child([sys.executable, __file__, "--worker", f"pair-{mode}", "--data", str(Path(tmp) / f"pair-{mode}"),
-                                   "--folder", str(folder), "--pairs", str(args.pairs)], env)
+            out, _ = _timed_child(
+                [
+                    sys.executable,
+                    __file__,
+                    "--worker",
+                    f"pair-{mode}",
+                    "--data",
+                    str(Path(tmp) / f"pair-{mode}"),
+                    "--folder",
+                    str(folder),
+                    "--pairs",
+                    str(args.pairs),
+                ],
+                env,
+            )
             pairs[mode] = json.loads(out)["ratios"]
             print(f"{mode}: end to end / encoder alone, back to back: " + ", ".join(f"{r:.3f}" for r in pairs[mode]), file=sys.stderr)
         lengths = _chunk_lengths(Path(tmp) / "index-exact-plain-0")
@@ -250,24 +279,38 @@ def main() -> None:
         gflops = matmul_gflops()
     st_rate = best["st"][0]
     per_token = flops_per_token(lengths)
-    print(f"{args.docs} abstracts of {args.dataset.name} as long documents of {args.bundle}; {sum(lengths) - 2 * len(lengths):,} chunk "
-          f"tokens; best of {args.rounds} round(s); {os.cpu_count()} CPUs")
+    print(
+        f"{args.docs} abstracts of {args.dataset.name} as long documents of {args.bundle}; {sum(lengths) - 2 * len(lengths):,} chunk "
+        f"tokens; best of {args.rounds} round(s); {os.cpu_count()} CPUs"
+    )
     print(machine_line())
     if choices:
-        print("fast path: " + "; ".join(f"{entry['path']} chosen of " + ", ".join(f"{t['path']} {t['seconds']:.3f} s" if t["seconds"] else
-              f"{t['path']} ({t['error']})" for t in entry["trials"]) for entry in choices.values()))
-    print(f"machine: fp32 matmul {gflops:,.1f} GFLOP/s; model: {per_token / 1e6:.1f} MFLOP/token at a mean "
-          f"{sum(lengths) / len(lengths):.0f} tokens per chunk")
+        print(
+            "fast path: "
+            + "; ".join(
+                f"{entry['path']} chosen of "
+                + ", ".join(f"{t['path']} {t['seconds']:.3f} s" if t["seconds"] else f"{t['path']} ({t['error']})" for t in entry["trials"])
+                for entry in choices.values()
+            )
+        )
+    print(
+        f"machine: fp32 matmul {gflops:,.1f} GFLOP/s; model: {per_token / 1e6:.1f} MFLOP/token at a mean "
+        f"{sum(lengths) / len(lengths):.0f} tokens per chunk"
+    )
     print(f"{'':48s} {'tokens/s':>10s} {'vs ST':>7s} {'% of fp32 peak':>15s} {'peak RSS':>10s}")
     for key in LABELS:
         rate, rss = best[key]
         share = f"{100 * rate * per_token / (gflops * 1e9):14.0f}%" if key in ("st", "exact", "fast") else f"{'':15s}"
         print(f"{LABELS[key]:48s} {rate:10,.0f} {rate / st_rate:6.2f}x {share} {rss:8.0f} MiB")
-    print("end to end / its encoder on the same work (chunk tokens/s over chunk tokens/s): " + ", ".join(
-        f"{LABELS[run].removeprefix('lodex index, ')} {best[run][0] / best[enc][0]:.2f}x" for run, enc in PAIRS))
+    print(
+        "end to end / its encoder on the same work (chunk tokens/s over chunk tokens/s): "
+        + ", ".join(f"{LABELS[run].removeprefix('lodex index, ')} {best[run][0] / best[enc][0]:.2f}x" for run, enc in PAIRS)
+    )
     print("(late chunking's windows add context tokens around each chunk: the window rows' tokens/s count chunk tokens only)")
-    print(f"the same, measured back to back in one process (median of {args.pairs} pairs; the rows above are separate processes minutes "
-          "apart): " + ", ".join(f"{mode} {statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})" for mode, r in pairs.items()))
+    print(
+        f"the same, measured back to back in one process (median of {args.pairs} pairs; the rows above are separate processes minutes "
+        "apart): " + ", ".join(f"{mode} {statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})" for mode, r in pairs.items())
+    )
 
 
 if __name__ == "__main__":

@@ -95,15 +95,21 @@ def main() -> None:
         folder, data = work / "docs", work / "data"
         if not (folder / "big.txt").exists():
             build_folder(folder, args.big_mb, args.small)
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_ENCODER__PRECISION": args.precision,
-               "LODEX_ENCODER__CACHE_DIR": str(work / "model-cache"), "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "LODEX_ENCODER__PRECISION": args.precision,
+            "LODEX_ENCODER__CACHE_DIR": str(work / "model-cache"),
+            "PYTHONPATH": str(ROOT),
+        }
         if args.model_every != 1:
             env["LODEX_ENCODER__BACKEND"] = "bench.indexing.memory:sampled_encoder"
             env["LODEX_BENCH_MODEL_EVERY"] = str(args.model_every)
         log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - the child's stderr, shown if it fails
         started = time.monotonic()
-        proc = subprocess.Popen([*LODEX_CLI, "index", str(folder), "--json", "--data-dir", str(data)],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+        proc = subprocess.Popen(
+            [*LODEX_CLI, "index", str(folder), "--json", "--data-dir", str(data)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True
+        )
         out = proc.stdout.read() if proc.stdout else ""
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.monotonic() - started
@@ -113,12 +119,16 @@ def main() -> None:
             raise SystemExit(f"lodex index failed (exit {os.waitstatus_to_exitcode(status)}): " + " / ".join(tail))
         summary = json.loads(out)
     size = (args.big_mb, args.small)
-    print(f"one {size[0]:.0f} MiB text file + {size[1]:,} small files, encoder precision {args.precision}"
-          + (f" (model run on one encoder batch in {args.model_every}, the others hashed)" if args.model_every > 1 else "")
-          + (" (forward pass replaced by a hash)" if args.model_every == 0 else ""))
-    print(f"lodex index: {seconds:,.0f} s, {summary['added']:,} files, {summary['chunks']:,} chunks, "
-          f"{summary['tokens']:,} tokens ({summary['tokens'] / max(summary['seconds'], 1e-9):,.0f} tokens/s), "
-          f"{summary['failed']} failed")
+    print(
+        f"one {size[0]:.0f} MiB text file + {size[1]:,} small files, encoder precision {args.precision}"
+        + (f" (model run on one encoder batch in {args.model_every}, the others hashed)" if args.model_every > 1 else "")
+        + (" (forward pass replaced by a hash)" if args.model_every == 0 else "")
+    )
+    print(
+        f"lodex index: {seconds:,.0f} s, {summary['added']:,} files, {summary['chunks']:,} chunks, "
+        f"{summary['tokens']:,} tokens ({summary['tokens'] / max(summary['seconds'], 1e-9):,.0f} tokens/s), "
+        f"{summary['failed']} failed"
+    )
     print(f"peak RSS: {usage.ru_maxrss / 1024:,.0f} MiB")
 
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.readers.pdf_set import GENERATED, debian_set, evaldata_dir, generated
-
 from lodex.search.collections import load_collection, write_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,8 +57,9 @@ def written(source: Path, folder: Path, bundle: int = 1) -> tuple[dict[str, str]
 def cranfield(work: Path) -> Folder:
     """Cranfield's 1,400 abstracts as one .txt each; its 225 queries with their graded judgements."""
     queries, qrels = written(evaldata_dir() / "cranfield", work / "cranfield")
-    return Folder("cranfield", work / "cranfield", queries, qrels,
-                  "Cranfield: 1,400 abstracts, one .txt each; 225 queries, graded qrels", graded=True)
+    return Folder(
+        "cranfield", work / "cranfield", queries, qrels, "Cranfield: 1,400 abstracts, one .txt each; 225 queries, graded qrels", graded=True
+    )
 
 
 def git_doc(work: Path) -> Folder:
@@ -89,8 +89,7 @@ def git_doc(work: Path) -> Folder:
     queries = {f"q{i}": q["question"] for i, q in enumerate(questions)}
     qrels = {f"q{i}": {q["target"]: 1} for i, q in enumerate(questions)}
     count = len(files_of(folder))
-    return Folder("html", folder, queries, qrels,
-                  f"HTML documentation: Debian git-doc {version}, {count} .html files; {len(queries)} questions")
+    return Folder("html", folder, queries, qrels, f"HTML documentation: Debian git-doc {version}, {count} .html files; {len(queries)} questions")
 
 
 def pdfs(work: Path) -> Folder:
@@ -138,5 +137,4 @@ def limited(folder: Folder, limit: int | None, work: Path) -> Folder:
     keep = set(kept)
     qrels = {q: cut for q, judged in folder.qrels.items() if (cut := {f: g for f, g in judged.items() if f in keep and g > 0})}
     queries = {q: t for q, t in folder.queries.items() if q in qrels}
-    return Folder(folder.name, target, queries, qrels, f"{folder.source} (first {limit} files: {len(queries)} questions)",
-                  folder.graded)
+    return Folder(folder.name, target, queries, qrels, f"{folder.source} (first {limit} files: {len(queries)} questions)", folder.graded)

@@ -78,7 +78,6 @@ def peers_python() -> Path:
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], check=True, capture_output=True, text=True).stdout
     cuda = [line for line in listed.splitlines() if line.lower().startswith(("nvidia-", "triton"))]
     if cuda:
-        raise SystemExit(f"the peers' venv pulled CUDA packages ({', '.join(cuda)}): remove {PEERS_VENV}, install the CPU "
-                         f"{TORCH} first")
+        raise SystemExit(f"the peers' venv pulled CUDA packages ({', '.join(cuda)}): remove {PEERS_VENV}, install the CPU {TORCH} first")
     marker.write_text(PEERS_REQUIREMENTS.read_text())
     return python

@@ -36,9 +36,12 @@ from bench.indexing.pipeline_scores import DEPTH, quality, quality_line  # noqa:
 
 WORK = OUT / "pipelines"
 PIPELINES = ("lodex", "txtai", "llamaindex", "handrolled")
-LABELS = {"lodex": "lodex index (defaults)", "txtai": "txtai Embeddings.index (Textractor paragraphs)",
-          "llamaindex": "LlamaIndex IngestionPipeline (SentenceSplitter 256/32)",
-          "handrolled": "hand-rolled: read + 160-word windows + sentence-transformers + FAISS flat"}
+LABELS = {
+    "lodex": "lodex index (defaults)",
+    "txtai": "txtai Embeddings.index (Textractor paragraphs)",
+    "llamaindex": "LlamaIndex IngestionPipeline (SentenceSplitter 256/32)",
+    "handrolled": "hand-rolled: read + 160-word windows + sentence-transformers + FAISS flat",
+}
 
 
 def model_dir() -> str:
@@ -66,8 +69,10 @@ def index_cmd(pipeline: str, folder: Path, work: Path) -> tuple[list[str], dict[
     work.mkdir(parents=True)
     if pipeline == "lodex":
         return [*lodex_cmd(), "index", str(folder), "--json"], {**base_env(), "LODEX_DATA_DIR": str(work / "data")}
-    return ([str(peers_python()), str(ROOT / "bench" / "peers" / "pipeline_peers.py"), "index", pipeline, str(folder), str(work), model_dir()],
-            base_env())
+    return (
+        [str(peers_python()), str(ROOT / "bench" / "peers" / "pipeline_peers.py"), "index", pipeline, str(folder), str(work), model_dir()],
+        base_env(),
+    )
 
 
 def answer(pipeline: str, folder: Folder, work: Path) -> dict[str, dict[str, list[str]]]:
@@ -77,8 +82,16 @@ def answer(pipeline: str, folder: Folder, work: Path) -> dict[str, dict[str, lis
     if pipeline == "lodex":
         cmd = [sys.executable, __file__, "--lodex-query", str(work / "data"), str(questions), str(out)]
     else:
-        cmd = [str(peers_python()), str(ROOT / "bench" / "peers" / "pipeline_peers.py"), "query", pipeline, str(work), model_dir(), str(questions),
-               str(out)]
+        cmd = [
+            str(peers_python()),
+            str(ROOT / "bench" / "peers" / "pipeline_peers.py"),
+            "query",
+            pipeline,
+            str(work),
+            model_dir(),
+            str(questions),
+            str(out),
+        ]
     done = measure(cmd, base_env(), work, name="query")
     if done.returncode:
         raise RuntimeError(f"{pipeline}: answering failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -92,9 +105,10 @@ def lodex_query(data: Path, questions: Path, out: Path) -> None:
 
     queries = json.loads(questions.read_text(encoding="utf-8"))
     index = lodex.open(data)
-    runs = {mode or "default": {q: [hit.path for hit in index.search(text, k=DEPTH, mode=mode).results]
-                                for q, text in queries.items()}
-            for mode in (None, "dense")}
+    runs = {
+        mode or "default": {q: [hit.path for hit in index.search(text, k=DEPTH, mode=mode).results] for q, text in queries.items()}
+        for mode in (None, "dense")
+    }
     index.close()
     out.write_text(json.dumps(runs), encoding="utf-8")
 
@@ -115,8 +129,14 @@ def run_pipeline(pipeline: str, folder: Folder) -> dict:
     print(f"  {pipeline}: indexing {folder.path.name} ...", file=sys.stderr, flush=True)
     done = measure(cmd, env, work)
     summary = summary_of(done)
-    row = {"pipeline": pipeline, "label": LABELS[pipeline], "wall_s": round(done.wall_s, 2),
-           "peak_rss_mib": round(done.peak_mib), "chunks": summary.get("chunks"), "notes": summary.pop("notes", [])}
+    row = {
+        "pipeline": pipeline,
+        "label": LABELS[pipeline],
+        "wall_s": round(done.wall_s, 2),
+        "peak_rss_mib": round(done.peak_mib),
+        "chunks": summary.get("chunks"),
+        "notes": summary.pop("notes", []),
+    }
     if pipeline == "lodex":
         if failures := summary.pop("failures", None):
             row["notes"].append(f"{len(failures)} files failed, e.g. {next(iter(failures.items()))}")
@@ -148,8 +168,12 @@ def warm_up(pipelines: list[str], folder: Folder) -> None:
 def table(folder: Folder, rows: list[dict]) -> str:
     """The folder's markdown table: wall, its ratio to lodex's, peak RSS, chunks, quality."""
     lodex_wall = next((r["wall_s"] for r in rows if r["pipeline"] == "lodex" and "error" not in r), None)
-    lines = [f"### {folder.source}", "", "| pipeline | wall s | × lodex wall | peak RSS MiB | chunks | quality |",
-             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        f"### {folder.source}",
+        "",
+        "| pipeline | wall s | × lodex wall | peak RSS MiB | chunks | quality |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['label']} | {r['wall_s']:.1f} | — | {r['peak_rss_mib']} | — | failed: {r['error']} |")
@@ -174,19 +198,33 @@ def cores_table(folder: Folder, cores: list[int]) -> tuple[str, list[dict]]:
         if done.returncode:
             raise SystemExit(f"lodex index on {n} cores failed: {done.stderr.strip().splitlines()[-1:]}")
         summary = summary_of(done)
-        rows.append({"cores": n, "wall_s": round(done.wall_s, 2), "peak_rss_mib": round(done.peak_mib),
-                     "chunks": summary.get("chunks"), "tokens": summary.get("tokens"), "summary": summary})
+        rows.append(
+            {
+                "cores": n,
+                "wall_s": round(done.wall_s, 2),
+                "peak_rss_mib": round(done.peak_mib),
+                "chunks": summary.get("chunks"),
+                "tokens": summary.get("tokens"),
+                "summary": summary,
+            }
+        )
         print(f"  {n} cores: {done.wall_s:.1f} s", file=sys.stderr, flush=True)
     first = float(rows[0]["wall_s"])
-    lines = [f"### {folder.source}: lodex index on 1..n cores", "",
-             "| cores | wall s | speed-up vs 1 core | chunk tokens / wall s | peak RSS MiB |", "| ---: | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {r['cores']} | {r['wall_s']:.1f} | {first / r['wall_s']:.2f} | {(r['tokens'] or 0) / r['wall_s']:,.0f} | "
-              f"{r['peak_rss_mib']} |" for r in rows]
+    lines = [
+        f"### {folder.source}: lodex index on 1..n cores",
+        "",
+        "| cores | wall s | speed-up vs 1 core | chunk tokens / wall s | peak RSS MiB |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += [
+        f"| {r['cores']} | {r['wall_s']:.1f} | {first / r['wall_s']:.2f} | {(r['tokens'] or 0) / r['wall_s']:,.0f} | {r['peak_rss_mib']} |"
+        for r in rows
+    ]
     return "\n".join(lines), rows
 
 
 def header() -> list[str]:
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return [f"- date: {now}", f"- machine: {machine_line()}; os.cpu_count() {os.cpu_count()}", f"- command: `{command_line()}`", ""]
 
 
@@ -204,8 +242,7 @@ def main() -> None:
     names = [n for n in args.folders.split(",") if n]
     pipelines = [p for p in args.pipelines.split(",") if p]
     if unknown := [n for n in names if n not in NAMES] + [p for p in pipelines if p not in PIPELINES]:
-        raise SystemExit(f"unknown folder or pipeline: {', '.join(unknown)} (folders {', '.join(NAMES)}; "
-                         f"pipelines {', '.join(PIPELINES)})")
+        raise SystemExit(f"unknown folder or pipeline: {', '.join(unknown)} (folders {', '.join(NAMES)}; pipelines {', '.join(PIPELINES)})")
     if any(p != "lodex" for p in pipelines) and not args.cores:
         peers_python()
     folders = [limited(build(name, WORK), args.limit, WORK) for name in names]

@@ -62,8 +62,7 @@ def main() -> None:
     from lodex.search.collections import load_collection, write_files
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", nargs="?", type=Path,
-                        default=EVALDATA / "cranfield")
+    parser.add_argument("dataset", nargs="?", type=Path, default=EVALDATA / "cranfield")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--precision", default="", help="encoder.precision for lodex (default: its default)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N files (a quick check)")
@@ -78,7 +77,7 @@ def main() -> None:
         work = Path(tmp)
         folder = work / "docs"
         write_files(load_collection(args.dataset), folder)
-        for extra in sorted(folder.iterdir())[args.limit:] if args.limit else []:
+        for extra in sorted(folder.iterdir())[args.limit :] if args.limit else []:
             extra.unlink()
         files = len(list(folder.iterdir()))
         warm = work / "warm"
@@ -90,8 +89,14 @@ def main() -> None:
             if name == "lodex":
                 wall, rss, out = timed([*lodex, str(folder), "--data-dir", str(work / f"data{round_}"), "--json"], env, work)
                 report = json.loads(out.strip().splitlines()[-1])
-                run = {"wall_s": wall, "rss_mb": rss, "tokens": report["tokens"], "chunks": report["chunks"],
-                       "phases": report.get("phases", {}), "added": report["added"]}
+                run = {
+                    "wall_s": wall,
+                    "rss_mb": rss,
+                    "tokens": report["tokens"],
+                    "chunks": report["chunks"],
+                    "phases": report.get("phases", {}),
+                    "added": report["added"],
+                }
             else:
                 wall, rss, out = timed([sys.executable, "-c", _ST, str(folder)], env, work)
                 run = {"wall_s": wall, "rss_mb": rss, **json.loads(out.strip().splitlines()[-1])}
@@ -106,8 +111,10 @@ def main() -> None:
     phases = ", ".join(f"{k} {v:.1f}" for k, v in lo["phases"].items())
     print(f"| lodex index (defaults) | {lo['wall_s']:.1f} | {lo['tokens']:,} | {lo['rss_mb']:,} | {lo['chunks']:,} chunks; {phases} |")
     print(f"| sentence-transformers encode | {st['wall_s']:.1f} | {st['tokens']:,} | {st['rss_mb']:,} | encode alone {st['encode_s']:.1f} s |")
-    print(f"\nlodex over sentence-transformers, wall to wall: {st['wall_s'] / lo['wall_s']:.2f}x "
-          f"(over its encode alone: {st['encode_s'] / lo['wall_s']:.2f}x)")
+    print(
+        f"\nlodex over sentence-transformers, wall to wall: {st['wall_s'] / lo['wall_s']:.2f}x "
+        f"(over its encode alone: {st['encode_s'] / lo['wall_s']:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

@@ -27,11 +27,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import machine_line, peak_rss_mib  # noqa: E402
 
-WORDS = ("wing lift drag flow boundary layer heat transfer pressure shock wave laminar turbulent plate cylinder velocity "
-         "surface temperature model test tunnel number mach reynolds jet stream free body angle attack edge leading "
-         "trailing section theory experiment result method solution equation data load stress buckling panel shell "
-         "cell blood patient treatment study effect dose tissue growth library information retrieval index search "
-         "system user document query term weight").split()
+WORDS = (
+    "wing lift drag flow boundary layer heat transfer pressure shock wave laminar turbulent plate cylinder velocity "
+    "surface temperature model test tunnel number mach reynolds jet stream free body angle attack edge leading "
+    "trailing section theory experiment result method solution equation data load stress buckling panel shell "
+    "cell blood patient treatment study effect dose tissue growth library information retrieval index search "
+    "system user document query term weight"
+).split()
 FULL_CHUNKS, FULL_TOKENS = 20_000, 128
 
 
@@ -51,8 +53,9 @@ def build_model(path: Path, layers: int, hidden: int) -> Path:
     from tests.tiny_models import save_with_tokenizer
 
     torch.manual_seed(0)
-    config = BertConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=16, intermediate_size=4 * hidden,
-                        max_position_embeddings=512)
+    config = BertConfig(
+        hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=16, intermediate_size=4 * hidden, max_position_embeddings=512
+    )
     return save_with_tokenizer(AutoModel.from_config(config).eval(), path, 512)
 
 
@@ -66,9 +69,11 @@ def worker(args: argparse.Namespace) -> None:
     from lodex.indexer.encoding_jobs import GROUP_BATCHES
 
     workdir = Path(args.workdir)
-    cfg = {"baseline": EncoderSettings(),
-           "memory": EncoderSettings(model=str(workdir / "model"), memory_budget_mb=1 << 20),
-           "streamed": EncoderSettings(model=str(workdir / "model"), memory_budget_mb=args.budget_mb)}[args.worker.removesuffix("-cold")]
+    cfg = {
+        "baseline": EncoderSettings(),
+        "memory": EncoderSettings(model=str(workdir / "model"), memory_budget_mb=1 << 20),
+        "streamed": EncoderSettings(model=str(workdir / "model"), memory_budget_mb=args.budget_mb),
+    }[args.worker.removesuffix("-cold")]
     start = time.perf_counter()
     encoder = TransformersEncoder(cfg, spill_dir=workdir / "data")
     loaded = time.perf_counter() - start
@@ -85,14 +90,39 @@ def worker(args: argparse.Namespace) -> None:
         first, i = end, i + 1
     seconds = time.perf_counter() - start
     np.save(workdir / f"{args.worker}.npy", np.concatenate(sample))
-    print(json.dumps({"rss": peak_rss_mib(), "seconds": seconds, "load": loaded, "tokens": sum(lengths), "groups": i,
-                      "batch_tokens": encoder.batch_tokens, "streamed": type(encoder.model).__name__ == "StreamedModel"}))
+    print(
+        json.dumps(
+            {
+                "rss": peak_rss_mib(),
+                "seconds": seconds,
+                "load": loaded,
+                "tokens": sum(lengths),
+                "groups": i,
+                "batch_tokens": encoder.batch_tokens,
+                "streamed": type(encoder.model).__name__ == "StreamedModel",
+            }
+        )
+    )
 
 
 def run(args: argparse.Namespace, mode: str) -> dict:
     """A child process for `mode`; its JSON line."""
-    command = [sys.executable, __file__, "--worker", mode, "--workdir", args.workdir, "--chunks", str(args.chunks),
-               "--chunk-tokens", str(args.chunk_tokens), "--budget-mb", str(args.budget_mb), "--sample", str(args.sample)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        mode,
+        "--workdir",
+        args.workdir,
+        "--chunks",
+        str(args.chunks),
+        "--chunk-tokens",
+        str(args.chunk_tokens),
+        "--budget-mb",
+        str(args.budget_mb),
+        "--sample",
+        str(args.sample),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         sys.exit(f"{mode} run failed:\n{done.stderr[-3000:]}")
@@ -127,21 +157,29 @@ def main() -> None:
         if mode == "streamed-cold":
             evict(sorted(model.glob("*.safetensors")))
         figures[mode] = result = run(args, mode)
-        print(f"{mode:>14}: peak RSS {result['rss']:7,.0f} MiB  load {result['load']:5.1f} s  encode {result['seconds']:7.1f} s  "
-              f"{result['tokens'] / result['seconds']:7,.0f} tokens/s  ({result['groups']} groups, streamed: {result['streamed']})")
+        print(
+            f"{mode:>14}: peak RSS {result['rss']:7,.0f} MiB  load {result['load']:5.1f} s  encode {result['seconds']:7.1f} s  "
+            f"{result['tokens'] / result['seconds']:7,.0f} tokens/s  ({result['groups']} groups, streamed: {result['streamed']})"
+        )
     base, memory = figures["baseline"], figures["memory"]
     hidden = args.hidden
     tokens, width = figures["streamed"]["batch_tokens"], args.chunk_tokens + 2  # one batch: q k v, context, output, 2 x ffn, scores
     activations = (tokens * 13 * hidden + 2 * (tokens // width) * 16 * width * width) * 4 / 2**20
-    print(f"streamed - baseline: {figures['streamed']['rss'] - base['rss']:,.0f} MiB (cold {figures['streamed-cold']['rss'] - base['rss']:,.0f}); "
-          f"limit {args.budget_mb} MiB budget + {activations:,.0f} MiB one batch's activations = {args.budget_mb + activations:,.0f} MiB; "
-          f"in memory - baseline: {memory['rss'] - base['rss']:,.0f} MiB")
+    print(
+        f"streamed - baseline: {figures['streamed']['rss'] - base['rss']:,.0f} MiB (cold {figures['streamed-cold']['rss'] - base['rss']:,.0f}); "
+        f"limit {args.budget_mb} MiB budget + {activations:,.0f} MiB one batch's activations = {args.budget_mb + activations:,.0f} MiB; "
+        f"in memory - baseline: {memory['rss'] - base['rss']:,.0f} MiB"
+    )
     speed = {m: figures[m]["tokens"] / figures[m]["seconds"] for m in figures}
-    print(f"throughput vs in memory: warm {speed['streamed'] / speed['memory']:.2f}x, cold {speed['streamed-cold'] / speed['memory']:.2f}x "
-          f"({machine_line().split('; ')[1]})")
+    print(
+        f"throughput vs in memory: warm {speed['streamed'] / speed['memory']:.2f}x, cold {speed['streamed-cold'] / speed['memory']:.2f}x "
+        f"({machine_line().split('; ')[1]})"
+    )
     full = FULL_CHUNKS * (FULL_TOKENS + 2)
-    print(f"{FULL_CHUNKS:,} chunks of {FULL_TOKENS} tokens would take: in memory {full / speed['memory'] / 3600:.1f} h, "
-          f"streamed {full / speed['streamed'] / 3600:.1f} h (at these tokens/s)")
+    print(
+        f"{FULL_CHUNKS:,} chunks of {FULL_TOKENS} tokens would take: in memory {full / speed['memory'] / 3600:.1f} h, "
+        f"streamed {full / speed['streamed'] / 3600:.1f} h (at these tokens/s)"
+    )
     ref = np.load(Path(args.workdir) / "memory.npy")
     for mode in ("streamed", "streamed-cold"):
         out = np.load(Path(args.workdir) / f"{mode}.npy")

@@ -55,8 +55,7 @@ def sudachi_tokens() -> Tokenizer | None:
     def tokens(text: str) -> list[str]:
         out: list[str] = []
         for start in range(0, len(text), 4000):  # Sudachi refuses inputs over ~49 KB
-            out += [m.normalized_form().lower() for m in tokenizer.tokenize(text[start : start + 4000], SplitMode.A)
-                    if _HAS_WORD.search(m.surface())]
+            out += [m.normalized_form().lower() for m in tokenizer.tokenize(text[start : start + 4000], SplitMode.A) if _HAS_WORD.search(m.surface())]
         return out
 
     return tokens
@@ -95,8 +94,11 @@ def baselines(lang: str) -> dict[str, Tokenizer]:
         sudachi = sudachi_tokens()
         return ({"sudachi + BM25": sudachi} if sudachi else {}) | {"char bigrams + BM25": bigram_tokens}
     stemmer = {"de": "german", "fr": "french"}.get(lang, "english")
-    return {f"regex + {stemmer} stemming + BM25": regex_tokens(stemmer), "regex + english stemming + BM25": regex_tokens("english"),
-            "regex, no stemming + BM25": regex_tokens(None)}
+    return {
+        f"regex + {stemmer} stemming + BM25": regex_tokens(stemmer),
+        "regex + english stemming + BM25": regex_tokens("english"),
+        "regex, no stemming + BM25": regex_tokens(None),
+    }
 
 
 @dataclass

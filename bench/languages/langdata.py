@@ -19,7 +19,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from selectolax.lexbor import LexborHTMLParser as HTMLParser, LexborNode as Node
+from selectolax.lexbor import LexborHTMLParser as HTMLParser
+from selectolax.lexbor import LexborNode as Node
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "langdata"
 
@@ -72,8 +73,7 @@ def deb_version(deb: Path) -> str:
 
 
 def _document(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"/><title>{title}</title></head>\n'
-            f"<body>\n{body}\n</body></html>\n")
+    return f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"/><title>{title}</title></head>\n<body>\n{body}\n</body></html>\n'
 
 
 def _is_section(node: Node) -> bool:
@@ -111,10 +111,10 @@ def split_faq(text: str) -> list[tuple[str, str, str]]:
     starts = list(_FAQ_QUESTION.finditer(text))
     out = []
     for i, match in enumerate(starts):
-        block = text[match.start():starts[i + 1].start() if i + 1 < len(starts) else len(text)]
+        block = text[match.start() : starts[i + 1].start() if i + 1 < len(starts) else len(text)]
         question, _, answer = block.partition("\n\n")
         end = _FAQ_CHAPTER.search(answer)
-        answer = answer[:end.start()] if end else answer
+        answer = answer[: end.start()] if end else answer
         out.append((f"faq-{int(match.group(1)):02d}-{int(match.group(2)):02d}", " ".join(question.split()), answer))
     return out
 

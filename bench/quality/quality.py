@@ -88,8 +88,10 @@ def main() -> None:
         if not args.no_baseline:
             base_runs, base_s = st_baseline(store, queries, depth=max(2000, 20 * summary.chunks // max(len(docs), 1)))
             rows["sentence-transformers + FAISS (same chunks, best chunk)"] = evaluate(base_runs, qrels)
-    print(f"dataset {collection.name}  bundle {args.bundle}  files {docs.num_rows}  chunks {summary.chunks}  "
-          f"chunk tokens {settings.chunking.max_tokens}/{settings.chunking.overlap}  queries {len(queries)}")
+    print(
+        f"dataset {collection.name}  bundle {args.bundle}  files {docs.num_rows}  chunks {summary.chunks}  "
+        f"chunk tokens {settings.chunking.max_tokens}/{settings.chunking.overlap}  queries {len(queries)}"
+    )
     print(f"index {summary.seconds:.1f} s ({summary.tokens / summary.seconds:,.0f} tokens/s); search {query_ms:.1f} ms/query")
     print(f"{'ranking':58s} {'nDCG@10':>8s} {'R@100':>8s} {'MRR@10':>8s}")
     for name, m in rows.items():

@@ -45,8 +45,9 @@ def build(zip_path: Path, qrels_path: Path, out: Path) -> dict[str, int]:
     out.mkdir(parents=True, exist_ok=True)
     with (out / "corpus.jsonl").open("w", encoding="utf-8") as fh:
         for row in corpus:
-            fh.write(json.dumps({"_id": row["doc_id"], "title": row["title"], "text": " ".join(sentences(row["abstract"]))},
-                                ensure_ascii=False) + "\n")
+            fh.write(
+                json.dumps({"_id": row["doc_id"], "title": row["title"], "text": " ".join(sentences(row["abstract"]))}, ensure_ascii=False) + "\n"
+            )
     with (out / "queries.jsonl").open("w", encoding="utf-8") as fh:
         for qid in sorted(judged, key=int):
             fh.write(json.dumps({"_id": qid, "text": texts[qid]}, ensure_ascii=False) + "\n")

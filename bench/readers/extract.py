@@ -48,12 +48,21 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import EVALDATA, machine_line, peak_rss_mib  # noqa: E402
 from bench.readers.extract_figures import fidelity, installed_mib, licence, requirements, words  # noqa: E402
-from bench.readers.extract_formats import (ALTERNATIVES, FORMAT_EXTRACT, FORMAT_REPEAT, FORMATS,  # noqa: E402
-                                           NO_ALTERNATIVE, Source, abstracts, build_formats)
+from bench.readers.extract_formats import ALTERNATIVES, FORMAT_EXTRACT, FORMAT_REPEAT, FORMATS, NO_ALTERNATIVE, Source, abstracts, build_formats  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "pdf"
-CHROMIUM = ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-pdf-header-footer"]
+CHROMIUM = [
+    "/usr/bin/chromium",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-pdf-header-footer",
+]
 # library: (distribution, extra whose requirements it needs, licence of the code that reads: pdfium's for pypdfium2)
 LIBRARIES = {
     "pypdfium2": ("pypdfium2", "", "Apache-2.0 / BSD-3-Clause"),
@@ -83,8 +92,8 @@ def pages_pypdfium2(data: bytes) -> Iterator[str]:
 
 
 def pages_lodex(data: bytes) -> Iterator[str]:
-    from lodex.indexer.readers.document import ReadLimits
     from lodex.indexer.pdf.pdf_reader import read_pdf
+    from lodex.indexer.readers.document import ReadLimits
 
     yield read_pdf(data, ReadLimits()).text
 
@@ -115,8 +124,12 @@ def pages_markitdown(data: bytes) -> Iterator[str]:
 
 
 EXTRACT: dict[str, Callable[[bytes], Iterator[str]]] = {
-    "pypdfium2": pages_pypdfium2, "lodex": pages_lodex, "pypdf": pages_pypdf, "pdfminer.six": pages_pdfminer,
-    "kreuzberg": pages_kreuzberg, "markitdown": pages_markitdown,
+    "pypdfium2": pages_pypdfium2,
+    "lodex": pages_lodex,
+    "pypdf": pages_pypdf,
+    "pdfminer.six": pages_pdfminer,
+    "kreuzberg": pages_kreuzberg,
+    "markitdown": pages_markitdown,
 }
 
 
@@ -124,6 +137,7 @@ def child(args: argparse.Namespace) -> None:
     """One library (or baseline) in this process; prints one JSON object."""
     if args.child == "bare":
         import lodex.indexer.readers.document  # noqa: F401 - the interpreter with lodex imported, nothing read
+
         print(json.dumps({"rss": peak_rss_mib()}))
         return
     if args.child == "txt":
@@ -173,9 +187,13 @@ CHILD = "import sys; sys.path.insert(0, sys.argv.pop(1)); from bench.readers imp
 
 def run_child(kind: str, files: list[Path], python: str = sys.executable, repeat: int = 1) -> dict:
     """Runs one library (`kind`) on `files` in a child process of interpreter `python`; its JSON, or {"error": …}."""
-    proc = subprocess.run([python, "-c", CHILD, str(ROOT), "--child", kind, "--repeat", str(repeat),
-                           *map(str, files)],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    proc = subprocess.run(
+        [python, "-c", CHILD, str(ROOT), "--child", kind, "--repeat", str(repeat), *map(str, files)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["exit " + str(proc.returncode)])[-1][:120]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -187,14 +205,23 @@ def run_child(kind: str, files: list[Path], python: str = sys.executable, repeat
 def print_pdf(pages: list[str], out: Path, work: Path) -> None:
     """A PDF of one abstract a page ("Report N" above it, in two columns, header and footer) printed by Chromium."""
     sections = "".join(f"<section><h2>Report {i}</h2><div>{escape(t)}</div></section>" for i, t in enumerate(pages, 1))
-    style = ('@page { size: A4; margin: 2cm; @top-center { content: "Evaluation abstracts, lodex bench" }'
-             ' @bottom-center { content: "Page " counter(page) } } body { font: 11pt serif }'
-             " section { break-after: page } div { column-count: 2; text-align: justify }")
+    style = (
+        '@page { size: A4; margin: 2cm; @top-center { content: "Evaluation abstracts, lodex bench" }'
+        ' @bottom-center { content: "Page " counter(page) } } body { font: 11pt serif }'
+        " section { break-after: page } div { column-count: 2; text-align: justify }"
+    )
     source = work / (out.stem + ".html")
-    source.write_text(f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Evaluation abstracts'
-                      f"</title><style>{style}</style></head><body>{sections}</body></html>", encoding="utf-8")
-    subprocess.run([*CHROMIUM, f"--user-data-dir={tempfile.mkdtemp(dir=work)}", f"--print-to-pdf={out}",
-                    source.as_uri()], check=True, capture_output=True, timeout=600)
+    source.write_text(
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Evaluation abstracts'
+        f"</title><style>{style}</style></head><body>{sections}</body></html>",
+        encoding="utf-8",
+    )
+    subprocess.run(
+        [*CHROMIUM, f"--user-data-dir={tempfile.mkdtemp(dir=work)}", f"--print-to-pdf={out}", source.as_uri()],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
 
 
 def build(work: Path, evaldata: Path, pages: int, speed_pages: int) -> tuple[Path, Path, Path, list[str]]:
@@ -227,13 +254,12 @@ def main() -> None:
     parser.add_argument("--speed-pages", type=int, default=200, help="pages of the PDF every library reads")
     parser.add_argument("--libs", default=",".join(LIBRARIES), help="comma-separated, from: " + ", ".join(LIBRARIES))
     parser.add_argument("--evaldata", type=Path, default=EVALDATA, help="default: $LODEX_EVALDATA or ../shared/evaldata")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="keep the PDFs and Office files here (made once, reused later; default a temp dir)")
-    parser.add_argument("--formats", default=",".join(FORMATS), type=format_list,
-                        help="comma-separated, from: " + ", ".join(FORMATS))
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="keep the PDFs and Office files here (made once, reused later; default a temp dir)"
+    )
+    parser.add_argument("--formats", default=",".join(FORMATS), type=format_list, help="comma-separated, from: " + ", ".join(FORMATS))
     parser.add_argument("--text-mb", type=float, default=1.0, help="MB of abstracts in each Office file (default 1)")
-    parser.add_argument("--alt-python", default=sys.executable,
-                        help="interpreter with the alternative libraries of the formats (default: this one)")
+    parser.add_argument("--alt-python", default=sys.executable, help="interpreter with the alternative libraries of the formats (default: this one)")
     parser.add_argument("--repeat", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--skip-pdf", action="store_true", help="leave out the PDF libraries")
     parser.add_argument("--skip-office", action="store_true", help="leave out the other formats (--formats)")
@@ -275,8 +301,10 @@ def report_pdf(args: argparse.Namespace, work: Path) -> None:
     files = fidelity_files(speed, speed_source)
     libs = [lib for lib in args.libs.split(",") if lib]
     base_deps = requirements("lodex") - {"pypdfium2"}
-    print(f"speed: {speed.name} ({args.speed_pages} pages, {speed.stat().st_size / 2**20:.1f} MiB, Chromium: two columns,"
-          f" header, footer); fidelity: {len(files)} PDFs, {sum(len(words(t)) for t in files.values()):,} source words")
+    print(
+        f"speed: {speed.name} ({args.speed_pages} pages, {speed.stat().st_size / 2**20:.1f} MiB, Chromium: two columns,"
+        f" header, footer); fidelity: {len(files)} PDFs, {sum(len(words(t)) for t in files.values()):,} source words"
+    )
     bare = run_child("bare", [])
     rows: dict[str, dict] = {}
     for lib in libs:
@@ -286,32 +314,42 @@ def report_pdf(args: argparse.Namespace, work: Path) -> None:
             continue
         dist, extra, known = LIBRARIES[lib]
         timing = result["files"][str(speed)]
-        rows[lib] = {"version": metadata.version(dist), "licence": licence(dist, known), "rss": result["rss"],
-                     "pps": args.speed_pages / timing["seconds"], "cpu": timing["cpu"] * 1000 / args.speed_pages,
-                     "fidelity": fidelity([(source, result["files"][str(path)]["text"]) for path, source in files.items()]),
-                     "order": {path.stem: fidelity([(source, result["files"][str(path)]["text"])])[2]
-                               for path, source in files.items()},
-                     "mib": installed_mib(requirements(dist, extra) - base_deps)}
+        rows[lib] = {
+            "version": metadata.version(dist),
+            "licence": licence(dist, known),
+            "rss": result["rss"],
+            "pps": args.speed_pages / timing["seconds"],
+            "cpu": timing["cpu"] * 1000 / args.speed_pages,
+            "fidelity": fidelity([(source, result["files"][str(path)]["text"]) for path, source in files.items()]),
+            "order": {path.stem: fidelity([(source, result["files"][str(path)]["text"])])[2] for path, source in files.items()},
+            "mib": installed_mib(requirements(dist, extra) - base_deps),
+        }
     print_table(rows, bare["rss"])
     print_large(big, folder, bare["rss"])
 
 
 def print_table(rows: dict[str, dict], bare_rss: float) -> None:
     base = rows.get(BASELINE, {}).get("pps")
-    print(f"{'library':<13} {'version':<9} {'licence':<26} {'pages/s':>8} {'x ' + BASELINE:>12} {'cpu ms/p':>8}"
-          f" {'peak RSS':>9} {'x bare':>7} {'recall':>7} {'precis.':>7} {'order':>6} {'inst. MiB':>9}")
+    print(
+        f"{'library':<13} {'version':<9} {'licence':<26} {'pages/s':>8} {'x ' + BASELINE:>12} {'cpu ms/p':>8}"
+        f" {'peak RSS':>9} {'x bare':>7} {'recall':>7} {'precis.':>7} {'order':>6} {'inst. MiB':>9}"
+    )
     for lib, r in rows.items():
         recall, precision, order = r["fidelity"]
         ratio = f"{r['pps'] / base:.2f}" if base else "-"
-        print(f"{lib:<13} {r['version']:<9} {r['licence']:<26} {r['pps']:>8,.0f} {ratio:>12} {r['cpu']:>8.1f}"
-              f" {r['rss']:>7.0f} M {r['rss'] / bare_rss:>7.2f} {recall:>7.3f} {precision:>7.3f} {order:>6.3f}"
-              f" {r['mib']:>9.1f}")
+        print(
+            f"{lib:<13} {r['version']:<9} {r['licence']:<26} {r['pps']:>8,.0f} {ratio:>12} {r['cpu']:>8.1f}"
+            f" {r['rss']:>7.0f} M {r['rss'] / bare_rss:>7.2f} {recall:>7.3f} {precision:>7.3f} {order:>6.3f}"
+            f" {r['mib']:>9.1f}"
+        )
     names = list(next(iter(rows.values()))["order"]) if rows else []
     print("order, file by file: " + " ".join(f"{name:>16}" for name in names))
     for lib, r in rows.items():
         print(f"  {lib:<18}" + " ".join(f"{r['order'][name]:>16.3f}" for name in names))
-    print(f"peak RSS 'x bare': against the bare interpreter with lodex imported ({bare_rss:.0f} MiB), same run;"
-          f" 'inst. MiB': the package and what it adds to lodex's other dependencies, installed")
+    print(
+        f"peak RSS 'x bare': against the bare interpreter with lodex imported ({bare_rss:.0f} MiB), same run;"
+        f" 'inst. MiB': the package and what it adds to lodex's other dependencies, installed"
+    )
 
 
 def print_large(big: Path, folder: Path, bare_rss: float) -> None:
@@ -322,22 +360,28 @@ def print_large(big: Path, folder: Path, bare_rss: float) -> None:
         print(f"{pages:,}-page PDF: not measured ({lodex.get('error') or txt.get('error')})")
         return
     timing = lodex["files"][str(big)]
-    print(f"{pages:,}-page PDF ({big.stat().st_size / 2**20:.1f} MiB): lodex read_pdf {timing['seconds']:.1f} s"
-          f" ({pages / timing['seconds']:,.0f} pages/s, {len(timing['text']):,} chars), peak RSS {lodex['rss']:.0f} MiB"
-          f" = {lodex['rss'] / bare_rss:.2f} x the bare interpreter with lodex imported ({bare_rss:.0f} MiB),"
-          f" {lodex['rss'] / txt['rss']:.2f} x reading the same text from {pages:,} .txt files ({txt['rss']:.0f} MiB,"
-          f" {txt['chars']:,} chars)")
+    print(
+        f"{pages:,}-page PDF ({big.stat().st_size / 2**20:.1f} MiB): lodex read_pdf {timing['seconds']:.1f} s"
+        f" ({pages / timing['seconds']:,.0f} pages/s, {len(timing['text']):,} chars), peak RSS {lodex['rss']:.0f} MiB"
+        f" = {lodex['rss'] / bare_rss:.2f} x the bare interpreter with lodex imported ({bare_rss:.0f} MiB),"
+        f" {lodex['rss'] / txt['rss']:.2f} x reading the same text from {pages:,} .txt files ({txt['rss']:.0f} MiB,"
+        f" {txt['chars']:,} chars)"
+    )
 
 
 def report_formats(args: argparse.Namespace, work: Path) -> None:
     """Per format: lodex's reader, then its alternative (or why there is none), on the same generated file."""
     files = build_formats(work, args.evaldata, args.formats, args.text_mb)
     bare = run_child("bare", [])
-    print(f"formats: {args.text_mb:g} MB of abstracts in each file, made by LibreOffice (soffice --headless"
-          f" --convert-to, from HTML and flat ODF) and Python's email package; best of {FORMAT_REPEAT} reads;"
-          f" alternatives run by {args.alt_python}")
-    print(f"{'format':<6} {'reader':<15} {'version':<8} {'licence':<20} {'file MB':>7} {'MB/s':>7} {'x lodex':>7}"
-          f" {'units/s':>15} {'peak RSS':>9} {'x lodex':>7} {'recall':>7} {'precis.':>7}")
+    print(
+        f"formats: {args.text_mb:g} MB of abstracts in each file, made by LibreOffice (soffice --headless"
+        f" --convert-to, from HTML and flat ODF) and Python's email package; best of {FORMAT_REPEAT} reads;"
+        f" alternatives run by {args.alt_python}"
+    )
+    print(
+        f"{'format':<6} {'reader':<15} {'version':<8} {'licence':<20} {'file MB':>7} {'MB/s':>7} {'x lodex':>7}"
+        f" {'units/s':>15} {'peak RSS':>9} {'x lodex':>7} {'recall':>7} {'precis.':>7}"
+    )
     for fmt, (path, source) in files.items():
         lodex = format_row(fmt, "lodex", path, source, sys.executable)
         print_format_row(fmt, "lodex", lodex, lodex)
@@ -346,9 +390,11 @@ def report_formats(args: argparse.Namespace, work: Path) -> None:
             continue
         name = ALTERNATIVES[fmt].name
         print_format_row(fmt, name, format_row(fmt, name, path, source, args.alt_python), lodex)
-    print("MB = 10^6 bytes of the file; 'x lodex': the reader's MB/s and peak RSS over lodex's reader's, same run and"
-          " file; recall and precision: of words (\"|\" taken for a space), against the text the file was made from;"
-          f" peak RSS of the bare interpreter with lodex imported: {bare.get('rss', float('nan')):.0f} MiB")
+    print(
+        "MB = 10^6 bytes of the file; 'x lodex': the reader's MB/s and peak RSS over lodex's reader's, same run and"
+        ' file; recall and precision: of words ("|" taken for a space), against the text the file was made from;'
+        f" peak RSS of the bare interpreter with lodex imported: {bare.get('rss', float('nan')):.0f} MiB"
+    )
 
 
 def format_row(fmt: str, name: str, path: Path, source: Source, python: str) -> dict:
@@ -360,9 +406,16 @@ def format_row(fmt: str, name: str, path: Path, source: Source, python: str) -> 
     timing = result["files"][str(path)]
     recall, precision, _ = fidelity([(source.text, timing["text"].replace("|", " "))])  # "|": a cell separator
     units = f"{source.units[0] / timing['seconds']:,.0f} {source.units[1]}/s" if source.units else ""
-    return {"version": result["version"], "licence": result["licence"], "mb": path.stat().st_size / 1e6,
-            "mbps": path.stat().st_size / 1e6 / timing["seconds"], "units": units, "rss": result["rss"],
-            "recall": recall, "precision": precision}
+    return {
+        "version": result["version"],
+        "licence": result["licence"],
+        "mb": path.stat().st_size / 1e6,
+        "mbps": path.stat().st_size / 1e6 / timing["seconds"],
+        "units": units,
+        "rss": result["rss"],
+        "recall": recall,
+        "precision": precision,
+    }
 
 
 def print_format_row(fmt: str, name: str, row: dict, lodex: dict) -> None:
@@ -372,9 +425,11 @@ def print_format_row(fmt: str, name: str, row: dict, lodex: dict) -> None:
         return
     speed = f"{row['mbps'] / lodex['mbps']:.2f}" if "error" not in lodex else "-"
     rss = f"{row['rss'] / lodex['rss']:.2f}" if "error" not in lodex else "-"
-    print(f"{fmt:<6} {name:<15} {row['version']:<8} {row['licence'][:20]:<20} {row['mb']:>7.2f} {row['mbps']:>7.2f}"
-          f" {speed:>7} {row['units']:>15} {row['rss']:>7.0f} M {rss:>7} {row['recall']:>7.3f}"
-          f" {row['precision']:>7.3f}")
+    print(
+        f"{fmt:<6} {name:<15} {row['version']:<8} {row['licence'][:20]:<20} {row['mb']:>7.2f} {row['mbps']:>7.2f}"
+        f" {speed:>7} {row['units']:>15} {row['rss']:>7.0f} M {rss:>7} {row['recall']:>7.3f}"
+        f" {row['precision']:>7.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from datetime import UTC
 from html import escape
 from pathlib import Path
 from typing import NamedTuple  # not dataclasses: its import (inspect) would weigh on every child's RSS
@@ -26,10 +27,15 @@ def abstracts(evaldata: Path) -> list[str]:
 
 # lodex's reader of each format: (module of lodex.indexer, function); each takes (data, ReadLimits) and gives a Document
 LODEX_READERS = {
-    "docx": ("ooxml_readers", "read_docx"), "pptx": ("ooxml_readers", "read_pptx"),
-    "xlsx": ("xlsx_reader", "read_xlsx"), "odt": ("odf_readers", "read_odt"),
-    "odp": ("odf_readers", "read_odp"), "ods": ("odf_readers", "read_ods"),
-    "rtf": ("rtf_reader", "read_rtf"), "epub": ("epub_reader", "read_epub"), "eml": ("mail_reader", "read_eml"),
+    "docx": ("ooxml_readers", "read_docx"),
+    "pptx": ("ooxml_readers", "read_pptx"),
+    "xlsx": ("xlsx_reader", "read_xlsx"),
+    "odt": ("odf_readers", "read_odt"),
+    "odp": ("odf_readers", "read_odp"),
+    "ods": ("odf_readers", "read_ods"),
+    "rtf": ("rtf_reader", "read_rtf"),
+    "epub": ("epub_reader", "read_epub"),
+    "eml": ("mail_reader", "read_eml"),
 }
 FORMATS = list(LODEX_READERS)
 FORMAT_REPEAT = 3  # reads of each file in the format part, the fastest counted
@@ -176,11 +182,11 @@ def writer_source(texts: list[str]) -> Source:
         text += [f"Report {i}", abstract]
         if i % 25 == 0:
             rows = summary_rows(texts, i - 24, i)
-            html.append("<table border='1'>" + "".join(
-                "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows) + "</table>")
+            html.append(
+                "<table border='1'>" + "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows) + "</table>"
+            )
             text += [" ".join(row) for row in rows]
-    page = ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Evaluation abstracts</title></head>'
-            f'<body>{"".join(html)}</body></html>')
+    page = f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Evaluation abstracts</title></head><body>{"".join(html)}</body></html>'
     return Source("writer.html", page.encode(), "\n".join(text))
 
 
@@ -193,35 +199,54 @@ def summary_rows(texts: list[str], first: int, last: int) -> list[tuple[str, str
     return rows
 
 
-FLAT_ODF_NAMESPACES = " ".join(f'xmlns:{prefix}="urn:oasis:names:tc:opendocument:xmlns:{ns}"' for prefix, ns in (
-    ("office", "office:1.0"), ("style", "style:1.0"), ("text", "text:1.0"), ("table", "table:1.0"),
-    ("draw", "drawing:1.0"), ("presentation", "presentation:1.0"), ("fo", "xsl-fo-compatible:1.0"),
-    ("svg", "svg-compatible:1.0")))
+FLAT_ODF_NAMESPACES = " ".join(
+    f'xmlns:{prefix}="urn:oasis:names:tc:opendocument:xmlns:{ns}"'
+    for prefix, ns in (
+        ("office", "office:1.0"),
+        ("style", "style:1.0"),
+        ("text", "text:1.0"),
+        ("table", "table:1.0"),
+        ("draw", "drawing:1.0"),
+        ("presentation", "presentation:1.0"),
+        ("fo", "xsl-fo-compatible:1.0"),
+        ("svg", "svg-compatible:1.0"),
+    )
+)
 
 
 def flat_odf(mimetype: str, styles: str, body: str) -> bytes:
     """A flat (single XML file) OpenDocument of `mimetype`, its automatic and master styles and its body."""
-    return (f'<?xml version="1.0" encoding="UTF-8"?><office:document {FLAT_ODF_NAMESPACES} office:version="1.3"'
-            f' office:mimetype="application/vnd.oasis.opendocument.{mimetype}">{styles}<office:body>{body}'
-            "</office:body></office:document>").encode()
+    return (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document {FLAT_ODF_NAMESPACES} office:version="1.3"'
+        f' office:mimetype="application/vnd.oasis.opendocument.{mimetype}">{styles}<office:body>{body}'
+        "</office:body></office:document>"
+    ).encode()
 
 
 def slides_source(texts: list[str]) -> Source:
     """A flat ODF presentation for LibreOffice Impress: one slide a report, "Report N" as its title and the abstract
     in its outline box."""
-    frame = '<draw:frame presentation:class="{}" svg:x="1cm" svg:y="{}" svg:width="26cm" svg:height="{}">' \
-            "<draw:text-box><text:p>{}</text:p></draw:text-box></draw:frame>"
-    slides = "".join(f'<draw:page draw:name="Report {i}" draw:master-page-name="Default">'
-                     + frame.format("title", "0.8cm", "2.5cm", f"Report {i}")
-                     + frame.format("outline", "3.8cm", "14cm", escape(abstract)) + "</draw:page>"
-                     for i, abstract in enumerate(texts, 1))
-    styles = ('<office:automatic-styles><style:page-layout style:name="PM1"><style:page-layout-properties'
-              ' fo:page-width="28cm" fo:page-height="21cm" style:print-orientation="landscape"/></style:page-layout>'
-              '</office:automatic-styles><office:master-styles><style:master-page style:name="Default"'
-              ' style:page-layout-name="PM1"/></office:master-styles>')
+    frame = (
+        '<draw:frame presentation:class="{}" svg:x="1cm" svg:y="{}" svg:width="26cm" svg:height="{}">'
+        "<draw:text-box><text:p>{}</text:p></draw:text-box></draw:frame>"
+    )
+    slides = "".join(
+        f'<draw:page draw:name="Report {i}" draw:master-page-name="Default">'
+        + frame.format("title", "0.8cm", "2.5cm", f"Report {i}")
+        + frame.format("outline", "3.8cm", "14cm", escape(abstract))
+        + "</draw:page>"
+        for i, abstract in enumerate(texts, 1)
+    )
+    styles = (
+        '<office:automatic-styles><style:page-layout style:name="PM1"><style:page-layout-properties'
+        ' fo:page-width="28cm" fo:page-height="21cm" style:print-orientation="landscape"/></style:page-layout>'
+        '</office:automatic-styles><office:master-styles><style:master-page style:name="Default"'
+        ' style:page-layout-name="PM1"/></office:master-styles>'
+    )
     text = "\n".join(f"Report {i}\n{abstract}" for i, abstract in enumerate(texts, 1))
-    return Source("slides.fodp", flat_odf("presentation", styles, f"<office:presentation>{slides}"
-                                          "</office:presentation>"), text, (len(texts), "slides"))
+    return Source(
+        "slides.fodp", flat_odf("presentation", styles, f"<office:presentation>{slides}</office:presentation>"), text, (len(texts), "slides")
+    )
 
 
 def sheets_source(texts: list[str]) -> Source:
@@ -231,29 +256,30 @@ def sheets_source(texts: list[str]) -> Source:
     for first in range(0, len(texts), 250):
         name = f"Reports {first + 1}-{min(first + 250, len(texts))}"
         lines = [("Report", "Sentence", "Words", "Text")] + [
-            (i, n, len(sentence.split()), sentence) for i, abstract in enumerate(texts[first:first + 250], first + 1)
-            for n, sentence in enumerate(re.split(r"(?<=[.!?])\s+", abstract), 1)]
-        body = "".join("<table:table-row>" + "".join(ods_cell(value) for value in line) + "</table:table-row>"
-                       for line in lines)
+            (i, n, len(sentence.split()), sentence)
+            for i, abstract in enumerate(texts[first : first + 250], first + 1)
+            for n, sentence in enumerate(re.split(r"(?<=[.!?])\s+", abstract), 1)
+        ]
+        body = "".join("<table:table-row>" + "".join(ods_cell(value) for value in line) + "</table:table-row>" for line in lines)
         sheets.append(f'<table:table table:name="{name}">{body}</table:table>')
         text += [name] + [" ".join(map(str, line)) for line in lines]
         rows += len(lines)
-    return Source("sheets.fods", flat_odf("spreadsheet", "", f"<office:spreadsheet>{''.join(sheets)}"
-                                          "</office:spreadsheet>"), "\n".join(text), (rows, "rows"))
+    return Source(
+        "sheets.fods", flat_odf("spreadsheet", "", f"<office:spreadsheet>{''.join(sheets)}</office:spreadsheet>"), "\n".join(text), (rows, "rows")
+    )
 
 
 def ods_cell(value: int | str) -> str:
     """One ODF spreadsheet cell: a number, or a string."""
     if isinstance(value, int):
-        return (f'<table:table-cell office:value-type="float" office:value="{value}"><text:p>{value}</text:p>'
-                "</table:table-cell>")
+        return f'<table:table-cell office:value-type="float" office:value="{value}"><text:p>{value}</text:p></table:table-cell>'
     return f'<table:table-cell office:value-type="string"><text:p>{escape(value)}</text:p></table:table-cell>'
 
 
 def mail_source(texts: list[str]) -> Source:
     """A message made by Python's email package: the reports as its text/plain body, an HTML alternative of them and
     a CSV attachment (report, words)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
     from email.message import EmailMessage
     from email.utils import format_datetime
 
@@ -261,21 +287,28 @@ def mail_source(texts: list[str]) -> Source:
     message["Subject"] = "Evaluation abstracts, lodex bench"
     message["From"] = "Evaluation desk <desk@example.org>"
     message["To"] = "Readers <readers@example.org>"
-    message["Date"] = format_datetime(datetime(2024, 1, 15, 9, 30, tzinfo=timezone.utc))
+    message["Date"] = format_datetime(datetime(2024, 1, 15, 9, 30, tzinfo=UTC))
     message["Message-ID"] = "<abstracts@example.org>"
     plain = "\n\n".join(f"Report {i}\n\n{abstract}" for i, abstract in enumerate(texts, 1))
     message.set_content(plain)
-    message.add_alternative("".join(f"<h2>Report {i}</h2><p>{escape(abstract)}</p>"
-                                    for i, abstract in enumerate(texts, 1)), subtype="html")
+    message.add_alternative("".join(f"<h2>Report {i}</h2><p>{escape(abstract)}</p>" for i, abstract in enumerate(texts, 1)), subtype="html")
     csv = "".join(f"{i},{len(abstract.split())}\r\n" for i, abstract in enumerate(texts, 1))
     message.add_attachment(csv.encode(), maintype="text", subtype="csv", filename="reports.csv")
     return Source("mail.eml", bytes(message), f"{message['Subject']}\n{plain}")
 
 
-SOURCES: dict[str, Callable[[list[str]], Source]] = {
-    "writer": writer_source, "slides": slides_source, "sheets": sheets_source, "mail": mail_source}
-SOURCE_OF = {"docx": "writer", "odt": "writer", "rtf": "writer", "epub": "writer", "pptx": "slides", "odp": "slides",
-             "xlsx": "sheets", "ods": "sheets", "eml": "mail"}
+SOURCES: dict[str, Callable[[list[str]], Source]] = {"writer": writer_source, "slides": slides_source, "sheets": sheets_source, "mail": mail_source}
+SOURCE_OF = {
+    "docx": "writer",
+    "odt": "writer",
+    "rtf": "writer",
+    "epub": "writer",
+    "pptx": "slides",
+    "odp": "slides",
+    "xlsx": "sheets",
+    "ods": "sheets",
+    "eml": "mail",
+}
 
 
 def convert(source: Path, fmt: str, out: Path, profile: Path) -> None:
@@ -283,9 +316,12 @@ def convert(source: Path, fmt: str, out: Path, profile: Path) -> None:
     under another name first, so an interrupted run leaves no half file to be reused."""
     infilter = ["--infilter=HTML (StarWriter)"] if source.suffix == ".html" else []  # Writer, not Writer/Web
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
-        subprocess.run(["soffice", f"-env:UserInstallation={profile.as_uri()}", "--headless", *infilter,
-                        "--convert-to", fmt, "--outdir", tmp, str(source)], check=True, capture_output=True,
-                       timeout=600)
+        subprocess.run(
+            ["soffice", f"-env:UserInstallation={profile.as_uri()}", "--headless", *infilter, "--convert-to", fmt, "--outdir", tmp, str(source)],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         (Path(tmp) / f"{source.stem}.{fmt}").rename(out)
 
 

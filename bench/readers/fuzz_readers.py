@@ -131,8 +131,7 @@ def main() -> None:
     if args.cases:
         chosen = [Case.parse(c) for c in args.cases.split(",")]
     else:
-        chosen = list(cases(tuple(args.formats.split(",")), _parse_range(args.seeds),
-                            tuple(g for g in args.generators.split(",") if g)))
+        chosen = list(cases(tuple(args.formats.split(",")), _parse_range(args.seeds), tuple(g for g in args.generators.split(",") if g)))
     tables: dict[str, Table] = defaultdict(Table)
     bad: list[Outcome] = []
     started = time.monotonic()
@@ -149,14 +148,17 @@ def main() -> None:
             bad.append(got)
         if args.verbose or got.kind in ("timeout", "memory", "crash"):
             print(f"  {case.id:42} {got.kind:8} {got.seconds:6.1f} s {got.rss_mb:7.0f} MB  {got.detail[:110]}", flush=True)
-    print(f"\n{len(chosen)} cases in {time.monotonic() - started:.0f} s; timeout {args.timeout:.0f} s, "
-          f"address space {args.memory_mb} MB per case\n")
-    print(f"{'format':7} {'cases':>6} {'read':>6} {'failed':>6} {'raw':>5} {'hang':>5} {'memory':>6} {'crash':>5} "
-          f"{'slowest':>8} {'peak RSS':>9}  slowest case / peak case")
+    print(f"\n{len(chosen)} cases in {time.monotonic() - started:.0f} s; timeout {args.timeout:.0f} s, address space {args.memory_mb} MB per case\n")
+    print(
+        f"{'format':7} {'cases':>6} {'read':>6} {'failed':>6} {'raw':>5} {'hang':>5} {'memory':>6} {'crash':>5} "
+        f"{'slowest':>8} {'peak RSS':>9}  slowest case / peak case"
+    )
     for fmt, t in sorted(tables.items()):
         k = t.kinds
-        print(f"{fmt:7} {t.cases:6} {k['read']:6} {k['failed']:6} {k['raw']:5} {k['timeout']:5} {k['memory']:6} "
-              f"{k['crash']:5} {t.slowest[0]:7.1f}s {t.peak[0]:7.0f}MB  {t.slowest[1]} / {t.peak[1]}")
+        print(
+            f"{fmt:7} {t.cases:6} {k['read']:6} {k['failed']:6} {k['raw']:5} {k['timeout']:5} {k['memory']:6} "
+            f"{k['crash']:5} {t.slowest[0]:7.1f}s {t.peak[0]:7.0f}MB  {t.slowest[1]} / {t.peak[1]}"
+        )
     print("\nfailure reasons (numbers and names elided):")
     for fmt, t in sorted(tables.items()):
         for reason, n in t.reasons.most_common():

@@ -15,8 +15,8 @@ the questions whose page has a chunk of the right document at all. Quality only:
 import argparse
 import math
 import shutil
-import tempfile
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +26,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from bench.harness import OUT  # noqa: E402
 from bench.readers.pdf_quality import asked_questions  # noqa: E402
 from bench.readers.pdf_set import GENERATED, debian_set, evaldata_dir, generated  # noqa: E402
-
 from lodex.api.factory import build_encoder, build_indexer, open_store  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
 from lodex.search.listing import is_listing  # noqa: E402
@@ -95,16 +94,26 @@ def main() -> None:
         by_id = {r["id"]: r for r in store.chunks_at_rows(rows, ["id", "text", "keywords", "page", "page_end", "section"]).to_pylist()}
         chunks = [by_id[int(c)] for c in ids]
         cosine = vectors @ last["vector"]
-        signals = {"lodex": np.lexsort((-cosine, -last["order"].score_of(ids))), "cosine": np.argsort(-cosine, kind="stable"),
-                   "bm25 in document": np.argsort(-bm25_in_document(chunks, terms(q["question"])), kind="stable")}
+        signals = {
+            "lodex": np.lexsort((-cosine, -last["order"].score_of(ids))),
+            "cosine": np.argsort(-cosine, kind="stable"),
+            "bm25 in document": np.argsort(-bm25_in_document(chunks, terms(q["question"])), kind="stable"),
+        }
         on_page = [c["page"] is not None and c["page"] <= q["page"] <= (c["page_end"] or c["page"]) for c in chunks]
         same_doc = Path(top.path).name == q["file"]
         right["oracle"] += same_doc and any(on_page)
         for name, order in signals.items():
             right[name] += same_doc and on_page[first_saying(order, chunks)]
         shown = chunks[first_saying(signals["lodex"], chunks)]
-        kind = ("right" if same_doc and on_page[first_saying(signals["lodex"], chunks)] else "wrong document" if not same_doc
-                else "adjacent page" if abs(shown["page"] - q["page"]) == 1 else "another page")
+        kind = (
+            "right"
+            if same_doc and on_page[first_saying(signals["lodex"], chunks)]
+            else "wrong document"
+            if not same_doc
+            else "adjacent page"
+            if abs(shown["page"] - q["page"]) == 1
+            else "another page"
+        )
         kinds[kind] += 1
         if args.show and kind != "right":
             print(f"- [{kind}] {q['file']} p{q['page']}: {q['question']}\n    shown: p{shown['page']} {shown['section']}")

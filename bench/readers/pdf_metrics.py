@@ -33,8 +33,7 @@ def running_reference(raw_pages: list[str]) -> list[list[str]]:
     ends = []
     for text in raw_pages:
         lines = raw_lines(text)
-        ends.append([line for line in (lines[:1] + lines[-1:]) if len(line.split()) <= FOLIO_WORDS] if len(lines) > 2
-                    else [])
+        ends.append([line for line in (lines[:1] + lines[-1:]) if len(line.split()) <= FOLIO_WORDS] if len(lines) > 2 else [])
     offsets = Counter(f - i for i, page in enumerate(ends) for line in page if (f := _folio(line)) is not None)
     offset, count = offsets.most_common(1)[0] if offsets else (None, 0)
     if count < max(5, 0.2 * len(raw_pages)):
@@ -43,8 +42,7 @@ def running_reference(raw_pages: list[str]) -> list[list[str]]:
     for i, page in enumerate(ends):
         found = []
         for end, line in zip(("head", "tail"), page):
-            near = [ends[j][0 if end == "head" else -1] for j in (i - 2, i + 2, i - 1, i + 1)
-                    if 0 <= j < len(ends) and ends[j]]
+            near = [ends[j][0 if end == "head" else -1] for j in (i - 2, i + 2, i - 1, i + 1) if 0 <= j < len(ends) and ends[j]]
             if (offset is not None and _folio(line) == i + offset) or _signature(line) in map(_signature, near):
                 found.append(line)
         out.append(found)
@@ -73,8 +71,7 @@ def line_end_hyphens(raw: str) -> list[tuple[str, str]]:
 def split_hyphens(breaks: list[tuple[str, str]], page_text: str) -> int:
     """How many of those words the extracted text leaves in two (the hyphen and a space, or a line end, between the
     parts)."""
-    return sum(1 for a, b in breaks
-               if re.search(rf"(?<!\w){re.escape(a)}(?:[-\u2010\ufffe\u00ad]\s+|\n\s*){re.escape(b)}(?!\w)", page_text))
+    return sum(1 for a, b in breaks if re.search(rf"(?<!\w){re.escape(a)}(?:[-\u2010\ufffe\u00ad]\s+|\n\s*){re.escape(b)}(?!\w)", page_text))
 
 
 def column_switches(columns: list[str], page_text: str) -> int:

@@ -34,9 +34,8 @@ from pathlib import Path
 
 if str(Path(__file__).resolve().parents[2]) not in sys.path:  # a child has put the older code first and the root last
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.readers.pdf_metrics import (column_switches, kept, line_end_hyphens, moved_words, running_reference,  # noqa: E402
-                         split_hyphens)
 from bench.harness import OUT, machine_line  # noqa: E402
+from bench.readers.pdf_metrics import column_switches, kept, line_end_hyphens, moved_words, running_reference, split_hyphens  # noqa: E402
 from bench.readers.pdf_set import GENERATED, ROOT, debian_set, evaldata_dir, generated  # noqa: E402
 
 BEFORE = "d4500d0"  # main when issue 39's PDF work started
@@ -79,6 +78,7 @@ def _answers(files: list[Path]) -> list[dict]:
     from lodex.api.factory import build_encoder, build_indexer, open_store
     from lodex.api.settings import Settings
     from lodex.search.searcher import Searcher
+
     asked = asked_questions()
     with tempfile.TemporaryDirectory(prefix="lodex-pdfq-") as tmp:
         folder = Path(tmp) / "docs"
@@ -95,18 +95,24 @@ def _answers(files: list[Path]) -> list[dict]:
             hits = searcher.search(q["question"], k=10).results
             top = hits[0] if hits else None
             passage = top.passages[0] if top and top.passages else None
-            out.append({"file": Path(top.path).name if top else None,
-                        "page": passage.page if passage else None,
-                        "page_end": (passage.page_end or passage.page) if passage else None})
+            out.append(
+                {
+                    "file": Path(top.path).name if top else None,
+                    "page": passage.page if passage else None,
+                    "page_end": (passage.page_end or passage.page) if passage else None,
+                }
+            )
         return out
 
 
 def run_child(src: Path | None, files: list[Path], out: Path, questions: bool) -> dict:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    code = (f"import sys; sys.path.insert(0, {str(src)!r}) if {src is not None} else None; "
-            f"sys.path.append({str(ROOT)!r}); import bench.readers.pdf_quality as q; "
-            f"q.child([__import__('pathlib').Path(p) for p in {[str(f) for f in files]!r}], "
-            f"__import__('pathlib').Path({str(out)!r}), {questions})")
+    code = (
+        f"import sys; sys.path.insert(0, {str(src)!r}) if {src is not None} else None; "
+        f"sys.path.append({str(ROOT)!r}); import bench.readers.pdf_quality as q; "
+        f"q.child([__import__('pathlib').Path(p) for p in {[str(f) for f in files]!r}], "
+        f"__import__('pathlib').Path({str(out)!r}), {questions})"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=tempfile.gettempdir())
     return json.loads(out.read_text(encoding="utf-8"))
 
@@ -114,8 +120,7 @@ def run_child(src: Path | None, files: list[Path], out: Path, questions: bool) -
 def export(ref: str, into: Path) -> Path:
     """The packages at git `ref` as an importable tree (lodex/api, lodex/indexer, ...)."""
     (into / "lodex").mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "api", "indexer", "search", "store"],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "api", "indexer", "search", "store"], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into / "lodex")], input=archive, check=True)
     return into
 
@@ -123,6 +128,7 @@ def export(ref: str, into: Path) -> Path:
 def references(files: list[Path], manual: dict) -> dict:
     """Per file: pdfium's raw page texts, their running lines, line-end hyphen breaks (see the module docstring)."""
     import pypdfium2 as pdfium
+
     refs = {}
     for path in files:
         pdf = pdfium.PdfDocument(path.read_bytes())
@@ -141,9 +147,10 @@ def score(texts: dict, refs: dict, manual: dict) -> dict:
     """The figures of one version's texts (see the module docstring), per file and in all."""
     rows = {}
     for name, ref in refs.items():
-        pages, row = texts["files"][name]["pages"], {"pages": 0, "have": 0, "kept": 0, "words": 0, "moved": 0,
-                                                     "moved_pages": 0, "breaks": 0, "split": 0, "twocol": 0,
-                                                     "interleaved": 0}
+        pages, row = (
+            texts["files"][name]["pages"],
+            {"pages": 0, "have": 0, "kept": 0, "words": 0, "moved": 0, "moved_pages": 0, "breaks": 0, "split": 0, "twocol": 0, "interleaved": 0},
+        )
         row["pages"], row["seconds"] = len(pages), texts["files"][name]["seconds"]
         for i, text in enumerate(pages):
             if ref["running"][i]:
@@ -172,23 +179,34 @@ def page_at_1(answers: list[dict], which: str = "all") -> tuple[float, float, in
 
 
 def report(before: dict, after: dict, answers: dict) -> None:
-    print(f"{'file':28s} {'pages':>5s} | {'headers kept':>13s} | {'moved words':>13s} | {'split/breaks':>13s} | "
-          f"{'interleaved':>11s} | {'seconds':>13s}")
+    print(
+        f"{'file':28s} {'pages':>5s} | {'headers kept':>13s} | {'moved words':>13s} | {'split/breaks':>13s} | {'interleaved':>11s} | {'seconds':>13s}"
+    )
     for name in before["files"]:
         b, a = before["files"][name], after["files"][name]
-        print(f"{name[:28]:28s} {b['pages']:5d} | {b['kept']:3d} → {a['kept']:3d}/{b['have']:<3d} | "
-              f"{b['moved']:5d} → {a['moved']:5d} | {b['split']:3d} → {a['split']:3d}/{b['breaks']:<4d} | "
-              f"{b['interleaved']:2d} → {a['interleaved']:2d}/{b['twocol']:<2d} | {b['seconds']:5.2f} → {a['seconds']:5.2f}")
+        print(
+            f"{name[:28]:28s} {b['pages']:5d} | {b['kept']:3d} → {a['kept']:3d}/{b['have']:<3d} | "
+            f"{b['moved']:5d} → {a['moved']:5d} | {b['split']:3d} → {a['split']:3d}/{b['breaks']:<4d} | "
+            f"{b['interleaved']:2d} → {a['interleaved']:2d}/{b['twocol']:<2d} | {b['seconds']:5.2f} → {a['seconds']:5.2f}"
+        )
     b, a = before["total"], after["total"]
-    print(f"pages {b['pages']}, pages with running lines {b['have']}: kept on {b['kept']} ({b['kept'] / b['have']:.1%})"
-          f" → {a['kept']} ({a['kept'] / a['have']:.1%}); removed on {1 - a['kept'] / a['have']:.1%}")
-    print(f"words out of order {b['moved']} / {b['words']} ({1000 * b['moved'] / b['words']:.1f}‰) → {a['moved']} / "
-          f"{a['words']} ({1000 * a['moved'] / a['words']:.1f}‰); pages with > 3: {b['moved_pages']} → {a['moved_pages']}")
-    print(f"split hyphens per 1,000 line-end hyphens {1000 * b['split'] / max(b['breaks'], 1):.2f} → "
-          f"{1000 * a['split'] / max(a['breaks'], 1):.2f} ({b['split']} → {a['split']} of {b['breaks']})")
+    print(
+        f"pages {b['pages']}, pages with running lines {b['have']}: kept on {b['kept']} ({b['kept'] / b['have']:.1%})"
+        f" → {a['kept']} ({a['kept'] / a['have']:.1%}); removed on {1 - a['kept'] / a['have']:.1%}"
+    )
+    print(
+        f"words out of order {b['moved']} / {b['words']} ({1000 * b['moved'] / b['words']:.1f}‰) → {a['moved']} / "
+        f"{a['words']} ({1000 * a['moved'] / a['words']:.1f}‰); pages with > 3: {b['moved_pages']} → {a['moved_pages']}"
+    )
+    print(
+        f"split hyphens per 1,000 line-end hyphens {1000 * b['split'] / max(b['breaks'], 1):.2f} → "
+        f"{1000 * a['split'] / max(a['breaks'], 1):.2f} ({b['split']} → {a['split']} of {b['breaks']})"
+    )
     print(f"two-column pages interleaved {b['interleaved']} → {a['interleaved']} of {b['twocol']}")
-    print(f"extraction {b['pages'] / b['seconds']:.1f} → {a['pages'] / a['seconds']:.1f} pages/s "
-          f"({b['seconds']:.2f} → {a['seconds']:.2f} s, {a['seconds'] / b['seconds'] - 1:+.1%})")
+    print(
+        f"extraction {b['pages'] / b['seconds']:.1f} → {a['pages'] / a['seconds']:.1f} pages/s "
+        f"({b['seconds']:.2f} → {a['seconds']:.2f} s, {a['seconds'] / b['seconds'] - 1:+.1%})"
+    )
     for which in ("original", "extra", "all"):
         for label, got in answers.items():
             doc, page, n = page_at_1(got, which)

@@ -18,23 +18,32 @@ DEBIAN = [
     ("r-doc-pdf", "usr/share/R/doc/manual/R-admin.pdf", "texinfo headers; '2 Installing R under Unix-alikes 7'"),
     ("r-doc-pdf", "usr/share/R/doc/manual/R-data.pdf", "texinfo headers"),
     ("r-doc-pdf", "usr/share/R/doc/manual/R-lang.pdf", "texinfo headers"),
-    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/microtype/microtype.pdf",
-     "pdfTeX font expansion and protrusion (microtype); 'OPTIONS 5' headers; layered text on page 3"),
-    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/listings/listings.pdf",
-     "side-by-side code listings (narrow columns); two-column index"),
-    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/fancyvrb/fancyvrb-doc.pdf",
-     "side-by-side verbatim blocks"),
-    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/crop/crop.pdf",
-     "margin notes beside numbered code (ltxdoc), two-column index"),
-    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/caption/caption.pdf",
-     "ltxdoc with running headers and a two-column index"),
+    (
+        "texlive-latex-recommended-doc",
+        "usr/share/doc/texlive-doc/latex/microtype/microtype.pdf",
+        "pdfTeX font expansion and protrusion (microtype); 'OPTIONS 5' headers; layered text on page 3",
+    ),
+    (
+        "texlive-latex-recommended-doc",
+        "usr/share/doc/texlive-doc/latex/listings/listings.pdf",
+        "side-by-side code listings (narrow columns); two-column index",
+    ),
+    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/fancyvrb/fancyvrb-doc.pdf", "side-by-side verbatim blocks"),
+    (
+        "texlive-latex-recommended-doc",
+        "usr/share/doc/texlive-doc/latex/crop/crop.pdf",
+        "margin notes beside numbered code (ltxdoc), two-column index",
+    ),
+    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/caption/caption.pdf", "ltxdoc with running headers and a two-column index"),
     ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/etoolbox/etoolbox.pdf", "KOMA-script headers"),
-    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/fontspec/fontspec.pdf",
-     "xelatex; tables of names in columns"),
+    ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/fontspec/fontspec.pdf", "xelatex; tables of names in columns"),
     ("texlive-latex-recommended-doc", "usr/share/doc/texlive-doc/latex/booktabs/booktabs.pdf", "tables"),
-    ("texlive-base", "usr/share/doc/texlive-doc/pdftex/manual/pdftex-a.pdf",
-     "pdfTeX's manual: expanded TeX Gyre Pagella whose font descriptor has no descent (pdfium's loose boxes are the"
-     " glyphs'); the GFDL in four narrow columns"),
+    (
+        "texlive-base",
+        "usr/share/doc/texlive-doc/pdftex/manual/pdftex-a.pdf",
+        "pdfTeX's manual: expanded TeX Gyre Pagella whose font descriptor has no descent (pdfium's loose boxes are the"
+        " glyphs'); the GFDL in four narrow columns",
+    ),
 ]
 GENERATED = "chromium-manual.pdf"
 CHAPTERS = ["Getting started", "Collections and their use", "Evaluation of indexing", "Retrieval in practice"]
@@ -71,7 +80,7 @@ def _fixtures_module():  # type: ignore[no-untyped-def]
 
 def _shy(word: str) -> str:
     """A long word with soft hyphens every 3 letters (where Chromium may break it with a hyphen)."""
-    return "&shy;".join(word[i:i + 3] for i in range(0, len(word), 3)) if len(word) >= 9 and word.isalpha() else word
+    return "&shy;".join(word[i : i + 3] for i in range(0, len(word), 3)) if len(word) >= 9 and word.isalpha() else word
 
 
 def generated(out: Path, evaldata: Path) -> dict:
@@ -84,30 +93,31 @@ def generated(out: Path, evaldata: Path) -> dict:
         return json.loads(expected_file.read_text(encoding="utf-8"))
     fixtures = _fixtures_module()
     texts = [t for t in fixtures.abstracts(evaldata) if len(t) > 500]
-    style = ("@page { size: A5; margin: 1cm } body { font: 10pt serif; margin: 0 } section { height: 18.5cm;"
-             " position: relative; break-after: page; overflow: hidden } .head { display: flex;"
-             " justify-content: space-between; font-style: italic; margin-bottom: 1.2em }"
-             " .foot { position: absolute; bottom: 0; width: 100%; text-align: center }"
-             " .cols { column-count: 2; column-gap: 1.2em; text-align: justify } p { margin: 0 0 0.6em 0 }"
-             " .one { text-align: justify }")
+    style = (
+        "@page { size: A5; margin: 1cm } body { font: 10pt serif; margin: 0 } section { height: 18.5cm;"
+        " position: relative; break-after: page; overflow: hidden } .head { display: flex;"
+        " justify-content: space-between; font-style: italic; margin-bottom: 1.2em }"
+        " .foot { position: absolute; bottom: 0; width: 100%; text-align: center }"
+        " .cols { column-count: 2; column-gap: 1.2em; text-align: justify } p { margin: 0 0 0.6em 0 }"
+        " .one { text-align: justify }"
+    )
     pages, body = [], []
     for index in range(16):
         folio, chapter = index + 1, index // 4
-        title = f"Chapter {chapter + 1}: {CHAPTERS[chapter]}" if index % 2 == 0 else \
-            f"{chapter + 1}.{index % 4} {CHAPTERS[chapter].upper()}"
+        title = f"Chapter {chapter + 1}: {CHAPTERS[chapter]}" if index % 2 == 0 else f"{chapter + 1}.{index % 4} {CHAPTERS[chapter].upper()}"
         head = [title, str(folio)] if index % 2 == 0 else [str(folio), title]
         running = [f"{head[0]} {head[1]}", f"- {folio} -"]
         if index % 2 == 0:
             columns = [texts[2 * index], texts[2 * index + 1]]
-            inner = "<div class=cols>" + "".join(
-                f"<p>{' '.join(_shy(html.escape(w)) for w in t.split())}</p>" for t in columns) + "</div>"
+            inner = "<div class=cols>" + "".join(f"<p>{' '.join(_shy(html.escape(w)) for w in t.split())}</p>" for t in columns) + "</div>"
         else:
             columns = []
-            inner = "".join(f"<p class=one>{' '.join(_shy(html.escape(w)) for w in t.split())}</p>"
-                            for t in texts[2 * index:2 * index + 2])
-        body.append(f"<section><div class=head><span>{html.escape(head[0])}</span><span>{html.escape(head[1])}"
-                    f"</span></div>{inner}<div class=foot>- {folio} -</div></section>")
-        pages.append({"body": " ".join(texts[2 * index:2 * index + 2]), "columns": columns, "running": running})
+            inner = "".join(f"<p class=one>{' '.join(_shy(html.escape(w)) for w in t.split())}</p>" for t in texts[2 * index : 2 * index + 2])
+        body.append(
+            f"<section><div class=head><span>{html.escape(head[0])}</span><span>{html.escape(head[1])}"
+            f"</span></div>{inner}<div class=foot>- {folio} -</div></section>"
+        )
+        pages.append({"body": " ".join(texts[2 * index : 2 * index + 2]), "columns": columns, "running": running})
     with tempfile.TemporaryDirectory(prefix="lodex-pdfset-") as work:
         fixtures.chromium_pdf(fixtures.page_html("A manual of retrieval", style, "".join(body)), target, Path(work))
     expected = {"pages": pages}

@@ -33,12 +33,15 @@ def bundles(evaldata: Path, size: int = 25) -> list[list[dict]]:
     """Cranfield's abstracts shuffled with a fixed seed, in groups of `size` (evaldata/README.md "Long documents")."""
     docs = [json.loads(line) for line in (evaldata / "cranfield" / "corpus.jsonl").open()]
     random.Random(13).shuffle(docs)
-    return [docs[i:i + size] for i in range(0, len(docs), size)]
+    return [docs[i : i + size] for i in range(0, len(docs), size)]
 
 
 def _pdf_page(lines: list[str]) -> bytes:
-    ops = [b"BT /F1 10 Tf 12 TL 50 760 Td"] + [b"(" + line.encode("latin-1", "replace").replace(b"\\", b"").replace(b"(", b"")
-                                                .replace(b")", b"") + b") '" for line in lines] + [b"ET"]
+    ops = (
+        [b"BT /F1 10 Tf 12 TL 50 760 Td"]
+        + [b"(" + line.encode("latin-1", "replace").replace(b"\\", b"").replace(b"(", b"").replace(b")", b"") + b") '" for line in lines]
+        + [b"ET"]
+    )
     return b"\n".join(ops)
 
 
@@ -51,12 +54,15 @@ def pdf_of(group: list[dict]) -> bytes:
         contents.append(_pdf_page(textwrap.wrap(f"{doc['title']}. {doc['text']}", 95)[:60]))
     pages = len(contents)
     first = 4
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
-               b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (first + 2 * i) for i in range(pages)) + b"] /Count %d >>" % pages,
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % (first + 2 * i) for i in range(pages)) + b"] /Count %d >>" % pages,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     for i, content in enumerate(contents):
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
-                       b"/Resources << /Font << /F1 3 0 R >> >> >>" % (first + 2 * i + 1))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 3 0 R >> >> >>" % (first + 2 * i + 1)
+        )
         objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
     return hostile.pdf(objects)
 
@@ -109,8 +115,14 @@ def tree_rss(pid: int) -> int:
 def index(lodex: str, folder: Path, data: Path, env: dict[str, str]) -> tuple[float, int, dict]:
     """Seconds, peak RSS of the process tree, and the summary of one `lodex index`."""
     started = time.perf_counter()
-    proc = subprocess.Popen([lodex, "index", str(folder), "--json", "--data-dir", str(data)], env=env, cwd=data.parent,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [lodex, "index", str(folder), "--json", "--data-dir", str(data)],
+        env=env,
+        cwd=data.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     peak = 0
     while proc.poll() is None:
         peak = max(peak, tree_rss(proc.pid))
@@ -144,8 +156,11 @@ def cost(args: argparse.Namespace) -> None:
                     data = work / f"data-{kind}-{name}-{round_}"
                     seconds, peak, summary = index(lodex, folder, data, _env(lodex, args.fake))
                     times[name].append(seconds)
-                    print(f"  {kind:4} {name:6} round {round_}: {seconds:6.1f} s, peak RSS {peak / 2**20:,.0f} MiB, "
-                          f"{summary['added']} files, {summary['chunks']} chunks, {summary['failed']} failed", flush=True)
+                    print(
+                        f"  {kind:4} {name:6} round {round_}: {seconds:6.1f} s, peak RSS {peak / 2**20:,.0f} MiB, "
+                        f"{summary['added']} files, {summary['chunks']} chunks, {summary['failed']} failed",
+                        flush=True,
+                    )
             b, a = min(times["before"]), min(times["after"])
             print(f"{kind}: before {b:.1f} s, after {a:.1f} s (best of {args.rounds}): {100 * (a / b - 1):+.1f}%", flush=True)
 
@@ -174,8 +189,11 @@ def overhead(args: argparse.Namespace) -> None:
                     into.append(time.perf_counter() - started)
             pool.close()
             a, b = min(here), min(there)
-            print(f"{kind}: {len(files)} files, {sum(len(d) for _, d in files) / 1e6:.1f} MB: in process {a:.2f} s, in a "
-                  f"reading process {b:.2f} s (best of {args.rounds}): +{1000 * (b - a) / len(files):.1f} ms a file", flush=True)
+            print(
+                f"{kind}: {len(files)} files, {sum(len(d) for _, d in files) / 1e6:.1f} MB: in process {a:.2f} s, in a "
+                f"reading process {b:.2f} s (best of {args.rounds}): +{1000 * (b - a) / len(files):.1f} ms a file",
+                flush=True,
+            )
 
 
 def hostile_run(args: argparse.Namespace) -> None:
@@ -190,10 +208,11 @@ def hostile_run(args: argparse.Namespace) -> None:
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "250"}
         print(machine_line())
         seconds, peak, summary = index(AFTER, folder, data, env)
-        print(f"lodex index: {seconds:.1f} s, peak RSS of the process tree {peak / 2**20:,.0f} MiB; "
-              f"added {summary['added']}, failed {summary['failed']}")
-        status = subprocess.run([AFTER, "status", "--failed", "--data-dir", str(data)], env=env, cwd=data.parent,
-                                capture_output=True, text=True)
+        print(
+            f"lodex index: {seconds:.1f} s, peak RSS of the process tree {peak / 2**20:,.0f} MiB; "
+            f"added {summary['added']}, failed {summary['failed']}"
+        )
+        status = subprocess.run([AFTER, "status", "--failed", "--data-dir", str(data)], env=env, cwd=data.parent, capture_output=True, text=True)
         print(status.stdout.strip())
         missing = [name for name, reason in reasons.items() if f"{name}: {reason}" not in status.stdout]
         print("every hostile file failed with its reason" if not missing else f"NOT as expected: {missing}")

@@ -105,8 +105,12 @@ def measure(index: VectorIndex, queries: np.ndarray, truth: np.ndarray, candidat
         _, hits = index.search_batch(q[None, :], candidates)
         times.append((time.perf_counter() - started) * 1000)
         found.append(hits[0])
-    return (recall_at(found, truth, 10), recall_at(found, truth, min(100, candidates)),
-            float(np.percentile(times, 50)), float(np.percentile(times, 99)))
+    return (
+        recall_at(found, truth, 10),
+        recall_at(found, truth, min(100, candidates)),
+        float(np.percentile(times, 50)),
+        float(np.percentile(times, 99)),
+    )
 
 
 def churn(index: VectorIndex, source: EmbeddingLike, ids: np.ndarray, vectors: np.ndarray) -> str:
@@ -126,8 +130,10 @@ def churn(index: VectorIndex, source: EmbeddingLike, ids: np.ndarray, vectors: n
     _, hits = index.search_batch(probe, 10)
     stale = len(set(hits.ravel().tolist()) & set(deleted.tolist()))
     _, own = index.search_batch(fresh[:500], 1)
-    return (f"deleted {len(deleted):,} in {remove_s:.1f} s, updated {len(updated):,} in {update_s:.1f} s; deleted ids returned: "
-            f"{stale}; updated found under their id: {np.mean(own[:, 0] == updated[:500]):.3f}")
+    return (
+        f"deleted {len(deleted):,} in {remove_s:.1f} s, updated {len(updated):,} in {update_s:.1f} s; deleted ids returned: "
+        f"{stale}; updated found under their id: {np.mean(own[:, 0] == updated[:500]):.3f}"
+    )
 
 
 def scheme_rows(scheme: str, args: argparse.Namespace, truth: np.ndarray, work: Path) -> tuple[list[tuple], str]:
@@ -172,8 +178,10 @@ def main() -> None:
     started = time.perf_counter()
     _, truth = flat.search_batch(queries, args.candidates)
     batch_ms = (time.perf_counter() - started) * 1000 / args.queries
-    print(f"{args.n:,} vectors of dim {args.dim}; {args.queries:,} queries, each searched alone for {args.candidates} candidates; "
-          f"IVF {ivf_lists(args.n):,} lists, nprobe {args.nprobe}; exact search of all queries in one batch: {batch_ms:.2f} ms a query")
+    print(
+        f"{args.n:,} vectors of dim {args.dim}; {args.queries:,} queries, each searched alone for {args.candidates} candidates; "
+        f"IVF {ivf_lists(args.n):,} lists, nprobe {args.nprobe}; exact search of all queries in one batch: {batch_ms:.2f} ms a query"
+    )
     rows = [("flat (exact, float32)", *measure(flat, queries[:100], truth[:100], args.candidates), flat_bytes, flat_s, 0.0)]
     del flat, vectors
     churned = []

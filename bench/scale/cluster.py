@@ -29,12 +29,27 @@ from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
 
 
-def run(folder: Path, data_dir: str, backend: str, engine: str = "local", actors: int = 0, cpus: float = 1.0,
-        cache: Path | None = None, flush_tokens: int = 0, writes: str = "driver") -> dict[str, Any]:
+def run(
+    folder: Path,
+    data_dir: str,
+    backend: str,
+    engine: str = "local",
+    actors: int = 0,
+    cpus: float = 1.0,
+    cache: Path | None = None,
+    flush_tokens: int = 0,
+    writes: str = "driver",
+) -> dict[str, Any]:
     """One `lodex index --rebuild` of `folder`: its seconds (model loads on the actors included, not the driver's),
     tokens/s, and the commits of its one writer (count, seconds each)."""
-    overrides = {"index.data_dir": data_dir, "encoder.backend": backend, "index.engine": engine, "index.ray_actors": actors,
-                 "index.ray_cpus_per_actor": cpus, "index.ray_writes": writes}
+    overrides = {
+        "index.data_dir": data_dir,
+        "encoder.backend": backend,
+        "index.engine": engine,
+        "index.ray_actors": actors,
+        "index.ray_cpus_per_actor": cpus,
+        "index.ray_writes": writes,
+    }
     if cache is not None:
         overrides["storage.cache_dir"] = str(cache)
     if flush_tokens:
@@ -62,8 +77,15 @@ def run(folder: Path, data_dir: str, backend: str, engine: str = "local", actors
         started = time.perf_counter()
         summary = side.indexer.run(folder)
         seconds = time.perf_counter() - started
-    return {"seconds": seconds, "tokens": summary.tokens, "chunks": summary.chunks, "tokens_per_s": summary.tokens / seconds,
-            "commits": len(commits), "commit_s": sum(commits) / max(len(commits), 1), "docs_per_s": summary.added / seconds}
+    return {
+        "seconds": seconds,
+        "tokens": summary.tokens,
+        "chunks": summary.chunks,
+        "tokens_per_s": summary.tokens / seconds,
+        "commits": len(commits),
+        "commit_s": sum(commits) / max(len(commits), 1),
+        "docs_per_s": summary.added / seconds,
+    }
 
 
 def cranfield_folder(folder: Path, docs: int) -> Path:
@@ -91,8 +113,11 @@ def main() -> None:
     import ray
 
     cores = os.cpu_count() or 1
-    modes = {"local": ("local", 0, 1.0, "driver"), "ray, 1 actor": ("ray", 1, cores - 0.5, "fragments"),
-             "ray, 2 actors": ("ray", 2, (cores - 0.5) / 2, "fragments")}
+    modes = {
+        "local": ("local", 0, 1.0, "driver"),
+        "ray, 1 actor": ("ray", 1, cores - 0.5, "fragments"),
+        "ray, 2 actors": ("ray", 2, (cores - 0.5) / 2, "fragments"),
+    }
     if args.writes:
         modes = {f"ray, 2 actors, {w}": ("ray", 2, (cores - 0.5) / 2, w) for w in ("driver", "fragments")}
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in modes}  # the model's threads split between the actors,
@@ -102,7 +127,7 @@ def main() -> None:
         ray_start = time.perf_counter() - started
         try:  # the modes in turn, each round in another order: a shared machine's load falls on each alike
             for n in range(args.rounds):
-                for name in list(modes)[n % len(modes):] + list(modes)[: n % len(modes)]:
+                for name in list(modes)[n % len(modes) :] + list(modes)[: n % len(modes)]:
                     engine, actors, cpus, writes = modes[name]
                     rounds[name].append(run(folder, f"{tmp}/{n}-{engine}{actors}{writes}", args.backend, engine, actors, cpus, writes=writes))
         finally:
@@ -111,11 +136,12 @@ def main() -> None:
         if not args.no_moto and not args.writes:
             with moto_s3() as bucket:
                 # the fake encoder and small flushes: many commits, the store's cost alone
-                results["local, moto S3"] = run(folder, f"{bucket}/local", "tests.fakes:fake_encoder", cache=Path(tmp) / "cache",
-                                                flush_tokens=2048)
+                results["local, moto S3"] = run(folder, f"{bucket}/local", "tests.fakes:fake_encoder", cache=Path(tmp) / "cache", flush_tokens=2048)
     local = results.get("local") or next(iter(results.values()))
-    print(f"{machine_line()}; encoder.backend {args.backend}; folder {args.folder or f'Cranfield, {args.docs} abstracts in files of 25'} "
-          f"({local['chunks']} chunks, {local['tokens']} tokens encoded); Ray local cluster start {ray_start:.1f} s (not counted)")
+    print(
+        f"{machine_line()}; encoder.backend {args.backend}; folder {args.folder or f'Cranfield, {args.docs} abstracts in files of 25'} "
+        f"({local['chunks']} chunks, {local['tokens']} tokens encoded); Ray local cluster start {ray_start:.1f} s (not counted)"
+    )
     print(f"{'':28}{'seconds':>9}{'docs/s':>8}{'tokens/s':>10}{'x first':>9}{'commits':>9}{'s/commit':>10}")
     for name, r in results.items():
         ratio = f"{r['tokens_per_s'] / local['tokens_per_s']:9.2f}" if "moto" not in name else f"{'(fake)':>9}"

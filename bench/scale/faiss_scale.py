@@ -144,7 +144,7 @@ def stored_vectors(directory: Path) -> "Any":
         ids = np.fromfile(path, np.int64, rows, offset=_HEADER + rows * DIM * 4)
         for start in range(0, rows, BLOCK):
             n = min(BLOCK, rows - start)
-            yield ids[start:start + n], np.fromfile(path, np.float32, n * DIM, offset=_HEADER + start * DIM * 4).reshape(n, DIM)
+            yield ids[start : start + n], np.fromfile(path, np.float32, n * DIM, offset=_HEADER + start * DIM * 4).reshape(n, DIM)
 
 
 def step_truth(args: argparse.Namespace) -> dict[str, Any]:
@@ -163,8 +163,12 @@ def step_truth(args: argparse.Namespace) -> dict[str, Any]:
         best_s, best_i = np.take_along_axis(all_s, order, 1), np.take_along_axis(all_i, order, 1)
         seen += len(ids)
     np.savez(Path(args.workdir) / "truth.npz", queries=q, ids=best_i, scores=best_s)
-    return {"seconds": time.perf_counter() - started, "vectors": seen,
-            "top1_cos": float(best_s[:, 0].mean()), "top10_cos": float(best_s[:, -1].mean())}
+    return {
+        "seconds": time.perf_counter() - started,
+        "vectors": seen,
+        "top1_cos": float(best_s[:, 0].mean()),
+        "top10_cos": float(best_s[:, -1].mean()),
+    }
 
 
 def step_search(args: argparse.Namespace) -> dict[str, Any]:
@@ -174,8 +178,11 @@ def step_search(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     index = VectorIndex.load(Path(args.workdir) / "index", 1, DIM, args.nprobe_default)
     assert index is not None and not len(index.missing_vectors())
-    out: dict[str, Any] = {"load_s": time.perf_counter() - started, "rows": len(index),
-                           "rss_loaded": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    out: dict[str, Any] = {
+        "load_s": time.perf_counter() - started,
+        "rows": len(index),
+        "rss_loaded": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
     for label, nprobe in [("first", args.nprobe_default), ("second", args.nprobe_default), *[(f"nprobe{n}", n) for n in args.nprobe]]:
         index.set_nprobe(nprobe)
         found, seconds = [], []
@@ -183,8 +190,12 @@ def step_search(args: argparse.Namespace) -> dict[str, Any]:
             started = time.perf_counter()
             found.append(index.search(query, K)[1])
             seconds.append(time.perf_counter() - started)
-        out[label] = {"nprobe": nprobe, "recall": recall_at(found, truth["ids"], K),
-                      "p50_ms": 1000 * float(np.percentile(seconds, 50)), "p99_ms": 1000 * float(np.percentile(seconds, 99))}
+        out[label] = {
+            "nprobe": nprobe,
+            "recall": recall_at(found, truth["ids"], K),
+            "p50_ms": 1000 * float(np.percentile(seconds, 50)),
+            "p99_ms": 1000 * float(np.percentile(seconds, 99)),
+        }
     out["seconds"] = out["load_s"]
     return out
 
@@ -218,7 +229,8 @@ def beside() -> str:
     """What else used the CPUs: the load average and the busiest other processes."""
     top = subprocess.run(["ps", "-eo", "pcpu,comm", "--sort=-pcpu"], capture_output=True, text=True).stdout.splitlines()[1:6]
     return f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; busiest: " + ", ".join(
-        " ".join(line.split()) for line in top)
+        " ".join(line.split()) for line in top
+    )
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -238,7 +250,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
-    args.forwarded = [a for i, a in enumerate(args.forwarded) if a not in ("--keep", "--resume") and not (args.forwarded[i - 1] == "--json" if i else False) and a != "--json"]
+    args.forwarded = [
+        a
+        for i, a in enumerate(args.forwarded)
+        if a not in ("--keep", "--resume") and not (args.forwarded[i - 1] == "--json" if i else False) and a != "--json"
+    ]
     from lodex.store.ann_policy import NPROBE
 
     args.nprobe_default = NPROBE
@@ -258,8 +274,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return report
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": machine_line(),
-                              "chunks": args.chunks, "shards": args.shards, "beside_start": beside()}
+    report: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpu": machine_line(),
+        "chunks": args.chunks,
+        "shards": args.shards,
+        "beside_start": beside(),
+    }
     print(f"{report['date']}; {report['cpu']}; {args.chunks:,} chunks in {args.shards} shards; {report['beside_start']}", flush=True)
     report["train"] = run_step(args, "train")
     report["encode"] = [run_step(args, "encode", s) for s in range(args.shards)]
@@ -286,20 +307,26 @@ def print_tables(r: dict[str, Any]) -> None:
     print(f"\nIVF: {r['train']['nlist']:,} clusters, {r['train']['codes']}, trained on {r['train']['sample']:,} vectors")
     print("\n| step | seconds | peak RSS GiB |\n|---|---|---|")
     print(f"| train (driver, once) | {r['train']['seconds']:.1f} | {r['train']['rss'] / gib:.2f} |")
-    print(f"| encode a shard (worker; {len(enc)} shards of ~{enc[0]['rows']:,}) | median {np.median(encode_s):.1f}, max {max(encode_s):.1f},"
-          f" sum {sum(encode_s):.1f} (+ save {np.median([e['save_s'] for e in enc]):.1f} each; vectors made in {np.median([e['made_s'] for e in enc]):.1f}) | {max(e['rss'] for e in enc) / gib:.2f} |")
+    print(
+        f"| encode a shard (worker; {len(enc)} shards of ~{enc[0]['rows']:,}) | median {np.median(encode_s):.1f}, max {max(encode_s):.1f},"
+        f" sum {sum(encode_s):.1f} (+ save {np.median([e['save_s'] for e in enc]):.1f} each; vectors made in {np.median([e['made_s'] for e in enc]):.1f}) | {max(e['rss'] for e in enc) / gib:.2f} |"
+    )
     print(f"| merge {len(enc)} shards by inverted list (driver) | {r['merge']['seconds']:.1f} | {r['merge']['rss'] / gib:.2f} |")
     print(f"| save the merged index (codes + segment compaction) | {r['merge']['save_s']:.1f} | (with merge) |")
     print(f"| load in a fresh process | {r['search']['load_s']:.1f} | {r['search']['rss_loaded'] / gib:.2f} |")
     print(f"| exact ground truth, brute force ({r['truth']['vectors']:,} vectors) | {r['truth']['seconds']:.1f} | {r['truth']['rss'] / gib:.2f} |")
     s = r["search"]
-    print(f"\nSearch, {r['chunks']:,} chunks, top 10, a query at a time (peak RSS {s['rss'] / gib:.2f} GiB); exact top-1 cosine"
-          f" {r['truth']['top1_cos']:.3f}, 10th {r['truth']['top10_cos']:.3f}\n")
+    print(
+        f"\nSearch, {r['chunks']:,} chunks, top 10, a query at a time (peak RSS {s['rss'] / gib:.2f} GiB); exact top-1 cosine"
+        f" {r['truth']['top1_cos']:.3f}, 10th {r['truth']['top10_cos']:.3f}\n"
+    )
     print("| pass | nprobe | recall@10 | p50 ms | p99 ms |\n|---|---|---|---|---|")
     for label in [k for k in s if isinstance(s[k], dict)]:
         print(f"| {label} | {s[label]['nprobe']} | {s[label]['recall']:.4f} | {s[label]['p50_ms']:.1f} | {s[label]['p99_ms']:.1f} |")
-    print(f"\nDisk: codes {r['disk']['codes'] / gib:.2f} GiB, float32 vectors {r['disk']['vectors'] / gib:.2f} GiB; the shards before the"
-          f" merge {r['shards_disk'] / gib:.2f} GiB. Beside at the end: {r['beside_end']}")
+    print(
+        f"\nDisk: codes {r['disk']['codes'] / gib:.2f} GiB, float32 vectors {r['disk']['vectors'] / gib:.2f} GiB; the shards before the"
+        f" merge {r['shards_disk'] / gib:.2f} GiB. Beside at the end: {r['beside_end']}"
+    )
 
 
 if __name__ == "__main__":

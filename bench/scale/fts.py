@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow as pa  # noqa: E402
 
-from bench.harness import EVALDATA as EVAL, machine_line  # noqa: E402
+from bench.harness import EVALDATA as EVAL  # noqa: E402
+from bench.harness import machine_line
 from lodex.search.collections import load_collection  # noqa: E402
 
 
@@ -33,7 +34,7 @@ def chunk_texts() -> tuple[list[str], list[str]]:
         queries += list(collection.queries.values())
         for title, text in collection.docs.values():
             words = f"{title} {text}".split()
-            chunks += [" ".join(words[i:i + 100]) for i in range(0, len(words), 100) if words[i:i + 100]]
+            chunks += [" ".join(words[i : i + 100]) for i in range(0, len(words), 100) if words[i : i + 100]]
     return chunks, queries
 
 
@@ -86,8 +87,9 @@ def main() -> None:
         for start in range(100_000, args.chunks, 100_000):
             table.add(rows(base, start, min(100_000, args.chunks - start)))
         table.optimize()
-        print(f"{args.chunks:,} chunks ({len(base):,} distinct texts) written in {time.perf_counter() - started:.1f} s; "
-              f"peak RSS {peak_mib():,.0f} MiB")
+        print(
+            f"{args.chunks:,} chunks ({len(base):,} distinct texts) written in {time.perf_counter() - started:.1f} s; peak RSS {peak_mib():,.0f} MiB"
+        )
         before = peak_mib()
         started = time.perf_counter()
         table.create_index("text", config=FTS(with_position=False))

@@ -56,16 +56,29 @@ def inflate(data: Path, target: int, vary_text: bool = False, progress: bool = F
             jitter /= np.linalg.norm(jitter, axis=1, keepdims=True)
             mean = jitter.mean(axis=0)
             part = chunks.take(pa.array(idx)).to_pydict()
-            part.update({"id": rng.integers(1, 2**62, len(idx)), "document_id": [new_id] * len(idx),
-                         "vector": pa.FixedSizeListArray.from_arrays(pa.array(jitter.reshape(-1)), 384)})
+            part.update(
+                {
+                    "id": rng.integers(1, 2**62, len(idx)),
+                    "document_id": [new_id] * len(idx),
+                    "vector": pa.FixedSizeListArray.from_arrays(pa.array(jitter.reshape(-1)), 384),
+                }
+            )
             content_hash = doc["content_hash"]
             if vary_text:  # other texts: another content, so another hash (lodex re-uses the chunks of equal hashes)
                 part["text"] = _varied(part["text"], copy, words)
                 content_hash = hashlib.sha256(f"{content_hash} copy{copy}".encode()).hexdigest()[: len(content_hash)]
                 part["content_hash"] = [content_hash] * len(idx)
             rows.append(pa.Table.from_pydict(part, schema=chunks_schema(384)))
-            doc_rows.append({**doc, "id": new_id, "path": path, "metadata": "{}", "content_hash": content_hash,
-                             "vector": (mean / np.linalg.norm(mean)).astype(np.float32).tolist()})
+            doc_rows.append(
+                {
+                    **doc,
+                    "id": new_id,
+                    "path": path,
+                    "metadata": "{}",
+                    "content_hash": content_hash,
+                    "vector": (mean / np.linalg.norm(mean)).astype(np.float32).tolist(),
+                }
+            )
             total += len(idx)
             if total >= target:
                 break

@@ -21,14 +21,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from lodex.api.factory import build_searcher, open_store  # noqa: E402
-from lodex.api.factory import open_app  # noqa: E402
-from lodex.api.settings import load_settings  # noqa: E402
 from bench.harness import machine_line  # noqa: E402
+from lodex.api.factory import (  # noqa: E402
+    build_searcher,
+    open_app,  # noqa: E402
+    open_store,
+)
+from lodex.api.settings import load_settings  # noqa: E402
 from lodex.encoders.encoder import Encoder  # noqa: E402
 
-QUERIES = ["heat transfer in hypersonic boundary layers", "wind tunnel measurements of lift", "clinical trial outcomes",
-           "information retrieval evaluation", "turbulent flow separation"]
+QUERIES = [
+    "heat transfer in hypersonic boundary layers",
+    "wind tunnel measurements of lift",
+    "clinical trial outcomes",
+    "information retrieval evaluation",
+    "turbulent flow separation",
+]
 
 
 def measure(data_dir: str, folder: Path, encoder: Encoder | None, args: argparse.Namespace, cache: Path) -> dict[str, float]:
@@ -63,8 +71,15 @@ def moto_s3() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
-                       "LODEX_STORAGE__ENDPOINT": f"http://{host}:{port}", "LODEX_STORAGE__ALLOW_HTTP": "true"})
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_REGION": "us-east-1",
+            "LODEX_STORAGE__ENDPOINT": f"http://{host}:{port}",
+            "LODEX_STORAGE__ALLOW_HTTP": "true",
+        }
+    )
     pafs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", region="us-east-1", allow_bucket_creation=True).create_dir("bench")
     try:
         yield "s3://bench"

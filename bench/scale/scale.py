@@ -37,8 +37,10 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
+from bench.harness import EVALDATA as EVAL  # noqa: E402
+from bench.harness import LODEX_CLI, free_port, index_folder, machine_line
+from bench.harness import percentile_ms as pct
 from bench.scale.inflate import inflate  # noqa: E402
-from bench.harness import EVALDATA as EVAL, LODEX_CLI, free_port, index_folder, machine_line, percentile_ms as pct  # noqa: E402
 from bench.serving.load import get_json, start_server  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
 
@@ -153,11 +155,19 @@ def measure(folder: Path, data: Path, env: dict[str, str], queries: list[str], e
         server.terminate()
         server.wait(timeout=300)
     fresh.sort()
-    served = {"chunks": chunks, "serve_start_s": round(ready_s, 1),
-              "rss_ready_mib": round(rss_ready / 1024), "rss_end_mib": round(rss_end / 1024), "rss_peak_mib": round(peak / 1024),
-              "hybrid_p50_ms": round(pct(hybrid, 0.5), 1), "hybrid_p99_ms": round(pct(hybrid, 0.99), 1),
-              "dense_p50_ms": round(pct(dense, 0.5), 1), "dense_p99_ms": round(pct(dense, 0.99), 1),
-              "fresh_p50_s": round(statistics.median(fresh), 2), "fresh_p95_s": round(fresh[min(len(fresh) - 1, round(0.95 * (len(fresh) - 1)))], 2)}
+    served = {
+        "chunks": chunks,
+        "serve_start_s": round(ready_s, 1),
+        "rss_ready_mib": round(rss_ready / 1024),
+        "rss_end_mib": round(rss_end / 1024),
+        "rss_peak_mib": round(peak / 1024),
+        "hybrid_p50_ms": round(pct(hybrid, 0.5), 1),
+        "hybrid_p99_ms": round(pct(hybrid, 0.99), 1),
+        "dense_p50_ms": round(pct(dense, 0.5), 1),
+        "dense_p99_ms": round(pct(dense, 0.99), 1),
+        "fresh_p50_s": round(statistics.median(fresh), 2),
+        "fresh_p95_s": round(fresh[min(len(fresh) - 1, round(0.95 * (len(fresh) - 1)))], 2),
+    }
     print(json.dumps(served), flush=True)
     recall, kind = recall_at_10(data, queries)
     return {**served, "vector_index": kind, "recall_at_10": round(recall, 4)}
@@ -187,8 +197,7 @@ def grown(work: Path, size: int, env: dict[str, str]) -> dict:
     print(f"growing a copy of the base index to {size:,} chunks", flush=True)
     started = time.monotonic()
     figures = inflate(target / "data", size, vary_text=True, progress=True)
-    figures = {"size": size, **figures, "grow_s": round(time.monotonic() - started, 1), "base_index_s": base_s,
-               "disk_mib": disk_mib(target / "data")}
+    figures = {"size": size, **figures, "grow_s": round(time.monotonic() - started, 1), "base_index_s": base_s, "disk_mib": disk_mib(target / "data")}
     record.write_text(json.dumps(figures))
     return figures
 
@@ -203,7 +212,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     queries = [q for name in COLLECTIONS for q in load_collection(EVAL / name).queries.values() if len(q) <= 1000]  # api.max_query_chars
-    queries = [queries[i] for i in np.random.default_rng(0).permutation(len(queries))[:args.queries]]
+    queries = [queries[i] for i in np.random.default_rng(0).permutation(len(queries))[: args.queries]]
     print(machine_line(), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="lodex-scale-") as scratch:
@@ -221,9 +230,11 @@ def main() -> None:
             rows.append(row)
     print("\n| chunks | base + grow s | RAM at ready / peak MiB | hybrid p50/p99 ms | dense p50/p99 ms | recall@10 | fresh p50/p95 s | disk MiB |")
     for r in rows:
-        print(f"| {r['chunks']:,} | {r['base_index_s']} + {r['grow_s']} | {r['rss_ready_mib']:,} / {r['rss_peak_mib']:,} | "
-              f"{r['hybrid_p50_ms']} / {r['hybrid_p99_ms']} | {r['dense_p50_ms']} / {r['dense_p99_ms']} | {r['recall_at_10']} "
-              f"({r['vector_index']}) | {r['fresh_p50_s']} / {r['fresh_p95_s']} | {r['disk_mib']:,} |")
+        print(
+            f"| {r['chunks']:,} | {r['base_index_s']} + {r['grow_s']} | {r['rss_ready_mib']:,} / {r['rss_peak_mib']:,} | "
+            f"{r['hybrid_p50_ms']} / {r['hybrid_p99_ms']} | {r['dense_p50_ms']} / {r['dense_p99_ms']} | {r['recall_at_10']} "
+            f"({r['vector_index']}) | {r['fresh_p50_s']} / {r['fresh_p95_s']} | {r['disk_mib']:,} |"
+        )
 
 
 if __name__ == "__main__":

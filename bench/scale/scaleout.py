@@ -66,7 +66,7 @@ def sweep(args: argparse.Namespace, work: Workload) -> list[Point]:
     with ExitStack() as shared:
         endpoint = shared.enter_context(s3_server()) if args.quick else None
         for i, machines in enumerate(args.machines):
-            for design in (args.designs if i % 2 == 0 else args.designs[::-1]):
+            for design in args.designs if i % 2 == 0 else args.designs[::-1]:
                 with ExitStack() as own:
                     point = measure(args, work, design, machines, endpoint or own.enter_context(s3_server()))
                 points.append(point)
@@ -92,9 +92,11 @@ def measure(args: argparse.Namespace, work: Workload, design: str, machines: int
 
 def _line(p: Point) -> str:
     seconds = [c.seconds for c in p.commits]
-    return (f"{p.design:9} N={p.machines:3d}: {p.docs_per_s:8.1f} docs/s in {p.seconds:6.1f} s, {len(p.commits)} commits "
-            f"(mean {statistics.mean(seconds):.3f} s), check {'ok' if p.check.get('ok') else 'FAILED'} {p.check}, {p.tries}, "
-            f"cpu {p.cpu_s}")
+    return (
+        f"{p.design:9} N={p.machines:3d}: {p.docs_per_s:8.1f} docs/s in {p.seconds:6.1f} s, {len(p.commits)} commits "
+        f"(mean {statistics.mean(seconds):.3f} s), check {'ok' if p.check.get('ok') else 'FAILED'} {p.check}, {p.tries}, "
+        f"cpu {p.cpu_s}"
+    )
 
 
 def knee(points: list[Point], base: float) -> tuple[int, float]:
@@ -115,15 +117,19 @@ def report(points: list[Point], work: Workload, args: argparse.Namespace) -> Non
             cells.append(f"{p.docs_per_s:18.1f} {100 * p.docs_per_s / (base * n):8.0f}% {p.steady_docs_per_s():7.1f}")
         print(f"{n:4d} {per_machine * n:13.1f} " + " ".join(cells))
     print()
-    print(f"{'design':10} {'N':>4} {'commits':>8} {'commit s p50':>13} {'p95':>7} {'chunks s p50':>13} {'docs s p50':>11} "
-          f"{'busy':>6} {'frags/commit':>13} {'rows/commit':>12} {'docs/commit':>12} {'manifest KB':>12} {'cpu s (this, s3)':>17} {'check':>6}")
+    print(
+        f"{'design':10} {'N':>4} {'commits':>8} {'commit s p50':>13} {'p95':>7} {'chunks s p50':>13} {'docs s p50':>11} "
+        f"{'busy':>6} {'frags/commit':>13} {'rows/commit':>12} {'docs/commit':>12} {'manifest KB':>12} {'cpu s (this, s3)':>17} {'check':>6}"
+    )
     for p in points:
         s = sorted(c.seconds for c in p.commits)
         chunks, rest = statistics.median(c.chunks_s for c in p.commits), statistics.median(c.seconds - c.chunks_s for c in p.commits)
-        print(f"{p.design:10} {p.machines:4d} {len(s):8d} {statistics.median(s):13.3f} {s[math.ceil(0.95 * len(s)) - 1]:7.3f} "
-              f"{chunks:13.3f} {rest:11.3f} {100 * sum(s) / p.seconds:5.0f}% {statistics.mean(c.fragments for c in p.commits):13.1f} "
-              f"{statistics.mean(c.rows for c in p.commits):12.0f} {statistics.mean(c.docs for c in p.commits):12.1f} "
-              f"{p.manifest_bytes / 1024:12.1f} {p.cpu_s['harness']:8.0f},{p.cpu_s['s3']:7.0f} {'ok' if p.check['ok'] else 'FAIL':>6}")
+        print(
+            f"{p.design:10} {p.machines:4d} {len(s):8d} {statistics.median(s):13.3f} {s[math.ceil(0.95 * len(s)) - 1]:7.3f} "
+            f"{chunks:13.3f} {rest:11.3f} {100 * sum(s) / p.seconds:5.0f}% {statistics.mean(c.fragments for c in p.commits):13.1f} "
+            f"{statistics.mean(c.rows for c in p.commits):12.0f} {statistics.mean(c.docs for c in p.commits):12.1f} "
+            f"{p.manifest_bytes / 1024:12.1f} {p.cpu_s['harness']:8.0f},{p.cpu_s['s3']:7.0f} {'ok' if p.check['ok'] else 'FAIL':>6}"
+        )
     print()
     for design in args.designs:
         mine = [p for p in points if p.design == design]
@@ -160,14 +166,18 @@ def main(argv: list[str] | None = None) -> list[Point]:
     per_token_s = args.per_token_us / 1e6
     if not per_token_s:
         measured = {mode: calibrate(mode) for mode in ("exact", "fast")}
-        print("calibrated on the bundled MiniLM (CPU time over the cores; wall time here in brackets): " + ", ".join(
-            f"{mode} {1e6 * s:.1f} µs/token = {1 / s:,.0f} tokens/s ({1e6 * w:.1f} µs/token)" for mode, (s, w) in measured.items())
-            + f"; the sweep uses {args.mode}")
+        print(
+            "calibrated on the bundled MiniLM (CPU time over the cores; wall time here in brackets): "
+            + ", ".join(f"{mode} {1e6 * s:.1f} µs/token = {1 / s:,.0f} tokens/s ({1e6 * w:.1f} µs/token)" for mode, (s, w) in measured.items())
+            + f"; the sweep uses {args.mode}"
+        )
         per_token_s = measured[args.mode][0]
     work = Workload(per_token_s, args.flush_tokens, max(1, round(args.flushes * args.flush_tokens / MEAN_DOC_TOKENS)))
-    print(f"encoder stand-in {1e6 * per_token_s:.1f} µs/token; flush {work.flush_tokens} tokens; {work.docs_per_machine} documents "
-          f"a machine; S3 faults: {args.latency_ms} ms a request, {args.refuse:.0%} refused, {args.lose:.0%} replies lost; "
-          f"rival commit every {args.rival_every_s or '-'} s")
+    print(
+        f"encoder stand-in {1e6 * per_token_s:.1f} µs/token; flush {work.flush_tokens} tokens; {work.docs_per_machine} documents "
+        f"a machine; S3 faults: {args.latency_ms} ms a request, {args.refuse:.0%} refused, {args.lose:.0%} replies lost; "
+        f"rival commit every {args.rival_every_s or '-'} s"
+    )
     points = sweep(args, work)
     report(points, work, args)
     return points

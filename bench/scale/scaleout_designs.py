@@ -112,14 +112,17 @@ def run_point(design: str, machines: int, work: Workload, endpoint: Endpoint, pr
     docs = [machine_docs(work, m) for m in range(machines)]
     cpu = (time.process_time(), endpoint.cpu_seconds())
     with tempfile.TemporaryDirectory(prefix="lodex-scaleout-") as cache:
-        run = (_single_writer if design == "single" else _fragment_writes)
+        run = _single_writer if design == "single" else _fragment_writes
         chunks_uri, documents_uri, tries, settle, close = run(point, docs, work, f"s3://bench/{prefix}", options, Path(cache), rival_every_s)
         _cpu_during(point, endpoint, cpu)
         try:
             settle()
             ds_chunks, ds_docs = fragments.dataset(chunks_uri, options), fragments.dataset(documents_uri, options)
-            point.check = verify(ds_chunks.to_table(columns=["id", "document_id", "ordinal"]), ds_docs.to_table(columns=["id"]),
-                                 [d for per in docs for d in per] + point.rival)
+            point.check = verify(
+                ds_chunks.to_table(columns=["id", "document_id", "ordinal"]),
+                ds_docs.to_table(columns=["id"]),
+                [d for per in docs for d in per] + point.rival,
+            )
             point.manifest_bytes = endpoint.newest_size(f"bench/{prefix}/lance/chunks.lance/_versions")
         finally:
             close()
@@ -138,6 +141,7 @@ Opened = tuple[str, str, Callable[[], dict[str, int]], Callable[[], Any], Callab
 def _machines(count: int, work: Workload, docs: list[list[Doc]], flush: int, deliver: Callable[[int, list[Doc]], None]) -> None:
     """Run the machines: each encodes its documents in turn and hands each flush of `flush` tokens (its first a random
     fraction of one, so that machines do not flush in step; 1: each document) to `deliver`."""
+
     def machine(m: int) -> None:
         first = int(np.random.default_rng([work.seed, m, 1]).uniform(0.05, 1.0) * flush)
         for batch in batches(docs[m], flush, first):
@@ -163,13 +167,14 @@ def _collect(store: LanceStore) -> None:
     store.collect_garbage()
 
 
-def _single_writer(point: Point, docs: list[list[Doc]], work: Workload, uri: str, options: dict[str, str], cache: Path,
-                   rival_every_s: float) -> Opened:
+def _single_writer(
+    point: Point, docs: list[list[Doc]], work: Workload, uri: str, options: dict[str, str], cache: Path, rival_every_s: float
+) -> Opened:
     """Today's design: the machines' documents gathered to one LanceStore, committed a flush at a time."""
     store = _open_store(uri, options, cache, work.dim)
     chunks_s: list[float] = []
     store.chunks.add = _timed(store.chunks.add, chunks_s)  # type: ignore[method-assign]
-    gathered: "queue.Queue[list[Doc] | None]" = queue.Queue()
+    gathered: queue.Queue[list[Doc] | None] = queue.Queue()
     failed = {"commits": 0}
     rng = np.random.default_rng([work.seed, 99])
 
@@ -199,8 +204,16 @@ def _single_writer(point: Point, docs: list[list[Doc]], work: Workload, uri: str
         if pending:
             commit(pending)
 
-    _run_both(point, docs, work, 1, lambda m, batch: gathered.put([*batch]), committer, lambda: gathered.put(None),
-              Rival(_uris(uri), options, rival_every_s, work.dim))
+    _run_both(
+        point,
+        docs,
+        work,
+        1,
+        lambda m, batch: gathered.put([*batch]),
+        committer,
+        lambda: gathered.put(None),
+        Rival(_uris(uri), options, rival_every_s, work.dim),
+    )
     return *_uris(uri), lambda: {"failed commits (made again)": failed["commits"]}, lambda: _collect(store), store.close
 
 
@@ -209,8 +222,16 @@ def _uris(uri: str) -> tuple[str, str]:
     return f"{uri}/lance/chunks.lance", f"{uri}/lance/documents.lance"
 
 
-def _run_both(point: Point, docs: list[list[Doc]], work: Workload, flush: int, deliver: Callable[[int, list[Doc]], None],
-              committer: Callable[[], None], finish: Callable[[], None], rival: Rival) -> None:
+def _run_both(
+    point: Point,
+    docs: list[list[Doc]],
+    work: Workload,
+    flush: int,
+    deliver: Callable[[int, list[Doc]], None],
+    committer: Callable[[], None],
+    finish: Callable[[], None],
+    rival: Rival,
+) -> None:
     """Machines and committer together, the rival beside; the run's seconds end at its last commit."""
     point.docs, point.tokens = sum(len(d) for d in docs), sum(doc.total for d in docs for doc in d)
     thread_error: list[BaseException] = []
@@ -236,14 +257,15 @@ def _run_both(point: Point, docs: list[list[Doc]], work: Workload, flush: int, d
         raise thread_error[0]
 
 
-def _fragment_writes(point: Point, docs: list[list[Doc]], work: Workload, uri: str, options: dict[str, str], cache: Path,
-                     rival_every_s: float) -> Opened:
+def _fragment_writes(
+    point: Point, docs: list[list[Doc]], work: Workload, uri: str, options: dict[str, str], cache: Path, rival_every_s: float
+) -> Opened:
     """The fragment design, through lodex's own path (store/fragments.py, LanceStore.commit_fragments): each machine
     writes its flushes' chunk rows as fragments; the committer commits every fragment waiting in one Append of the
     chunks table, then their documents' rows (the commit point)."""
     store = _open_store(uri, options, cache, work.dim)
     target = store.fragment_target()
-    written: "queue.Queue[tuple[list[Any], list[dict[str, Any]], int] | None]" = queue.Queue()
+    written: queue.Queue[tuple[list[Any], list[dict[str, Any]], int] | None] = queue.Queue()
     tries = fragments.Tries()
 
     def deliver(m: int, batch: list[Doc]) -> None:
@@ -262,8 +284,7 @@ def _fragment_writes(point: Point, docs: list[list[Doc]], work: Workload, uri: s
                 frags, rows = [f for w in ready for f in w[0]], [r for w in ready for r in w[1]]
                 started = time.perf_counter()
                 _commit(store, frags, rows, options, tries)
-                point.commits.append(Commit(time.perf_counter() - started, len(frags), sum(w[2] for w in ready), len(rows),
-                                            sum(chunks_s)))
+                point.commits.append(Commit(time.perf_counter() - started, len(frags), sum(w[2] for w in ready), len(rows), sum(chunks_s)))
                 chunks_s.clear()
 
     rival = Rival(_uris(uri), options, rival_every_s, work.dim)
@@ -310,6 +331,7 @@ def _commit(store: LanceStore, frags: list[Any], rows: list[dict[str, Any]], opt
 
 def _timed(function: Callable[..., Any], sink: list[float]) -> Callable[..., Any]:
     """`function`, its seconds appended to `sink` at each call."""
+
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
@@ -321,5 +343,8 @@ def _timed(function: Callable[..., Any], sink: list[float]) -> Callable[..., Any
 
 
 def _tries(*kept: fragments.Tries) -> dict[str, int]:
-    return {"writes made again": sum(t.writes for t in kept), "commits tried again": sum(t.commits for t in kept),
-            "commits landed, reply lost": sum(t.landed_unseen for t in kept)}
+    return {
+        "writes made again": sum(t.writes for t in kept),
+        "commits tried again": sum(t.commits for t in kept),
+        "commits landed, reply lost": sum(t.landed_unseen for t in kept),
+    }

@@ -61,8 +61,7 @@ def append(uri: str, fragments: list[Any], read_version: int, options: dict[str,
 
     for attempt in range(ATTEMPTS):
         try:
-            return lance.LanceDataset.commit(uri, lance.LanceOperation.Append(fragments), read_version=read_version,
-                                             storage_options=options)
+            return lance.LanceDataset.commit(uri, lance.LanceOperation.Append(fragments), read_version=read_version, storage_options=options)
         except OSError:
             if attempt == ATTEMPTS - 1:
                 raise

@@ -91,8 +91,9 @@ def serve(port: int) -> None:
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = make_server("127.0.0.1", port, FaultyApp(DomainDispatcherApplication(create_backend_app)), threaded=True,
-                         request_handler=MotoRequestHandler)
+    server = make_server(
+        "127.0.0.1", port, FaultyApp(DomainDispatcherApplication(create_backend_app)), threaded=True, request_handler=MotoRequestHandler
+    )
     print(server.server_address[1], flush=True)
     server.serve_forever()
 
@@ -111,8 +112,13 @@ class Endpoint:
 
     @property
     def options(self) -> dict[str, str]:
-        return {"aws_endpoint": self.url, "allow_http": "true", "aws_region": "us-east-1",
-                "aws_access_key_id": "bench", "aws_secret_access_key": "bench"}
+        return {
+            "aws_endpoint": self.url,
+            "allow_http": "true",
+            "aws_region": "us-east-1",
+            "aws_access_key_id": "bench",
+            "aws_secret_access_key": "bench",
+        }
 
     def set_faults(self, latency_ms: float = 0.0, refuse: float = 0.0, lose: float = 0.0, seed: int = 0) -> None:
         """Inject these faults from now on (all zero: none)."""
@@ -130,8 +136,14 @@ class Endpoint:
     def filesystem(self) -> Any:
         import pyarrow.fs as pafs
 
-        return pafs.S3FileSystem(endpoint_override=self.url.removeprefix("http://"), scheme="http", region="us-east-1",
-                                 access_key="bench", secret_key="bench", allow_bucket_creation=True)
+        return pafs.S3FileSystem(
+            endpoint_override=self.url.removeprefix("http://"),
+            scheme="http",
+            region="us-east-1",
+            access_key="bench",
+            secret_key="bench",
+            allow_bucket_creation=True,
+        )
 
     def create_bucket(self, name: str) -> None:
         self.filesystem().create_dir(name)
@@ -147,8 +159,7 @@ class Endpoint:
 @contextmanager
 def s3_server(nice: int = 0) -> Iterator[Endpoint]:
     """A faulty moto server in a child process (at CPU priority `nice`), stopped on exit."""
-    child = subprocess.Popen([sys.executable, __file__, "0"], stdout=subprocess.PIPE, text=True,
-                             preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    child = subprocess.Popen([sys.executable, __file__, "0"], stdout=subprocess.PIPE, text=True, preexec_fn=(lambda: os.nice(nice)) if nice else None)
     try:
         assert child.stdout is not None
         yield Endpoint(f"http://127.0.0.1:{int(child.stdout.readline())}", child.pid)

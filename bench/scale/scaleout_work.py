@@ -49,8 +49,10 @@ def machine_docs(work: Workload, machine: int) -> list[Doc]:
     """The documents machine `machine` encodes, the same for every design."""
     rng = np.random.default_rng([work.seed, machine])
     low, high = work.chunk_tokens
-    return [Doc(f"m{machine:03d}-d{k:05d}", tuple(int(t) for t in rng.integers(low, high + 1, rng.integers(*work.chunks_per_doc))))
-            for k in range(work.docs_per_machine)]
+    return [
+        Doc(f"m{machine:03d}-d{k:05d}", tuple(int(t) for t in rng.integers(low, high + 1, rng.integers(*work.chunks_per_doc))))
+        for k in range(work.docs_per_machine)
+    ]
 
 
 def encode(doc: Doc, work: Workload) -> None:
@@ -62,8 +64,13 @@ def encode(doc: Doc, work: Workload) -> None:
 @lru_cache(maxsize=1)
 def passages() -> tuple[str, ...]:
     """Real text to fill chunk rows with: the paragraphs of the samples' text files."""
-    found = [p.strip() for path in sorted(SAMPLES.glob("*")) if path.suffix in (".txt", ".md", ".rst")
-             for p in path.read_text(encoding="utf-8").split("\n\n") if len(p.strip()) > 200]
+    found = [
+        p.strip()
+        for path in sorted(SAMPLES.glob("*"))
+        if path.suffix in (".txt", ".md", ".rst")
+        for p in path.read_text(encoding="utf-8").split("\n\n")
+        if len(p.strip()) > 200
+    ]
     return tuple(found) or ("lorem ipsum dolor sit amet " * 40,)
 
 
@@ -76,16 +83,25 @@ def chunk_rows(docs: list[Doc], dim: int, rng: np.random.Generator) -> tuple[pa.
     vectors = rng.standard_normal((n, dim), dtype=np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     text = [texts[i % len(texts)][: int(t * CHARS_PER_TOKEN)] for i, t in enumerate(tokens)]
-    table = pa.table({
-        "id": new_chunk_ids(n), "document_id": [doc.id for doc in docs for _ in doc.tokens],
-        "content_hash": [f"h{doc.id}" for doc in docs for _ in doc.tokens],
-        "ordinal": pa.array([i for doc in docs for i in range(len(doc.tokens))], pa.int32()),
-        "char_start": pa.array(np.zeros(n, np.int64)), "char_end": pa.array([len(t) for t in text], pa.int64()),
-        "token_count": pa.array(tokens, pa.int32()), "text": text,
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim),
-        "page": pa.nulls(n, pa.int32()), "page_end": pa.nulls(n, pa.int32()), "section": pa.nulls(n, pa.string()),
-        "language": ["en"] * n, "keywords": [t.lower() for t in text],
-    }, schema=chunks_schema(dim))
+    table = pa.table(
+        {
+            "id": new_chunk_ids(n),
+            "document_id": [doc.id for doc in docs for _ in doc.tokens],
+            "content_hash": [f"h{doc.id}" for doc in docs for _ in doc.tokens],
+            "ordinal": pa.array([i for doc in docs for i in range(len(doc.tokens))], pa.int32()),
+            "char_start": pa.array(np.zeros(n, np.int64)),
+            "char_end": pa.array([len(t) for t in text], pa.int64()),
+            "token_count": pa.array(tokens, pa.int32()),
+            "text": text,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), dim),
+            "page": pa.nulls(n, pa.int32()),
+            "page_end": pa.nulls(n, pa.int32()),
+            "section": pa.nulls(n, pa.string()),
+            "language": ["en"] * n,
+            "keywords": [t.lower() for t in text],
+        },
+        schema=chunks_schema(dim),
+    )
     ends = np.cumsum([len(doc.tokens) for doc in docs])
     means = np.add.reduceat(vectors, np.r_[0, ends[:-1]], axis=0)
     return table, means / np.linalg.norm(means, axis=1, keepdims=True)
@@ -94,10 +110,24 @@ def chunk_rows(docs: list[Doc], dim: int, rng: np.random.Generator) -> tuple[pa.
 def document_rows(docs: list[Doc], vectors: np.ndarray) -> list[dict[str, Any]]:
     """The document rows of these documents (the commit point of today's path)."""
     stamp = time.time()
-    return [{"id": doc.id, "path": f"{doc.id}.txt", "content_hash": f"h{doc.id}", "size": int(doc.total * CHARS_PER_TOKEN),
-             "mtime": stamp, "format": "text", "title": doc.id, "chunk_count": len(doc.tokens), "token_count": doc.total,
-             "vector": vector.tolist(), "indexed_at": stamp, "metadata": "{}", "language": "en"}
-            for doc, vector in zip(docs, vectors)]
+    return [
+        {
+            "id": doc.id,
+            "path": f"{doc.id}.txt",
+            "content_hash": f"h{doc.id}",
+            "size": int(doc.total * CHARS_PER_TOKEN),
+            "mtime": stamp,
+            "format": "text",
+            "title": doc.id,
+            "chunk_count": len(doc.tokens),
+            "token_count": doc.total,
+            "vector": vector.tolist(),
+            "indexed_at": stamp,
+            "metadata": "{}",
+            "language": "en",
+        }
+        for doc, vector in zip(docs, vectors)
+    ]
 
 
 def document_table(docs: list[Doc], vectors: np.ndarray, dim: int) -> pa.Table:
@@ -126,8 +156,19 @@ def verify(chunks: pa.Table, documents: pa.Table, expected: list[Doc]) -> dict[s
     keys = list(zip(chunks["document_id"].to_pylist(), chunks["ordinal"].to_pylist()))
     wanted = {(doc.id, i) for doc in expected for i in range(len(doc.tokens))}
     doc_ids = documents["id"].to_pylist()
-    ok = (len(ids) == len(set(ids)) == len(keys) == len(set(keys)) == len(wanted) and set(keys) == wanted
-          and len(doc_ids) == len(set(doc_ids)) and set(doc_ids) == {d.id for d in expected})
-    return {"ok": ok, "chunk_rows": len(ids), "unique_chunk_ids": len(set(ids)), "expected_chunks": len(wanted),
-            "document_rows": len(doc_ids), "unique_documents": len(set(doc_ids)), "expected_documents": len(expected),
-            **({"missing": sorted(wanted - set(keys))[:5], "unexpected": sorted(set(keys) - wanted)[:5]} if not ok else {})}
+    ok = (
+        len(ids) == len(set(ids)) == len(keys) == len(set(keys)) == len(wanted)
+        and set(keys) == wanted
+        and len(doc_ids) == len(set(doc_ids))
+        and set(doc_ids) == {d.id for d in expected}
+    )
+    return {
+        "ok": ok,
+        "chunk_rows": len(ids),
+        "unique_chunk_ids": len(set(ids)),
+        "expected_chunks": len(wanted),
+        "document_rows": len(doc_ids),
+        "unique_documents": len(set(doc_ids)),
+        "expected_documents": len(expected),
+        **({"missing": sorted(wanted - set(keys))[:5], "unexpected": sorted(set(keys) - wanted)[:5]} if not ok else {}),
+    }

@@ -30,11 +30,28 @@ sys.path.insert(0, str(ROOT))
 from bench.harness import index_folder, machine_line  # noqa: E402
 from bench.serving.push_flood import Serve  # noqa: E402
 
-TOPICS = ["swept wings and the drag rise at transonic speed", "heat transfer through a hypersonic boundary layer",
-          "stabilizing fins of sounding rockets", "flutter of thin panels in supersonic flow", "laminar separation bubbles on airfoils",
-          "shock waves ahead of blunt bodies", "vortex lift of slender delta wings", "buffeting of tails in the wake of a wing"]
-QUERIES = ["drag of swept wings", "hypersonic heat transfer", "rocket fin stability", "panel flutter", "separation bubble",
-           "blunt body shock standoff", "delta wing vortex lift", "tail buffeting", "transonic drag rise", "boundary layer transition"]
+TOPICS = [
+    "swept wings and the drag rise at transonic speed",
+    "heat transfer through a hypersonic boundary layer",
+    "stabilizing fins of sounding rockets",
+    "flutter of thin panels in supersonic flow",
+    "laminar separation bubbles on airfoils",
+    "shock waves ahead of blunt bodies",
+    "vortex lift of slender delta wings",
+    "buffeting of tails in the wake of a wing",
+]
+QUERIES = [
+    "drag of swept wings",
+    "hypersonic heat transfer",
+    "rocket fin stability",
+    "panel flutter",
+    "separation bubble",
+    "blunt body shock standoff",
+    "delta wing vortex lift",
+    "tail buffeting",
+    "transonic drag rise",
+    "boundary layer transition",
+]
 
 
 @dataclass
@@ -137,11 +154,22 @@ def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
         thread.join()
     unexpected = {s: n for s, n in statuses.items() if s not in ("200", "429")}
     failed_searches = {s: n for s, n in (idle.statuses + loaded.statuses).items() if s != "200"}
-    return {"model": model, "documents": documents, "requests": args.requests, "inputs_per_request": args.inputs, "embed_clients": args.embed_clients,
-            "search_clients": args.search_clients, "idle": idle.summary(), "loaded": loaded.summary(),
-            "p50_ratio": round(loaded.p(0.5) / idle.p(0.5), 2), "p99_ratio": round(loaded.p(0.99) / idle.p(0.99), 2),
-            "embed_statuses": dict(statuses), "embedded_texts_per_s": round(args.requests * args.inputs / seconds, 1),
-            "loaded_seconds": round(seconds, 1), "ok": not unexpected and not failed_searches and statuses["200"] == args.requests}
+    return {
+        "model": model,
+        "documents": documents,
+        "requests": args.requests,
+        "inputs_per_request": args.inputs,
+        "embed_clients": args.embed_clients,
+        "search_clients": args.search_clients,
+        "idle": idle.summary(),
+        "loaded": loaded.summary(),
+        "p50_ratio": round(loaded.p(0.5) / idle.p(0.5), 2),
+        "p99_ratio": round(loaded.p(0.99) / idle.p(0.99), 2),
+        "embed_statuses": dict(statuses),
+        "embedded_texts_per_s": round(args.requests * args.inputs / seconds, 1),
+        "loaded_seconds": round(seconds, 1),
+        "ok": not unexpected and not failed_searches and statuses["200"] == args.requests,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -22,8 +22,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import EVALDATA as EVAL, LODEX_CLI  # noqa: E402
-
+from bench.harness import EVALDATA as EVAL  # noqa: E402
+from bench.harness import LODEX_CLI
 from lodex.search.collections import load_collection  # noqa: E402
 
 
@@ -67,8 +67,7 @@ def main() -> None:
         full_encode_s = time.perf_counter() - started
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data)}
         log = open(Path(tmp) / "watch.log", "w+")  # noqa: SIM115
-        watcher = subprocess.Popen([*LODEX_CLI, "watch", str(folder)], env=env, cwd=ROOT,
-                                   stdout=subprocess.DEVNULL, stderr=log, text=True)
+        watcher = subprocess.Popen([*LODEX_CLI, "watch", str(folder)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
             deadline = time.monotonic() + 600
             reader = Settings(index={"data_dir": str(data)})
@@ -97,7 +96,9 @@ def main() -> None:
                         break
                     if time.perf_counter() - written > args.timeout:
                         top = [(h.path, h.passages[0].text[:80]) for h in hits]
-                        raise SystemExit(f"edit {i} not searchable after {args.timeout} s; top: {top}; watch log:\n{Path(log.name).read_text()[-3000:]}")
+                        raise SystemExit(
+                            f"edit {i} not searchable after {args.timeout} s; top: {top}; watch log:\n{Path(log.name).read_text()[-3000:]}"
+                        )
                     time.sleep(0.05)
                 latencies.append(time.perf_counter() - written)
                 files[f] = paragraphs
@@ -108,9 +109,20 @@ def main() -> None:
             watcher.wait(timeout=60)
     latencies.sort()
     p95 = latencies[min(len(latencies) - 1, int(round(0.95 * (len(latencies) - 1))))]
-    print(json.dumps({"edits": len(latencies), "p50_s": round(statistics.median(latencies), 3), "p95_s": round(p95, 3),
-                      "min_s": round(latencies[0], 3), "max_s": round(latencies[-1], 3), "quiet_s": 1.0, "mode": "rewrite" if args.rewrite else "paragraph",
-                      "full_file_encode_s": round(full_encode_s, 3)}))
+    print(
+        json.dumps(
+            {
+                "edits": len(latencies),
+                "p50_s": round(statistics.median(latencies), 3),
+                "p95_s": round(p95, 3),
+                "min_s": round(latencies[0], 3),
+                "max_s": round(latencies[-1], 3),
+                "quiet_s": 1.0,
+                "mode": "rewrite" if args.rewrite else "paragraph",
+                "full_file_encode_s": round(full_encode_s, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,9 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-from bench.harness import EVALDATA as EVAL, LODEX_CLI, free_port, index_folder, percentile_ms as pct  # noqa: E402
-from bench.scale.inflate import inflate  # noqa: E402
+from bench.harness import EVALDATA as EVAL  # noqa: E402
+from bench.harness import LODEX_CLI, free_port, index_folder
+from bench.harness import percentile_ms as pct
 from bench.peers.peers import DENSE, FAISS, HYBRID, LODEX, TXTAI, Peer, build_txtai, peers  # noqa: E402
+from bench.scale.inflate import inflate  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
 from lodex.store.lance_store import LanceStore  # noqa: E402
 
@@ -66,8 +68,7 @@ def wait_until_indexed(port: int, limit: float) -> float | None:
     return None
 
 
-def client(port: int, queries: list[str], until: float, latencies: list[float], errors: list[str], seed: int,
-           peer: Peer = LODEX) -> None:
+def client(port: int, queries: list[str], until: float, latencies: list[float], errors: list[str], seed: int, peer: Peer = LODEX) -> None:
     rng = random.Random(seed)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     while time.monotonic() < until:
@@ -115,8 +116,13 @@ def keep_changing(folder: Path, every: float, stop: threading.Event, start: int 
 
 
 def summary(latencies: list[float], errors: list[str], seconds: float) -> dict:
-    return {"requests": len(latencies) + len(errors), "errors": len(errors), "p50_ms": round(pct(latencies, 0.5), 1),
-            "p99_ms": round(pct(latencies, 0.99), 1), "qps": round(len(latencies) / seconds, 1)}
+    return {
+        "requests": len(latencies) + len(errors),
+        "errors": len(errors),
+        "p50_ms": round(pct(latencies, 0.5), 1),
+        "p99_ms": round(pct(latencies, 0.99), 1),
+        "qps": round(len(latencies) / seconds, 1),
+    }
 
 
 def with_commits(port: int, folder: Path, queries: list[str], args: argparse.Namespace) -> dict:
@@ -137,7 +143,9 @@ def with_commits(port: int, folder: Path, queries: list[str], args: argparse.Nam
         quiet = add("no_indexing", run_clients(port, queries, args.clients, seconds))
         stop = threading.Event()
         count: list[int] = []
-        changer = threading.Thread(target=lambda: count.append(keep_changing(folder, args.commits_every, stop, written)), daemon=True)
+        changer = threading.Thread(
+            target=lambda count=count, stop=stop, written=written: count.append(keep_changing(folder, args.commits_every, stop, written)), daemon=True
+        )
         changer.start()
         busy = add("commits", run_clients(port, queries, args.clients, seconds))
         stop.set()
@@ -146,9 +154,13 @@ def with_commits(port: int, folder: Path, queries: list[str], args: argparse.Nam
         wait_until_indexed(port, args.settle)
         per_round.append(round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None)
     quiet, busy = summary(*phases["no_indexing"]), summary(*phases["commits"])
-    return {"no_indexing": quiet, "commits": busy, "files_changed": written,
-            "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None,
-            **({"rounds": rounds, "p99_ratio_per_round": per_round} if rounds > 1 else {})}
+    return {
+        "no_indexing": quiet,
+        "commits": busy,
+        "files_changed": written,
+        "p99_ratio": round(busy["p99_ms"] / quiet["p99_ms"], 2) if quiet["p99_ms"] else None,
+        **({"rounds": rounds, "p99_ratio_per_round": per_round} if rounds > 1 else {}),
+    }
 
 
 def start_server(cmd: list[str], env: dict[str, str], port: int, log_path: Path, peer: Peer = LODEX) -> subprocess.Popen:
@@ -183,8 +195,11 @@ def compare_peers(folder: Path, data: Path, env: dict[str, str], queries: list[s
         finally:
             server.terminate()
             server.wait(timeout=120)
-    ratios = {f"lodex_{mode}_over_{name}": round(rows[lodex]["qps"] / rows[peer]["qps"], 2) if rows[peer]["qps"] else None
-              for mode, lodex in (("hybrid", HYBRID), ("dense", DENSE)) for name, peer in (("faiss", FAISS), ("txtai", TXTAI))}
+    ratios = {
+        f"lodex_{mode}_over_{name}": round(rows[lodex]["qps"] / rows[peer]["qps"], 2) if rows[peer]["qps"] else None
+        for mode, lodex in (("hybrid", HYBRID), ("dense", DENSE))
+        for name, peer in (("faiss", FAISS), ("txtai", TXTAI))
+    }
     return {"rows": rows, **ratios, "txtai_index": txtai_index}
 
 
@@ -195,12 +210,24 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--no-indexing", action="store_true", help="no indexing during the load (to compare)")
     parser.add_argument("--workdir", type=Path, help="keep the built index here and re-use it on later runs")
-    parser.add_argument("--commits-every", type=float, default=0, metavar="S",
-                        help="compare p99 with no indexing and with a changed file committed every S seconds (no CISI copy)")
-    parser.add_argument("--rounds", type=int, default=1, metavar="N",
-                        help="with --commits-every: N alternating pairs of windows (no indexing, commits) of --seconds/N each, pooled")
+    parser.add_argument(
+        "--commits-every",
+        type=float,
+        default=0,
+        metavar="S",
+        help="compare p99 with no indexing and with a changed file committed every S seconds (no CISI copy)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --commits-every: N alternating pairs of windows (no indexing, commits) of --seconds/N each, pooled",
+    )
     parser.add_argument("--peer", action="store_true", help="compare with a FastAPI + sentence-transformers + FAISS server and txtai's API")
-    parser.add_argument("--settle", type=float, default=600, help="after the load, wait up to this long for the indexing to finish, then read RSS again")
+    parser.add_argument(
+        "--settle", type=float, default=600, help="after the load, wait up to this long for the indexing to finish, then read RSS again"
+    )
     args = parser.parse_args()
     cran = load_collection(EVAL / "cranfield")
     queries = list(cran.queries.values())
@@ -214,18 +241,36 @@ def main() -> None:
             index_folder(folder, env)
             inflate(data, args.chunks)
         if args.peer:
-            print(json.dumps({"chunks": LanceStore(data, 384).chunks.count_rows(), "clients": args.clients, "seconds": args.seconds,
-                              **compare_peers(folder, data, env, queries, args, Path(tmp))}, indent=1))
+            print(
+                json.dumps(
+                    {
+                        "chunks": LanceStore(data, 384).chunks.count_rows(),
+                        "clients": args.clients,
+                        "seconds": args.seconds,
+                        **compare_peers(folder, data, env, queries, args, Path(tmp)),
+                    },
+                    indent=1,
+                )
+            )
             return
         port = free_port()
-        server = start_server([*LODEX_CLI, "serve", str(folder), "--port", str(port)], env, port,
-                              Path(tmp) / "serve.log")
+        server = start_server([*LODEX_CLI, "serve", str(folder), "--port", str(port)], env, port, Path(tmp) / "serve.log")
         try:
             chunks = get_json(port, "/stats")["chunks"]
             run_clients(port, queries, 2, 5)  # warm-up
             if args.commits_every:
-                print(json.dumps({"chunks_at_start": chunks, "clients": args.clients, "seconds": args.seconds,
-                                  "commits_every_s": args.commits_every, **with_commits(port, folder, queries, args)}, indent=1))
+                print(
+                    json.dumps(
+                        {
+                            "chunks_at_start": chunks,
+                            "clients": args.clients,
+                            "seconds": args.seconds,
+                            "commits_every_s": args.commits_every,
+                            **with_commits(port, folder, queries, args),
+                        },
+                        indent=1,
+                    )
+                )
                 return
             idle, idle_errors, idle_s = run_clients(port, queries, 1, 15)
             rss_start = rss_mib(server.pid)
@@ -252,16 +297,35 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=120)
-    print(json.dumps({
-        "chunks_at_start": chunks, "documents_at_end": stats["documents"], "chunks_at_end": stats["chunks"],
-        "clients": args.clients, "seconds": round(seconds, 1), "requests": len(latencies) + len(errors), "errors": len(errors),
-        "p50_ms": round(pct(latencies, 0.5), 1), "p99_ms": round(pct(latencies, 0.99), 1),
-        "qps": round(len(latencies) / seconds, 1), "rss_start_mib": round(rss_start), "rss_during_mib": samples, "rss_end_mib": round(rss_end),
-        "indexing_done_after_s": None if settled_s is None else round(settled_s, 1), "rss_indexing_done_mib": rss_settled,
-        "baseline_idle_1_client": {"p50_ms": round(pct(idle, 0.5), 1), "p99_ms": round(pct(idle, 0.99), 1),
-                                   "qps": round(len(idle) / idle_s, 1), "errors": len(idle_errors)},
-        "first_errors": errors[:3],
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "chunks_at_start": chunks,
+                "documents_at_end": stats["documents"],
+                "chunks_at_end": stats["chunks"],
+                "clients": args.clients,
+                "seconds": round(seconds, 1),
+                "requests": len(latencies) + len(errors),
+                "errors": len(errors),
+                "p50_ms": round(pct(latencies, 0.5), 1),
+                "p99_ms": round(pct(latencies, 0.99), 1),
+                "qps": round(len(latencies) / seconds, 1),
+                "rss_start_mib": round(rss_start),
+                "rss_during_mib": samples,
+                "rss_end_mib": round(rss_end),
+                "indexing_done_after_s": None if settled_s is None else round(settled_s, 1),
+                "rss_indexing_done_mib": rss_settled,
+                "baseline_idle_1_client": {
+                    "p50_ms": round(pct(idle, 0.5), 1),
+                    "p99_ms": round(pct(idle, 0.99), 1),
+                    "qps": round(len(idle) / idle_s, 1),
+                    "errors": len(idle_errors),
+                },
+                "first_errors": errors[:3],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

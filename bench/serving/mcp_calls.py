@@ -22,11 +22,28 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import LODEX_CLI, machine_line  # noqa: E402
 
-QUERIES = ["pressure distribution on a swept wing", "heat transfer in a boundary layer", "buckling of thin shells", "shock waves",
-           "laminar flow transition", "vibration of plates", "supersonic inlet", "turbulent skin friction", "wind tunnel tests",
-           "heated cylinder in cross flow", "slender body theory", "boundary layer separation", "flutter of wings",
-           "hypersonic flow", "viscous drag", "jet noise", "stagnation point heating", "compressible flow", "thermal stress",
-           "aerodynamic loads"]
+QUERIES = [
+    "pressure distribution on a swept wing",
+    "heat transfer in a boundary layer",
+    "buckling of thin shells",
+    "shock waves",
+    "laminar flow transition",
+    "vibration of plates",
+    "supersonic inlet",
+    "turbulent skin friction",
+    "wind tunnel tests",
+    "heated cylinder in cross flow",
+    "slender body theory",
+    "boundary layer separation",
+    "flutter of wings",
+    "hypersonic flow",
+    "viscous drag",
+    "jet noise",
+    "stagnation point heating",
+    "compressible flow",
+    "thermal stress",
+    "aerodynamic loads",
+]
 
 
 def rss_kib(pid: int) -> int:
@@ -59,8 +76,12 @@ def main() -> None:
     assert CliRunner().invoke(app, ["index", str(args.docs), "--data-dir", str(data)]).exit_code == 0
     server = Server(args.docs, data, "--no-watch")
     server.wait_ready()
-    params = StdioServerParameters(command=LODEX_CLI[0], args=[*LODEX_CLI[1:], "mcp", "--data-dir", str(data)], cwd=str(ROOT),
-                                   env={"HF_HUB_OFFLINE": "1", "HOME": os.environ.get("HOME", "/tmp")})
+    params = StdioServerParameters(
+        command=LODEX_CLI[0],
+        args=[*LODEX_CLI[1:], "mcp", "--data-dir", str(data)],
+        cwd=str(ROOT),
+        env={"HF_HUB_OFFLINE": "1", "HOME": os.environ.get("HOME", "/tmp")},
+    )
     before = children()
     figures: dict[str, float] = {}
 
@@ -90,10 +111,14 @@ def main() -> None:
     finally:
         server.stop()
     print(machine_line())
-    print(f"{args.calls} search calls over one stdio session: p50 {statistics.median(mcp_times) * 1000:.1f} ms, "
-          f"p90 {statistics.quantiles(mcp_times, n=10)[-1] * 1000:.1f} ms")
-    print(f"GET /search, same queries, keep-alive: p50 {statistics.median(api_times) * 1000:.1f} ms, "
-          f"p90 {statistics.quantiles(api_times, n=10)[-1] * 1000:.1f} ms")
+    print(
+        f"{args.calls} search calls over one stdio session: p50 {statistics.median(mcp_times) * 1000:.1f} ms, "
+        f"p90 {statistics.quantiles(mcp_times, n=10)[-1] * 1000:.1f} ms"
+    )
+    print(
+        f"GET /search, same queries, keep-alive: p50 {statistics.median(api_times) * 1000:.1f} ms, "
+        f"p90 {statistics.quantiles(api_times, n=10)[-1] * 1000:.1f} ms"
+    )
     print(f"lodex mcp RSS: {figures['rss_after_100_mib']:.1f} MiB after 100 calls, {figures['rss_after_all_mib']:.1f} MiB after {args.calls}")
 
 

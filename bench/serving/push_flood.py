@@ -33,8 +33,9 @@ class Serve:
         self.log = data.parent / f"serve-{self.port}.log"
         full = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), **env}
         with self.log.open("w") as out:
-            self.proc = subprocess.Popen([*LODEX_CLI, "serve", str(root), "--port", str(self.port), "--no-watch"],
-                                         env=full, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [*LODEX_CLI, "serve", str(root), "--port", str(self.port), "--no-watch"], env=full, cwd=REPO, stdout=out, stderr=subprocess.STDOUT
+            )
 
     def wait_ready(self, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
@@ -168,14 +169,34 @@ def main() -> None:
     result = flood(server.url, data / "pushes", args.pushes, args.clients, args.text_chars, args.retry)
     waiting = sum(1 for _ in (data / "pushes").glob("*.json"))
     code = server.terminate()
-    print(json.dumps({"pushes": args.pushes, "retry": args.retry, "clients": args.clients, "max_queued_pushes": args.max_queued, "seconds": round(result.seconds, 1),
-                      "accepted": len(result.accepted), "refused_429_503": result.refused,
-                      "refused_without_retry_after": result.refused_without_retry_after, "other_statuses": result.other,
-                      "health_requests": len(result.health_ms), "health_failures": result.health_failures,
-                      "health_p50_ms": round(result.p(result.health_ms, 0.5), 1), "health_p99_ms": round(result.p(result.health_ms, 0.99), 1),
-                      "health_max_ms": round(max(result.health_ms), 1), "searches": len(result.search_ms), "search_failures": result.search_failures,
-                      "search_p50_ms": round(result.p(result.search_ms, 0.5), 1), "search_p99_ms": round(result.p(result.search_ms, 0.99), 1),
-                      "spool_max_files": result.spool_max, "spool_at_sigterm": waiting, "exit_code": code}, indent=1))
+    print(
+        json.dumps(
+            {
+                "pushes": args.pushes,
+                "retry": args.retry,
+                "clients": args.clients,
+                "max_queued_pushes": args.max_queued,
+                "seconds": round(result.seconds, 1),
+                "accepted": len(result.accepted),
+                "refused_429_503": result.refused,
+                "refused_without_retry_after": result.refused_without_retry_after,
+                "other_statuses": result.other,
+                "health_requests": len(result.health_ms),
+                "health_failures": result.health_failures,
+                "health_p50_ms": round(result.p(result.health_ms, 0.5), 1),
+                "health_p99_ms": round(result.p(result.health_ms, 0.99), 1),
+                "health_max_ms": round(max(result.health_ms), 1),
+                "searches": len(result.search_ms),
+                "search_failures": result.search_failures,
+                "search_p50_ms": round(result.p(result.search_ms, 0.5), 1),
+                "search_p99_ms": round(result.p(result.search_ms, 0.99), 1),
+                "spool_max_files": result.spool_max,
+                "spool_at_sigterm": waiting,
+                "exit_code": code,
+            },
+            indent=1,
+        )
+    )
     again = Serve(root, data, env)
     again.wait_ready()
     missing = all_indexed(again.url, result.accepted)

@@ -149,7 +149,7 @@ class Chunker:
             return []
         starts, ends = spans[:, 0], spans[:, 1]
         if whole_text and n <= self.rule.whole_tokens:  # a short text is one chunk (its breaks are not needed)
-            return [Chunk(0, int(starts[0]), int(ends[-1]), n, text[int(starts[0]):int(ends[-1])])]
+            return [Chunk(0, int(starts[0]), int(ends[-1]), n, text[int(starts[0]) : int(ends[-1])])]
         word = np.ones(n, dtype=bool)
         word[1:] = starts[1:] > ends[:-1]
         if SPACELESS.search(text) is not None:  # Chinese, Japanese: a token that starts one of their words starts a word

@@ -25,27 +25,35 @@ class LateChunking:
         return {"window_tokens": self.window_tokens, "margin": self.margin} | ({"for": "long"} if self.long_only else {})
 
 
-def late_chunking(enabled: bool, window_tokens: int, margin: int, chunk_tokens: int, model_window: int,
-                  pooling: str = "mean", long_only: bool = False) -> LateChunking | None:
+def late_chunking(
+    enabled: bool, window_tokens: int, margin: int, chunk_tokens: int, model_window: int, pooling: str = "mean", long_only: bool = False
+) -> LateChunking | None:
     """The late-chunking plan of the settings, checked; None when off. Windows of `window_tokens`, or (0) of twice a
     chunk (measured best with MiniLM: 256-token windows beat 512 on every evaluation run), within the model's window."""
     if not enabled:
         return None
     if pooling == "cls":
-        raise ConfigError("late chunking pools each chunk from its own tokens: a model pooled by its first (CLS) token cannot",
-                          "set chunking.late = false, or encoder.pooling to \"mean\"")
+        raise ConfigError(
+            "late chunking pools each chunk from its own tokens: a model pooled by its first (CLS) token cannot",
+            'set chunking.late = false, or encoder.pooling to "mean"',
+        )
     window = window_tokens or min(2 * chunk_tokens, model_window)
     if window > model_window:
-        raise ConfigError(f"encoder.window_tokens {window} is longer than the model reads at once ({model_window} tokens)",
-                          f"set encoder.window_tokens to at most {model_window} (0 = twice chunking.max_tokens)")
+        raise ConfigError(
+            f"encoder.window_tokens {window} is longer than the model reads at once ({model_window} tokens)",
+            f"set encoder.window_tokens to at most {model_window} (0 = twice chunking.max_tokens)",
+        )
     if window < chunk_tokens:
-        raise ConfigError(f"encoder.window_tokens {window} is shorter than a chunk (chunking.max_tokens {chunk_tokens})",
-                          "raise encoder.window_tokens, lower chunking.max_tokens, or set chunking.late = false")
+        raise ConfigError(
+            f"encoder.window_tokens {window} is shorter than a chunk (chunking.max_tokens {chunk_tokens})",
+            "raise encoder.window_tokens, lower chunking.max_tokens, or set chunking.late = false",
+        )
     return LateChunking(window, margin, long_only)
 
 
-def plan_windows(text: str, chunks: list[Chunk], tokenize: TokenSpans, budget: int, margin: int, pack: bool = True,
-                 spans: np.ndarray | None = None) -> list[Window]:
+def plan_windows(
+    text: str, chunks: list[Chunk], tokenize: TokenSpans, budget: int, margin: int, pack: bool = True, spans: np.ndarray | None = None
+) -> list[Window]:
     """Consecutive chunks of `text` grouped into windows of at most `budget` content tokens: each window holds as
     many whole chunks as fit with up to `margin` tokens of context on each side (less where the budget is short),
     or (`pack` false: windows no longer than a chunk) one chunk each. Chunks' offsets are in `text`; `spans`: its

@@ -54,7 +54,7 @@ class Drawing:
         for match, after in zip(starts, [*starts[1:], None]):
             stop = after.start() if after else len(data)
             end = _END.search(data, match.end(), stop)
-            self._put(int(match.group(1)), data[match.end():end.start() if end else stop])
+            self._put(int(match.group(1)), data[match.end() : end.start() if end else stop])
 
     def add_object_stream(self, dictionary: bytes, text: bytes) -> None:
         """The objects packed in an object stream (`text`, decoded): numbers and offsets, then the objects from
@@ -65,7 +65,7 @@ class Drawing:
         start = int(first.group(1))
         pairs = [(int(m.group(1)), start + int(m.group(2))) for m in _PAIRS.finditer(text[:start])]
         for (number, at), (_, end) in zip(pairs, [*pairs[1:], (0, len(text))]):
-            self._put(number, text[at:max(at, end)])
+            self._put(number, text[at : max(at, end)])
 
     def drawn(self) -> set[int]:
         """The objects pages may draw: their contents, and the XObjects any resource dictionary names."""
@@ -88,16 +88,19 @@ class Drawing:
             names = self._page_names(text)
             parsed, draws = _add(self._cost(number, names, memo, set()) for number in contents)
             if draws > MAX_PAGE_DRAWS:
-                raise ReadError(f"a page draws {draws:,} forms and images, more than {MAX_PAGE_DRAWS:,} (one form "
-                                "drawing another many times over?)", "the file is hostile or broken: exclude it")
+                raise ReadError(
+                    f"a page draws {draws:,} forms and images, more than {MAX_PAGE_DRAWS:,} (one form drawing another many times over?)",
+                    "the file is hostile or broken: exclude it",
+                )
             total += parsed
             if total > CONTENT_FACTOR * limit:  # as soon as it is passed: the pages after it are not costed
-                raise ReadError(f"page contents add up to over {total / 1e6:,.0f} MB to parse, more than {CONTENT_FACTOR} "
-                                f"times the limit of {limit / 1e6:,.1f} MB (max_inflated_bytes): one stream drawn by many pages?",
-                                "the file is hostile or broken: exclude it")
+                raise ReadError(
+                    f"page contents add up to over {total / 1e6:,.0f} MB to parse, more than {CONTENT_FACTOR} "
+                    f"times the limit of {limit / 1e6:,.1f} MB (max_inflated_bytes): one stream drawn by many pages?",
+                    "the file is hostile or broken: exclude it",
+                )
 
-    def _cost(self, number: int, page: Names, memo: dict[tuple[int, Names], tuple[int, int]],
-              open_: set[int]) -> tuple[int, int]:
+    def _cost(self, number: int, page: Names, memo: dict[tuple[int, Names], tuple[int, int]], open_: set[int]) -> tuple[int, int]:
         """(bytes parsed, forms and images drawn) when stream `number` is parsed once, with the XObjects it draws in
         turn, each looked up in its own resources, then in those of the page (`page`), as pdfium does."""
         key = (number, page)
@@ -156,4 +159,3 @@ def _add(costs: Iterable[tuple[int, int]]) -> tuple[int, int]:
     for one_parsed, one_draws in costs:
         parsed, draws = parsed + one_parsed, draws + one_draws
     return parsed, draws
-

@@ -5,10 +5,22 @@ import re
 
 # The filters a stream's dictionary may name (full or abbreviated, as pdfium accepts them), in the order named; those
 # the guard recognises from their bytes (SNIFFED) and those it must be told of.
-_NAMED = re.compile(rb"/(FlateDecode|Fl|ASCIIHexDecode|AHx|ASCII85Decode|A85|LZWDecode|LZW|RunLengthDecode|RL)"
-                    rb"(?![A-Za-z0-9])")
-_KINDS = {b"FlateDecode": "flate", b"Fl": "flate", b"ASCIIHexDecode": "ahx", b"AHx": "ahx", b"ASCII85Decode": "a85",
-          b"A85": "a85", b"LZWDecode": "lzw", b"LZW": "lzw", b"RunLengthDecode": "rl", b"RL": "rl"}
+_NAMED = re.compile(
+    rb"/(FlateDecode|Fl|ASCIIHexDecode|AHx|ASCII85Decode|A85|LZWDecode|LZW|RunLengthDecode|RL)"
+    rb"(?![A-Za-z0-9])"
+)
+_KINDS = {
+    b"FlateDecode": "flate",
+    b"Fl": "flate",
+    b"ASCIIHexDecode": "ahx",
+    b"AHx": "ahx",
+    b"ASCII85Decode": "a85",
+    b"A85": "a85",
+    b"LZWDecode": "lzw",
+    b"LZW": "lzw",
+    b"RunLengthDecode": "rl",
+    b"RL": "rl",
+}
 SNIFFED = frozenset({"flate", "ahx", "a85"})
 _ESCAPE = re.compile(rb"#([0-9A-Fa-f]{2})")
 _EARLY_CHANGE = re.compile(rb"/EarlyChange\s+0(?![0-9])")
@@ -40,10 +52,10 @@ def run_length(data: bytes | memoryview, limit: int) -> bytes:
         if length == 128:
             break
         if length < 128:
-            out += data[at + 1:at + 2 + length]
+            out += data[at + 1 : at + 2 + length]
             at += 2 + length
         else:
-            out += bytes(data[at + 1:at + 2]) * (257 - length)
+            out += bytes(data[at + 1 : at + 2]) * (257 - length)
             at += 2
     return bytes(out)
 

@@ -40,11 +40,13 @@ def check_pdf(data: bytes, limit: int) -> None:
         named = named_filters(dictionary)
         if not SNIFFED.issuperset(named):  # LZW and RunLength run to the end of the stream's data, not of the file
             declared = _LENGTH.search(dictionary)
-            body = body[:max(length, int(declared.group(1)) if declared else 0)]
+            body = body[: max(length, int(declared.group(1)) if declared else 0)]
         size = _decoded_size(body, limit, 0, named)
         if size > limit:
-            raise ReadError(f"a compressed stream inflates past the limit of {limit / 1e6:,.1f} MB "
-                            "(max_inflated_bytes)", "a decompression bomb, or raise the limit")
+            raise ReadError(
+                f"a compressed stream inflates past the limit of {limit / 1e6:,.1f} MB (max_inflated_bytes)",
+                "a decompression bomb, or raise the limit",
+            )
         if number is not None:
             drawing.sizes[number] = size or length
             bodies[number] = body, length, named
@@ -60,7 +62,7 @@ def _not_inflated(dictionary: bytes, whole: bool) -> bool:
     """Whether a stream is an image or an attached file, by a key of its own dictionary, not of one nested in it (when
     the dictionary is `whole`: its object's header was found, so the nesting can be counted)."""
     for match in _NOT_INFLATED.finditer(dictionary):
-        before = dictionary[:match.start()]
+        before = dictionary[: match.start()]
         if not whole or before.count(b"<<") - before.count(b">>") == 1:
             return True
     return False
@@ -71,13 +73,13 @@ def _streams(data: bytes) -> Iterator[tuple[int | None, bytes, memoryview, int]]
     length up to `endstream`) of each stream."""
     view = memoryview(data)
     for match in _STREAM.finditer(data):
-        head = data[max(0, match.start() - _HEAD):match.start()]
+        head = data[max(0, match.start() - _HEAD) : match.start()]
         objects = list(_OBJ.finditer(head))
         start = objects[-1].end() if objects else 0
         dictionary = _COMMENT_OR_STRING.sub(b" ", head[start:])
         end = data.find(b"endstream", match.end())
         length = (end if end >= 0 else len(data)) - match.end()
-        yield (int(objects[-1].group(1)) if objects else None), dictionary, view[match.end():], length
+        yield (int(objects[-1].group(1)) if objects else None), dictionary, view[match.end() :], length
 
 
 def _decoded_size(stream: memoryview | bytes, limit: int, layer: int, named: tuple[str, ...]) -> int:
@@ -150,7 +152,7 @@ def _inflated_size(stream: memoryview | bytes, limit: int) -> tuple[int, bytes]:
     inflater = zlib.decompressobj()
     size, at, piece, head = 0, 0, 1 << 14, b""
     while at < len(stream) and not inflater.eof and size <= limit:
-        pending: bytes | memoryview = stream[at:at + piece]
+        pending: bytes | memoryview = stream[at : at + piece]
         at, piece = at + piece, min(piece * 2, _PIECE)
         try:
             while pending and size <= limit and not inflater.eof:

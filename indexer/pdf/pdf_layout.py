@@ -99,9 +99,9 @@ def rows(words: list[Word], height: float) -> list[_Row]:
 def running_candidates(rows: list[_Row], height: float) -> tuple[list[_Row], list[_Row], list[_Row]]:
     """(head, body, tail): the first and last line(s) of a page when a blank band sets them apart from the rest."""
     head = _set_apart(rows, height)
-    rest = rows[len(head):]
+    rest = rows[len(head) :]
     tail = _set_apart(rest[::-1], height)[::-1]
-    return head, rest[:len(rest) - len(tail)], tail
+    return head, rest[: len(rest) - len(tail)], tail
 
 
 def _set_apart(rows: list[_Row], height: float) -> list[_Row]:
@@ -168,8 +168,9 @@ def _blocks(rows: list[_Row], height: float) -> Iterator[tuple[list[_Row], list[
     yield from _trimmed(block, _gutters(block, _inner(free, extent)), height, page)
 
 
-def _trimmed(block: list[_Row], gutters: list[tuple[float, float]], height: float,
-             page: tuple[float, float]) -> Iterator[tuple[list[_Row], list[tuple[float, float]]]]:
+def _trimmed(
+    block: list[_Row], gutters: list[tuple[float, float]], height: float, page: tuple[float, float]
+) -> Iterator[tuple[list[_Row], list[tuple[float, float]]]]:
     """A column block less the lines that a blank band across it sets apart at its top or foot, when they are too
     few to be columns of their own (a line whose gap happens to fall in the gutter: "Name ... Page 3"): those are
     read whole, before or after the columns. The columns' gaps are then found again without them (a title across
@@ -252,8 +253,7 @@ def _gutters(block: list[_Row], gutters: list[tuple[float, float]]) -> list[tupl
 def _written_by_column(columns: list[list[_Row]]) -> bool:
     """Whether the content stream holds the columns one after the other (side-by-side code listings, a multi-column
     list of short entries), which a table written row by row does not: then short lines are still columns."""
-    spans = [(min(w.order for r in column for w in r.words), max(w.order for r in column for w in r.words))
-             for column in columns]
+    spans = [(min(w.order for r in column for w in r.words), max(w.order for r in column for w in r.words)) for column in columns]
     return all(left[1] < right[0] for left, right in zip(spans, spans[1:]))
 
 

@@ -12,13 +12,13 @@ import pypdfium2.raw as pdfium_c
 
 from lodex.indexer.errors import ReadError
 from lodex.indexer.pdf.pdf_guard import check_pdf
+from lodex.indexer.pdf.pdf_layout import reading_order, row_text, rows, running_candidates, steady
+from lodex.indexer.pdf.pdf_running import Running
+from lodex.indexer.pdf.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
+from lodex.indexer.pdf.pdf_words import Word, filled, turn, word_direction
 from lodex.indexer.readers.decoding import clean
 from lodex.indexer.readers.document import Document, HeadingPath, ReadLimits
 from lodex.indexer.readers.vendor_errors import pdfium_open_reason, pdfium_page_reason
-from lodex.indexer.pdf.pdf_layout import reading_order, row_text, rows, running_candidates, steady
-from lodex.indexer.pdf.pdf_words import Word, filled, turn, word_direction
-from lodex.indexer.pdf.pdf_running import Running
-from lodex.indexer.pdf.pdf_text import BROKEN, MARKERS, Line, Page, finish, hyphen_evidence, join_lines, normal, stream_page
 
 # Bump whenever the text read from some file would change (layout rules, thresholds, cleaning, pdfium's own text).
 PDF_READER_VERSION = "5"
@@ -34,13 +34,34 @@ MAX_BOOKMARKS = 10_000
 MAX_OUTLINE_DEPTH = 16
 HEADING_WORDS = 12
 # Metadata titles that name no document: producers' placeholders, and file names or paths.
-_PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title", "title", "document", "none", "unknown",
-                                 "null", "default", "microsoft word", "presentation", "powerpoint presentation",
-                                 "slide 1", "blank", "new document", "print", "about:blank"})
+_PLACEHOLDER_TITLES = frozenset(
+    {
+        "untitled",
+        "untitled document",
+        "no title",
+        "title",
+        "document",
+        "none",
+        "unknown",
+        "null",
+        "default",
+        "microsoft word",
+        "presentation",
+        "powerpoint presentation",
+        "slide 1",
+        "blank",
+        "new document",
+        "print",
+        "about:blank",
+    }
+)
 _APP_PREFIX = re.compile(r"^(?:microsoft\s+)?(?:word|excel|powerpoint|outlook)\s+-\s+", re.IGNORECASE)
-_FILE_NAME = re.compile(r"^\S*\.(?:pdf|docx?|odt|rtf|txt|html?|xhtml|tex|dvi|e?ps|indd|pptx?|xlsx?|md|png|jpe?g|tiff?)$"
-                        r"|^(?:[a-z][a-z0-9+.-]*://|file:|about:|[a-z]:[\\/]|[\\/~])\S*$"  # a URL or an absolute path
-                        r"|^\S*[\\/]\S*[\\/]\S*$", re.IGNORECASE)  # a relative path (two separators)
+_FILE_NAME = re.compile(
+    r"^\S*\.(?:pdf|docx?|odt|rtf|txt|html?|xhtml|tex|dvi|e?ps|indd|pptx?|xlsx?|md|png|jpe?g|tiff?)$"
+    r"|^(?:[a-z][a-z0-9+.-]*://|file:|about:|[a-z]:[\\/]|[\\/~])\S*$"  # a URL or an absolute path
+    r"|^\S*[\\/]\S*[\\/]\S*$",
+    re.IGNORECASE,
+)  # a relative path (two separators)
 MAX_TITLE_CHARS = 300
 
 
@@ -109,8 +130,7 @@ def real_title(title: str) -> str:
     name, a path or a URL."""
     title = " ".join(clean(title).split())
     bare = _APP_PREFIX.sub("", title)
-    if (not any(c.isalpha() for c in bare) or len(bare) > MAX_TITLE_CHARS or bare.casefold() in _PLACEHOLDER_TITLES
-            or _FILE_NAME.match(bare)):
+    if not any(c.isalpha() for c in bare) or len(bare) > MAX_TITLE_CHARS or bare.casefold() in _PLACEHOLDER_TITLES or _FILE_NAME.match(bare):
         return ""
     return title if bare == title else bare
 
@@ -130,8 +150,7 @@ def _read_pages(pdf: pdfium.PdfDocument, limits: ReadLimits) -> list[Page]:
 
 
 def _too_long(limits: ReadLimits) -> ReadError:
-    return ReadError(f"text longer than the limit of {limits.max_text_chars:,} characters (max_text_chars)",
-                     "split the PDF or raise the limit")
+    return ReadError(f"text longer than the limit of {limits.max_text_chars:,} characters (max_text_chars)", "split the PDF or raise the limit")
 
 
 def _read_page(pdf: pdfium.PdfDocument, index: int) -> Page:
@@ -168,8 +187,7 @@ def _page_text(textpage: pdfium.PdfTextPage) -> Page:
         turned_height = median(w.y1 - w.y0 for w in words)
         turned = reading_order(rows(words, turned_height), turned_height)
         lines += [Line(turned[0].text, True), *turned[1:]]
-    return Page([normal(row_text(r, height)) for r in head], normal(join_lines(lines)),
-                 [normal(row_text(r, height)) for r in tail])
+    return Page([normal(row_text(r, height)) for r in head], normal(join_lines(lines)), [normal(row_text(r, height)) for r in tail])
 
 
 def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
@@ -193,9 +211,17 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
             raise pdfium.PdfiumError("Failed to get the character's origin.")
         if end - start > 1:  # the box of the first and last characters (conditionals: ~4% of a read, over min/max)
             last = box(end - 1)
-            words.append(Word(token, first[0] if first[0] < last[0] else last[0], first[2] if first[2] > last[2] else last[2],
-                              first[1] if first[1] < last[1] else last[1], first[3] if first[3] > last[3] else last[3],
-                              y.value, len(words)))
+            words.append(
+                Word(
+                    token,
+                    first[0] if first[0] < last[0] else last[0],
+                    first[2] if first[2] > last[2] else last[2],
+                    first[1] if first[1] < last[1] else last[1],
+                    first[3] if first[3] > last[3] else last[3],
+                    y.value,
+                    len(words),
+                )
+            )
             directions.append(word_direction(first, last))
         else:
             words.append(Word(token, first[0], first[2], first[1], first[3], y.value, len(words)))
@@ -209,8 +235,7 @@ def _words(textpage: pdfium.PdfTextPage, text: str) -> list[list[Word]] | None:
         return None
     if "right" in groups:
         steady(groups["right"])
-    return [words if direction == "right" else [turn(w, direction, origins_x[w.order]) for w in words]
-            for direction, words in ordered]
+    return [words if direction == "right" else [turn(w, direction, origins_x[w.order]) for w in words] for direction, words in ordered]
 
 
 def _char_box(textpage: pdfium.PdfTextPage) -> Callable[[int], tuple[float, float, float, float]]:
@@ -239,8 +264,7 @@ def _sections(outline: list[tuple[int, int, str]], texts: list[str], starts: lis
     if not outline:
         return None
     path = HeadingPath()
-    sections = [(starts[index] + _heading_at(texts[index], title), path.enter(level, title))
-                for index, level, title in outline]
+    sections = [(starts[index] + _heading_at(texts[index], title), path.enter(level, title)) for index, level, title in outline]
     return sorted(sections, key=lambda section: section[0])  # stable: a chapter stays before a section at its offset
 
 
@@ -256,8 +280,7 @@ def _document(pages: list[Page], title: str, outline: list[tuple[int, int, str]]
     if not pages:
         raise ReadError("unreadable PDF: it has no pages")
     running, compounds = Running(pages), hyphen_evidence(pages)
-    texts = [finish(page, partial(running.is_running, i), compounds)
-             for i, page in enumerate(pages)]
+    texts = [finish(page, partial(running.is_running, i), compounds) for i, page in enumerate(pages)]
     starts: list[int] = []
     offset = 0
     for text in texts:

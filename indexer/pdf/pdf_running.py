@@ -41,8 +41,7 @@ def _roman(text: str) -> int | None:
 
 def _to_roman(number: int) -> str:
     out = ""
-    for value, letters in ((100, "c"), (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"),
-                           (1, "i")):
+    for value, letters in ((100, "c"), (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")):
         while number >= value:
             out, number = out + letters, number - value
     return out

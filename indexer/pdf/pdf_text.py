@@ -19,8 +19,7 @@ _BROKEN_WORD = re.compile(rf"(\w+){BROKEN}(\w+)")
 _WORD = re.compile(r"\w+(?:[-\u2010]\w+)*")  # a word, hyphenated or not
 # A line this many words long that ends in a broken word is full: the word goes on after a blank band too.
 HEADING_WORDS = 5
-_LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
-                            "\ufb05": "st", "\ufb06": "st"})
+_LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st"})
 
 
 @dataclass(frozen=True)
@@ -92,9 +91,8 @@ def stream_page(text: str) -> Page:
     lines = [" ".join(line.split()) for line in re.split(r"\r\n|\r|\n", text)]
     lines = [line for line in lines if line]
     head, tail = (lines[:1], lines[-1:]) if len(lines) >= 3 else ([], [])
-    body = lines[len(head):len(lines) - len(tail)]
-    return Page([normal(line) for line in head], normal(join_lines([Line(line, False) for line in body])),
-                 [normal(line) for line in tail])
+    body = lines[len(head) : len(lines) - len(tail)]
+    return Page([normal(line) for line in head], normal(join_lines([Line(line, False) for line in body])), [normal(line) for line in tail])
 
 
 def hyphen_evidence(pages: list[Page]) -> Counter[str]:
@@ -115,6 +113,7 @@ def hyphen_evidence(pages: list[Page]) -> Counter[str]:
 def mend(text: str, compounds: Counter[str]) -> str:
     """Each word a line end broke made one ("hyphen-" + "ation"), unless the text writes it with its hyphen more
     often than without ("two-" + "dimensional")."""
+
     def mend(match: re.Match[str]) -> str:
         joined, hyphenated = match[1] + match[2], f"{match[1]}-{match[2]}"
         return hyphenated if compounds[hyphenated.casefold()] > compounds[joined.casefold()] else joined

@@ -19,8 +19,18 @@ CONTAINERS_READER_VERSION = "1"
 
 CHUNK_BYTES = 64 * 1024  # an entry is inflated this much at a time, and XML fed to its parser so
 _BOMB_FIX = "raise index.max_parsed_mb if the file is genuine, or exclude it"
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError, ValueError, RuntimeError,
-               NotImplementedError, KeyError, UnicodeDecodeError)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    OSError,
+    EOFError,
+    ValueError,
+    RuntimeError,
+    NotImplementedError,
+    KeyError,
+    UnicodeDecodeError,
+)
 
 
 _OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # a compound file: legacy .doc/.xls/.ppt, or encrypted OOXML
@@ -38,8 +48,7 @@ class MalformedXml(ReadError):
 def unreadable(fmt: str, reason: str | BaseException) -> ReadError:
     """The error for a file of format `fmt` that cannot be parsed (a corrupt zip, a missing part): a zip library's
     error told in words (vendor_errors.py)."""
-    return ReadError(f"unreadable {fmt}: {zip_reason(reason) if isinstance(reason, BaseException) else reason}",
-                     _DAMAGED_FIX)
+    return ReadError(f"unreadable {fmt}: {zip_reason(reason) if isinstance(reason, BaseException) else reason}", _DAMAGED_FIX)
 
 
 class SafeZip:
@@ -53,8 +62,11 @@ class SafeZip:
         self.declared = 0  # declared sizes of the entries read so far
         self.inflated = 0  # bytes actually inflated so far
         if data.startswith(_OLE2_MAGIC):
-            raise ReadError(f"unreadable {fmt}: an OLE2 compound file, not a zip (a password-protected document, or "
-                            f"a legacy .doc/.xls/.ppt one under another name)", "save it unprotected in its own format")
+            raise ReadError(
+                f"unreadable {fmt}: an OLE2 compound file, not a zip (a password-protected document, or "
+                f"a legacy .doc/.xls/.ppt one under another name)",
+                "save it unprotected in its own format",
+            )
         try:
             self._zip = zipfile.ZipFile(io.BytesIO(data))
             self._infos = {info.filename: info for info in self._zip.infolist()}
@@ -90,16 +102,22 @@ class SafeZip:
     def _reserve(self, info: zipfile.ZipInfo) -> None:
         """Refuse, before inflating a byte, an entry whose declared size takes the total past the limit."""
         if self.declared + info.file_size > self.limit:
-            raise ReadError(f"zip bomb: {self.fmt} entry {info.filename} declares {info.file_size:,} bytes and would "
-                            f"inflate past index.max_parsed_mb ({self.limit:,} bytes)", _BOMB_FIX)
+            raise ReadError(
+                f"zip bomb: {self.fmt} entry {info.filename} declares {info.file_size:,} bytes and would "
+                f"inflate past index.max_parsed_mb ({self.limit:,} bytes)",
+                _BOMB_FIX,
+            )
         self.declared += info.file_size
 
     def _count(self, name: str, size: int) -> None:
         """Stop inflating once the bytes actually inflated pass the limit (whatever the sizes declared)."""
         self.inflated += size
         if self.inflated > self.limit:
-            raise ReadError(f"zip bomb: {self.fmt} entry {name} inflates to more than it declares and would inflate "
-                            f"past index.max_parsed_mb ({self.limit:,} bytes)", _BOMB_FIX)
+            raise ReadError(
+                f"zip bomb: {self.fmt} entry {name} inflates to more than it declares and would inflate "
+                f"past index.max_parsed_mb ({self.limit:,} bytes)",
+                _BOMB_FIX,
+            )
 
 
 def resolve(base: str, target: str) -> str:
@@ -136,8 +154,7 @@ class _EntityGuard:
             self.patterns = _patterns_for(chunk, self.fmt, self.what)
         window = self.carry + chunk
         if any(pattern in window for pattern in self.patterns):
-            raise ReadError(f"unsafe {self.fmt}: {self.what} declares XML entities (refused: entity expansion)",
-                            "exclude the file")
+            raise ReadError(f"unsafe {self.fmt}: {self.what} declares XML entities (refused: entity expansion)", "exclude the file")
         self.carry = window[-32:]
 
 
@@ -178,8 +195,11 @@ class _TagBound:
 
     def _refuse_past(self, length: int) -> None:
         if length > MAX_TAG_BYTES:
-            raise ReadError(f"unsafe {self.fmt}: {self.what} holds an XML tag longer than {MAX_TAG_BYTES >> 20} MB (an "
-                            f"attribute or element name; no real document has one); refused", HOSTILE_FIX)
+            raise ReadError(
+                f"unsafe {self.fmt}: {self.what} holds an XML tag longer than {MAX_TAG_BYTES >> 20} MB (an "
+                f"attribute or element name; no real document has one); refused",
+                HOSTILE_FIX,
+            )
 
 
 def iter_xml(chunks: Iterable[bytes], fmt: str, what: str) -> Iterator[tuple[str, ET.Element]]:

@@ -29,6 +29,7 @@ def _utf16_without_bom(sample: bytes) -> str | None:
     if len(sample) < 4:
         return None
     even, odd = sample[0::2], sample[1::2]
+
     def share(part: bytes) -> float:
         return part.count(0) / len(part)
 
@@ -82,7 +83,7 @@ def decode_source(data: bytes) -> tuple[str, str]:
     for bom, name in _BOMS:
         if data.startswith(bom):
             try:
-                return data[len(bom):].decode(name), name + "-bom"
+                return data[len(bom) :].decode(name), name + "-bom"
             except UnicodeDecodeError as exc:
                 raise ReadError(f"undecodable {name} text after its BOM: {exc.reason}") from exc
     utf16 = _utf16_without_bom(data[:_SAMPLE])
@@ -175,7 +176,7 @@ def clean_mapped(text: str, offsets: OffsetMap, clean_base: int = 0) -> str:
     pieces: list[str] = []
     last = removed = 0
     for match in _REMOVED.finditer(text):
-        pieces.append(text[last:match.start()])
+        pieces.append(text[last : match.start()])
         offsets.add(clean_base + match.start() - removed, match.end() - match.start())
         removed += match.end() - match.start()
         last = match.end()

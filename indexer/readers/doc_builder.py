@@ -14,8 +14,9 @@ LINE = "\n"  # between a sheet's rows, a slide's lines
 def refuse_long(length: int, limits: ReadLimits, fmt: str) -> None:
     """ReadError when `length` characters of text are more than a document may give."""
     if length > limits.max_text_chars:
-        raise ReadError(f"{fmt} text too long: over {limits.max_text_chars:,} characters once extracted; refused",
-                        "split the document, or exclude it")
+        raise ReadError(
+            f"{fmt} text too long: over {limits.max_text_chars:,} characters once extracted; refused", "split the document, or exclude it"
+        )
 
 
 class DocBuilder:
@@ -74,5 +75,6 @@ class DocBuilder:
         text = "".join(self.parts)
         page_starts = self.pages + [len(text)] * self._pending_pages if pages else None
         sections = self.sections + [(len(text), path) for path in self._pending_sections]
-        return Document(text=text, title=" ".join(title.split()) or self.first_heading, pages=page_starts,
-                        sections=sections or None, extras=extras or {})
+        return Document(
+            text=text, title=" ".join(title.split()) or self.first_heading, pages=page_starts, sections=sections or None, extras=extras or {}
+        )

@@ -54,9 +54,10 @@ def _epub_package_path(z: SafeZip) -> str:
 
 def _epub_manifest(package: ET.Element, opf: str) -> dict[str, tuple[str, str, str]]:
     """Manifest id → (archive path, media type, properties)."""
-    return {item.get("id", ""): (resolve(opf, item.get("href", "")), item.get("media-type", ""),
-                                 item.get("properties", ""))
-            for item in package.iter(f"{_OPF}item")}
+    return {
+        item.get("id", ""): (resolve(opf, item.get("href", "")), item.get("media-type", ""), item.get("properties", ""))
+        for item in package.iter(f"{_OPF}item")
+    }
 
 
 def _epub_spine(package: ET.Element, manifest: dict[str, tuple[str, str, str]]) -> list[tuple[str, str]]:
@@ -106,8 +107,7 @@ def _nav_entries(data: bytes, nav: str) -> list[tuple[int, str, str]]:
 
     markup = data.decode("utf-8", "replace")
     if html_depth(markup) > MAX_HTML_DEPTH:
-        raise ReadError(f"epub table of contents ({nav}) nested deeper than {MAX_HTML_DEPTH:,} elements (no real book's "
-                        f"is); refused", HOSTILE_FIX)
+        raise ReadError(f"epub table of contents ({nav}) nested deeper than {MAX_HTML_DEPTH:,} elements (no real book's is); refused", HOSTILE_FIX)
     tree = LexborHTMLParser(markup)
     navs = tree.css("nav")
     toc = next((n for n in navs if "toc" in (n.attributes.get("epub:type") or "").split()), navs[0] if navs else None)

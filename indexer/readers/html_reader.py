@@ -11,13 +11,37 @@ MAX_HTML_DEPTH = 1_000
 _HTML_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9:-]*)[^>]*?(/?)>")
 # Elements that never hold others (void) or that a parser closes by itself when a sibling opens (they do not nest).
 _HTML_VOID_LIKE = frozenset("svg math path circle rect line polyline polygon ellipse use stop g".split())  # foreign: `/>` closes
-_HTML_FLAT = frozenset("area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
-                       "option optgroup thead tbody tfoot colgroup rb rt rp".split())
+_HTML_FLAT = frozenset(
+    "area base br col embed hr img input link meta param source track wbr p li dt dd tr td th "
+    "option optgroup thead tbody tfoot colgroup rb rt rp".split()
+)
 
 
 _HTML_BLOCKS = (
-    "p", "div", "section", "article", "header", "footer", "li", "tr", "table", "ul", "ol",
-    "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "br", "hr", "dd", "dt", "main",
+    "p",
+    "div",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "li",
+    "tr",
+    "table",
+    "ul",
+    "ol",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "pre",
+    "blockquote",
+    "br",
+    "hr",
+    "dd",
+    "dt",
+    "main",
 )
 
 
@@ -54,8 +78,9 @@ def read_html(text: str) -> Document:
     from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
     if html_depth(text) > MAX_HTML_DEPTH:
-        raise ReadError(f"HTML nested deeper than {MAX_HTML_DEPTH:,} elements (too slow to parse); skipped",
-                        "exclude the file, or save it as plain text")
+        raise ReadError(
+            f"HTML nested deeper than {MAX_HTML_DEPTH:,} elements (too slow to parse); skipped", "exclude the file, or save it as plain text"
+        )
 
     tree = HTMLParser(text)
     title_node = tree.css_first("title") or tree.css_first("h1")

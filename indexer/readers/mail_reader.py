@@ -29,16 +29,15 @@ def read_eml(data: bytes, limits: ReadLimits) -> Document:
     """A message: "Subject: …\\nFrom: …\\nDate: …", then its body (text/plain preferred, else text/html as text);
     title = Subject. Attachments are not indexed: their names go to extras["skipped_attachments"] (comma-separated)."""
     if _ODD_BOUNDARY.search(data):  # parts under a boundary the count below cannot read would go uncounted
-        raise ReadError("mail whose multipart boundary is split in pieces (RFC 2231) or longer than 200 characters "
-                        "(RFC 2046 allows 70); refused", _HOSTILE_FIX)
+        raise ReadError(
+            "mail whose multipart boundary is split in pieces (RFC 2231) or longer than 200 characters (RFC 2046 allows 70); refused", _HOSTILE_FIX
+        )
     if mime_parts(data, MAX_MIME_PARTS) > MAX_MIME_PARTS:
-        raise ReadError(f"mail of more than {MAX_MIME_PARTS:,} MIME parts (no real message has so many); refused",
-                        _HOSTILE_FIX)
+        raise ReadError(f"mail of more than {MAX_MIME_PARTS:,} MIME parts (no real message has so many); refused", _HOSTILE_FIX)
     try:
         return _read_message(data, limits)
     except RecursionError as exc:  # the email package walks nested parts recursively
-        raise ReadError("MIME parts nested too deeply to read (thousands of levels; no real mail nests so)",
-                        _HOSTILE_FIX) from exc
+        raise ReadError("MIME parts nested too deeply to read (thousands of levels; no real mail nests so)", _HOSTILE_FIX) from exc
 
 
 def mime_parts(data: bytes, most: int) -> int:

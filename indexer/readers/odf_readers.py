@@ -6,8 +6,7 @@ from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.containers import HOSTILE_FIX, SafeZip, unreadable
 from lodex.indexer.readers.doc_builder import LINE, PARAGRAPH, DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.readers.office_common import (OFFICE_READER_VERSION, ParagraphBound, Tables, core_title, drop_done, repeat_count,
-                                                 xml_events)
+from lodex.indexer.readers.office_common import OFFICE_READER_VERSION, ParagraphBound, Tables, core_title, drop_done, repeat_count, xml_events
 
 ODF_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
 
@@ -23,16 +22,32 @@ _T_P, _T_H, _T_S = f"{_ODF_TEXT}p", f"{_ODF_TEXT}h", f"{_ODF_TEXT}s"
 _ROW, _CELL, _COVERED = f"{_ODF_TABLE}table-row", f"{_ODF_TABLE}table-cell", f"{_ODF_TABLE}covered-table-cell"
 # Subtrees whose paragraphs are not indexed: comments, tracked deletions, generated indexes (they repeat headings).
 _ODF_SKIPPED = frozenset(
-    [f"{_ODF_OFFICE}annotation", f"{_ODF_TEXT}tracked-changes", f"{_ODF_TEXT}table-of-content",
-     f"{_ODF_TEXT}illustration-index", f"{_ODF_TEXT}table-index", f"{_ODF_TEXT}object-index",
-     f"{_ODF_TEXT}user-index", f"{_ODF_TEXT}alphabetical-index", f"{_ODF_TEXT}bibliography"])
+    [
+        f"{_ODF_OFFICE}annotation",
+        f"{_ODF_TEXT}tracked-changes",
+        f"{_ODF_TEXT}table-of-content",
+        f"{_ODF_TEXT}illustration-index",
+        f"{_ODF_TEXT}table-index",
+        f"{_ODF_TEXT}object-index",
+        f"{_ODF_TEXT}user-index",
+        f"{_ODF_TEXT}alphabetical-index",
+        f"{_ODF_TEXT}bibliography",
+    ]
+)
 # Inside a paragraph: what is left out of its text (notes' and frames' paragraphs are blocks of their own).
-_ODF_INLINE_SKIPPED = _ODF_SKIPPED | {f"{_ODF_TEXT}note", f"{_ODF_DRAW}frame", f"{_ODF_DRAW}custom-shape",
-                                      f"{_ODF_DRAW}a", f"{_ODF_TEXT}note-citation"}
+_ODF_INLINE_SKIPPED = _ODF_SKIPPED | {
+    f"{_ODF_TEXT}note",
+    f"{_ODF_DRAW}frame",
+    f"{_ODF_DRAW}custom-shape",
+    f"{_ODF_DRAW}a",
+    f"{_ODF_TEXT}note-citation",
+}
 MAX_SLIDES = 10_000  # a presentation of more slides is refused as the parser opens them (3M empty ones took minutes)
-_ODF_MIMETYPES = {"odt": "application/vnd.oasis.opendocument.text",
-                  "odp": "application/vnd.oasis.opendocument.presentation",
-                  "ods": "application/vnd.oasis.opendocument.spreadsheet"}
+_ODF_MIMETYPES = {
+    "odt": "application/vnd.oasis.opendocument.text",
+    "odp": "application/vnd.oasis.opendocument.presentation",
+    "ods": "application/vnd.oasis.opendocument.spreadsheet",
+}
 
 
 def read_odt(data: bytes, limits: ReadLimits) -> Document:
@@ -112,8 +127,7 @@ def _odf_start(el: ET.Element, state: _OdfState, doc: DocBuilder) -> None:
     elif tag == f"{_ODF_DRAW}page":
         state.slides += 1
         if state.slides > MAX_SLIDES:
-            raise ReadError(f"{doc.fmt} presentation of more than {MAX_SLIDES:,} slides (no real one has so many); "
-                            f"refused", HOSTILE_FIX)
+            raise ReadError(f"{doc.fmt} presentation of more than {MAX_SLIDES:,} slides (no real one has so many); refused", HOSTILE_FIX)
         doc.page()
     elif tag == f"{_ODF_DRAW}frame" and el.get(f"{_ODF_PRESENTATION}class") == "title":
         state.title_frame += 1

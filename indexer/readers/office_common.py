@@ -106,16 +106,19 @@ class ParagraphBound:
         if self.open:
             self.elements += 1
             if self.elements > MAX_PARAGRAPH_ELEMENTS:
-                raise ReadError(f"{self.doc.fmt} paragraph of more than {MAX_PARAGRAPH_ELEMENTS:,} elements (no real "
-                                f"document has one); refused", HOSTILE_FIX)
+                raise ReadError(
+                    f"{self.doc.fmt} paragraph of more than {MAX_PARAGRAPH_ELEMENTS:,} elements (no real document has one); refused", HOSTILE_FIX
+                )
         self.open += paragraph
 
     def repeat_spaces(self, count: int) -> None:
         """The open paragraph repeats `count` spaces."""
         self.spaces += count
         if self.doc.length + self.spaces > self.doc.limits.max_text_chars:
-            raise ReadError(f"{self.doc.fmt} paragraph whose repeated spaces (text:s) add up to more than "
-                            f"{self.doc.limits.max_text_chars:,} characters; refused", HOSTILE_FIX)
+            raise ReadError(
+                f"{self.doc.fmt} paragraph whose repeated spaces (text:s) add up to more than {self.doc.limits.max_text_chars:,} characters; refused",
+                HOSTILE_FIX,
+            )
 
     def end(self, paragraph: bool) -> None:
         """An element ends (`paragraph`: it is one)."""
@@ -132,8 +135,11 @@ def xml_events(chunks: Iterable[bytes], fmt: str, what: str) -> Iterator[tuple[s
     for event, element in iter_xml(chunks, fmt, what):
         if event == "start":
             if len(stack) >= MAX_XML_DEPTH:
-                raise ReadError(f"{fmt} {what} nests elements deeper than {MAX_XML_DEPTH:,} levels (tables in tables, "
-                                f"lists in lists; no real document does); refused", HOSTILE_FIX)
+                raise ReadError(
+                    f"{fmt} {what} nests elements deeper than {MAX_XML_DEPTH:,} levels (tables in tables, "
+                    f"lists in lists; no real document does); refused",
+                    HOSTILE_FIX,
+                )
             yield event, element, stack
             stack.append(element)
         else:
@@ -143,7 +149,7 @@ def xml_events(chunks: Iterable[bytes], fmt: str, what: str) -> Iterator[tuple[s
 
 
 def namespace(tag: str) -> str:
-    """"{urn:x}root" → "{urn:x}" (OOXML's transitional and strict namespaces differ; a part's root names its own)."""
+    """ "{urn:x}root" → "{urn:x}" (OOXML's transitional and strict namespaces differ; a part's root names its own)."""
     return tag[: tag.index("}") + 1] if tag.startswith("{") else ""
 
 

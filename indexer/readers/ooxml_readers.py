@@ -7,13 +7,23 @@ from xml.etree import ElementTree as ET
 from lodex.indexer.readers.containers import SafeZip, local, parse_xml, resolve
 from lodex.indexer.readers.doc_builder import LINE, DocBuilder
 from lodex.indexer.readers.document import Document, ReadLimits
-from lodex.indexer.readers.office_common import (CELL_SEPARATOR, MC_FALLBACK, OFFICE_READER_VERSION, ParagraphBound, Tables,
-                                                 core_title, drop_done, namespace, xml_events)
+from lodex.indexer.readers.office_common import (
+    CELL_SEPARATOR,
+    MC_FALLBACK,
+    OFFICE_READER_VERSION,
+    ParagraphBound,
+    Tables,
+    core_title,
+    drop_done,
+    namespace,
+    xml_events,
+)
 
 OOXML_READER_VERSION = OFFICE_READER_VERSION  # see office_common.py
 
 
 # ----------------------------------------------------------------------------------------------------- OOXML parts
+
 
 def relationships(z: SafeZip, part: str) -> list[tuple[str, str, str]]:
     """(id, type, archive path of the target) of each relationship of `part` ("" for the package's own)."""
@@ -77,8 +87,7 @@ def _docx_style_levels(z: SafeZip, main: str) -> dict[str, int]:
         parent = style.find(f"{w}basedOn")
         if parent is not None:
             based[style_id] = parent.get(f"{w}val", "")
-    return {style_id: level for style_id in based.keys() | own.keys()
-            if (level := _inherited(style_id, own, based)) is not None}
+    return {style_id: level for style_id in based.keys() | own.keys() if (level := _inherited(style_id, own, based)) is not None}
 
 
 def _docx_level_of(style: ET.Element, w: str) -> int | None:
@@ -242,8 +251,7 @@ def _pptx_shapes(root: ET.Element) -> list[tuple[str, list[str]]]:
         if local(el.tag) == "sp":
             shapes.append((_placeholder(el), [_drawing_text(p, a) for p in el.iter(f"{a}p")]))
         elif el.tag == f"{a}tbl":
-            rows = [CELL_SEPARATOR.join(text for tc in tr.iter(f"{a}tc") if (text := _cell_text(tc, a)))
-                    for tr in el.iter(f"{a}tr")]
+            rows = [CELL_SEPARATOR.join(text for tc in tr.iter(f"{a}tc") if (text := _cell_text(tc, a))) for tr in el.iter(f"{a}tr")]
             shapes.append(("", rows))
     return shapes
 

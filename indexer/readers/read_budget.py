@@ -40,18 +40,23 @@ class ReadBudget:
     tree_mb: int = 0
 
     def too_slow(self) -> ReadError:
-        return ReadError(f"took longer than {self.seconds:g} s to read (index.max_seconds_per_file)",
-                         "raise index.max_seconds_per_file, or exclude the file")
+        return ReadError(
+            f"took longer than {self.seconds:g} s to read (index.max_seconds_per_file)", "raise index.max_seconds_per_file, or exclude the file"
+        )
 
     def too_big(self) -> ReadError:
-        return ReadError(f"needed more than {self.memory_mb:,} MB to read (index.max_memory_mb_per_file)",
-                         "raise index.max_memory_mb_per_file, or exclude the file")
+        return ReadError(
+            f"needed more than {self.memory_mb:,} MB to read (index.max_memory_mb_per_file)",
+            "raise index.max_memory_mb_per_file, or exclude the file",
+        )
 
     def tree_full(self) -> ReadError:
         own = _resident(os.getpid()) // _MIB
-        return ReadError(f"needed more memory than lodex had left under index.max_memory_mb ({self.tree_mb:,} MB for lodex "
-                         f"and its reading processes together; lodex itself held {own:,} MB)",
-                         "raise index.max_memory_mb, or exclude the file")
+        return ReadError(
+            f"needed more memory than lodex had left under index.max_memory_mb ({self.tree_mb:,} MB for lodex "
+            f"and its reading processes together; lodex itself held {own:,} MB)",
+            "raise index.max_memory_mb, or exclude the file",
+        )
 
     def tree_over(self) -> bool:
         """Whether this process and its reading processes hold more than `tree_mb` (never, when it is 0)."""
@@ -81,8 +86,7 @@ class _Worker:
     def __init__(self, budget: ReadBudget) -> None:
         args = [sys.executable, "-m", "lodex.indexer.readers.read_worker", str(budget.memory_mb * _ADDRESS_FACTOR)]
         # subprocess starts it by fork and exec at once: no copy of this process (nor of its torch threads) runs
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         if not self._wait_readable(time.monotonic() + _START_S) or receive(self.stdout) != "ready":

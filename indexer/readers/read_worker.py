@@ -8,16 +8,23 @@ import struct
 import sys
 import threading
 import time
-from typing import Any, IO, cast
+from typing import IO, Any, cast
 
 from lodex.indexer.readers.document import ReadLimits
 from lodex.store.errors import LodexError
 
 _LENGTH = struct.Struct("<Q")
 # The readers a request may need, imported before the worker says it is ready: its baseline memory includes them.
-READER_MODULES = ("lodex.indexer.readers.readers", "lodex.indexer.pdf.pdf_reader", "lodex.indexer.readers.ooxml_readers",
-                  "lodex.indexer.readers.xlsx_reader", "lodex.indexer.readers.odf_readers", "lodex.indexer.readers.epub_reader", "lodex.indexer.readers.rtf_reader",
-                  "lodex.indexer.readers.mail_reader")
+READER_MODULES = (
+    "lodex.indexer.readers.readers",
+    "lodex.indexer.pdf.pdf_reader",
+    "lodex.indexer.readers.ooxml_readers",
+    "lodex.indexer.readers.xlsx_reader",
+    "lodex.indexer.readers.odf_readers",
+    "lodex.indexer.readers.epub_reader",
+    "lodex.indexer.readers.rtf_reader",
+    "lodex.indexer.readers.mail_reader",
+)
 
 
 def send(out: IO[bytes], message: object) -> None:

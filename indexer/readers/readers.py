@@ -3,17 +3,17 @@
 import importlib
 import itertools
 from collections.abc import Callable
-from typing import cast
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import cast
 
 from lodex.indexer.errors import ReadError
 from lodex.indexer.readers.decoding import OffsetMap, clean, clean_mapped, decode_source, looks_binary
 from lodex.indexer.readers.document import BinaryReader, Document, ReadLimits
 from lodex.indexer.readers.html_reader import MAX_HTML_DEPTH, html_depth, read_html  # noqa: F401 - named here too
 from lodex.indexer.readers.sniffing import SNIFF_HEAD_BYTES, sniff_format
-from lodex.indexer.readers.text_readers import (read_csv, read_json, read_jsonl, read_markdown, read_plain,  # noqa: F401 - named here too
-                                                read_rst, read_tsv)
+from lodex.indexer.readers.text_readers import read_csv, read_json, read_jsonl, read_markdown, read_plain, read_rst, read_tsv  # noqa: F401 - named here too
+
 
 @dataclass(frozen=True)
 class Extracted:
@@ -105,8 +105,13 @@ def _cleaned(doc: Document) -> Document:
     marks = sorted({0, *(doc.pages or ()), *(start for start, _ in doc.sections or ())})
     pieces = [clean(doc.text[a:b]) for a, b in zip(marks, [*marks[1:], len(doc.text)])]
     moved = dict(zip(marks, itertools.accumulate([0, *(len(p) for p in pieces[:-1])])))
-    return Document("".join(pieces), doc.title, [moved[p] for p in doc.pages] if doc.pages else doc.pages,
-                    [(moved[a], name) for a, name in doc.sections] if doc.sections else doc.sections, doc.extras)
+    return Document(
+        "".join(pieces),
+        doc.title,
+        [moved[p] for p in doc.pages] if doc.pages else doc.pages,
+        [(moved[a], name) for a, name in doc.sections] if doc.sections else doc.sections,
+        doc.extras,
+    )
 
 
 def binary_format_of(path: str, data: bytes) -> str | None:
@@ -142,8 +147,7 @@ def extract(path: str, data: bytes, limits: ReadLimits = ReadLimits()) -> Extrac
             if suffix not in READERS:
                 raise
         else:
-            return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), sniffed, "binary", pages=doc.pages,
-                             sections=doc.sections)
+            return Extracted(doc.text, doc.title.strip() or fallback_title(doc.text, path), sniffed, "binary", pages=doc.pages, sections=doc.sections)
     fmt, reader = READERS.get(suffix) or (("text", read_plain) if suffix in BINARY_READERS else (None, None))
     if fmt is None or reader is None:
         raise ReadError(f"no reader for '{PurePath(path).suffix}' files", "add a reader or exclude it")

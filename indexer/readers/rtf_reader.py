@@ -10,21 +10,55 @@ from lodex.indexer.readers.document import Document, ReadLimits
 # Bump the first number whenever a change here would change the text, title or sections read_rtf gives.
 RTF_READER_VERSION = f"1+{DOC_BUILDER_VERSION}"
 
-_TOKEN = re.compile(rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|[\r\n]+|([^\\{}\r\n]+)",
-                    re.DOTALL)
+_TOKEN = re.compile(rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|[\r\n]+|([^\\{}\r\n]+)", re.DOTALL)
 # Groups whose text is not the document's: tables of fonts, colours, styles, lists; metadata; pictures and objects;
 # headers, footers, notes and comments; field instructions (their result is kept).
-_SKIPPED = frozenset("""fonttbl colortbl stylesheet info pict object objdata header headerl headerr headerf footer
+_SKIPPED = frozenset(
+    """fonttbl colortbl stylesheet info pict object objdata header headerl headerr headerf footer
     footerl footerr footerf footnote annotation atnid atnauthor fldinst listtable listoverridetable rsidtbl generator
     xmlnstbl themedata colorschememapping latentstyles datastore pntext pntxta pntxtb revtbl filetbl docvar shpinst
-    shptxt nonshppict bkmkstart bkmkend""".split())
-_SPECIAL = {"par": "\n", "line": "\n", "tab": "\t", "emdash": "\u2014", "endash": "\u2013", "emspace": "\u2003",
-            "enspace": "\u2002", "qmspace": "\u2005", "bullet": "\u2022", "lquote": "\u2018", "rquote": "\u2019",
-            "ldblquote": "\u201c", "rdblquote": "\u201d", "~": "\xa0", "_": "\u2011", "{": "{", "}": "}", "\\": "\\"}
+    shptxt nonshppict bkmkstart bkmkend""".split()
+)
+_SPECIAL = {
+    "par": "\n",
+    "line": "\n",
+    "tab": "\t",
+    "emdash": "\u2014",
+    "endash": "\u2013",
+    "emspace": "\u2003",
+    "enspace": "\u2002",
+    "qmspace": "\u2005",
+    "bullet": "\u2022",
+    "lquote": "\u2018",
+    "rquote": "\u2019",
+    "ldblquote": "\u201c",
+    "rdblquote": "\u201d",
+    "~": "\xa0",
+    "_": "\u2011",
+    "{": "{",
+    "}": "}",
+    "\\": "\\",
+}
 # \fcharsetN → the code page of a font's \'xx bytes.
-_CHARSETS = {77: "mac_roman", 128: "cp932", 129: "cp949", 130: "johab", 134: "gbk", 136: "cp950", 161: "cp1253",
-             162: "cp1254", 163: "cp1258", 177: "cp1255", 178: "cp1256", 186: "cp1257", 204: "cp1251", 222: "cp874",
-             238: "cp1250", 254: "cp437", 255: "cp850"}
+_CHARSETS = {
+    77: "mac_roman",
+    128: "cp932",
+    129: "cp949",
+    130: "johab",
+    134: "gbk",
+    136: "cp950",
+    161: "cp1253",
+    162: "cp1254",
+    163: "cp1258",
+    177: "cp1255",
+    178: "cp1256",
+    186: "cp1257",
+    204: "cp1251",
+    222: "cp874",
+    238: "cp1250",
+    254: "cp437",
+    255: "cp850",
+}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -22,15 +22,22 @@ _MIMETYPES = {
     b"application/epub+zip": "epub",
 }
 _OOXML_PARTS = (("word/document.xml", "docx"), ("ppt/presentation.xml", "pptx"), ("xl/workbook.xml", "xlsx"))
-_OOXML_TYPES = ((b"wordprocessingml.document.main+xml", "docx"), (b"ms-word.document.macroEnabled.main+xml", "docx"),
-                (b"presentationml.presentation.main+xml", "pptx"), (b"ms-powerpoint.presentation.macroEnabled.main", "pptx"),
-                (b"spreadsheetml.sheet.main+xml", "xlsx"), (b"ms-excel.sheet.macroEnabled.main+xml", "xlsx"))
+_OOXML_TYPES = (
+    (b"wordprocessingml.document.main+xml", "docx"),
+    (b"ms-word.document.macroEnabled.main+xml", "docx"),
+    (b"presentationml.presentation.main+xml", "pptx"),
+    (b"ms-powerpoint.presentation.macroEnabled.main", "pptx"),
+    (b"spreadsheetml.sheet.main+xml", "xlsx"),
+    (b"ms-excel.sheet.macroEnabled.main+xml", "xlsx"),
+)
 _SMALL_ENTRY = 1024 * 1024  # [Content_Types].xml and mimetype are read only when they declare at most this
 
 _FIELD = re.compile(rb"^[!-9;-~]{1,76}:")  # a header field's name: printable ASCII but the colon, then a colon
-_MAIL_FIELDS = frozenset(b"from to cc bcc subject date mime-version message-id received return-path reply-to "
-                         b"delivered-to sender in-reply-to references content-type content-transfer-encoding "
-                         b"dkim-signature authentication-results x-mailer user-agent".split())
+_MAIL_FIELDS = frozenset(
+    b"from to cc bcc subject date mime-version message-id received return-path reply-to "
+    b"delivered-to sender in-reply-to references content-type content-transfer-encoding "
+    b"dkim-signature authentication-results x-mailer user-agent".split()
+)
 _MAIL_ONLY = frozenset(b"from mime-version message-id received return-path delivered-to dkim-signature".split())
 
 

@@ -75,8 +75,10 @@ def _xlsx_sheet(chunks: Iterable[bytes], strings: list[str], doc: DocBuilder, wh
         if el.tag == f"{s}c":
             cells += 1
             if cells > XLSX_MAX_COLUMNS:
-                raise ReadError(f"xlsx row of more than {XLSX_MAX_COLUMNS:,} cells (more than Excel allows); refused",
-                                "the file is corrupt or hostile: exclude it")
+                raise ReadError(
+                    f"xlsx row of more than {XLSX_MAX_COLUMNS:,} cells (more than Excel allows); refused",
+                    "the file is corrupt or hostile: exclude it",
+                )
             value = _xlsx_cell(el, s, strings)
             drop_done(stack)  # the row's cells read so far: 12M empty ones would otherwise be held until the row ends
             if value:

@@ -14,10 +14,18 @@ from tests.fuzz_files.common import flipped, spliced, truncated
 Generator = Callable[[random.Random], bytes]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # a real producer's file of each format (LibreOffice, Chromium, Python's email): the base of the fixture_* generators
-FIXTURE_OF = {"pdf": "pdf/forty_pages.pdf", "docx": "office/report.docx", "xlsx": "office/sheets.xlsx",
-              "pptx": "office/slides.pptx", "odt": "office/report.odt", "ods": "office/sheets.ods",
-              "odp": "office/slides.odp", "epub": "office/report.epub", "rtf": "office/report.rtf",
-              "eml": "office/message.eml"}
+FIXTURE_OF = {
+    "pdf": "pdf/forty_pages.pdf",
+    "docx": "office/report.docx",
+    "xlsx": "office/sheets.xlsx",
+    "pptx": "office/slides.pptx",
+    "odt": "office/report.odt",
+    "ods": "office/sheets.ods",
+    "odp": "office/slides.odp",
+    "epub": "office/report.epub",
+    "rtf": "office/report.rtf",
+    "eml": "office/message.eml",
+}
 
 
 def _fixture(fmt: str) -> dict[str, Generator]:
@@ -28,23 +36,37 @@ def _fixture(fmt: str) -> dict[str, Generator]:
     def data() -> bytes:
         return (FIXTURES / FIXTURE_OF[fmt]).read_bytes()
 
-    return {"fixture_flip": lambda rng: flipped(data(), rng, rng.randint(1, 8)),
-            "fixture_truncate": lambda rng: truncated(data(), rng), "fixture_splice": lambda rng: spliced(data(), rng)}
+    return {
+        "fixture_flip": lambda rng: flipped(data(), rng, rng.randint(1, 8)),
+        "fixture_truncate": lambda rng: truncated(data(), rng),
+        "fixture_splice": lambda rng: spliced(data(), rng),
+    }
 
 
 GENERATORS: dict[str, dict[str, Generator]] = {
-    "pdf": pdf.PDF, "docx": ooxml.DOCX, "xlsx": ooxml.XLSX, "pptx": ooxml.PPTX, "odt": odf_epub.ODT,
-    "ods": odf_epub.ODS, "odp": odf_epub.ODP, "epub": odf_epub.EPUB, "rtf": text_formats.RTF,
-    "eml": text_formats.EML, "html": text_formats.HTML}
+    "pdf": pdf.PDF,
+    "docx": ooxml.DOCX,
+    "xlsx": ooxml.XLSX,
+    "pptx": ooxml.PPTX,
+    "odt": odf_epub.ODT,
+    "ods": odf_epub.ODS,
+    "odp": odf_epub.ODP,
+    "epub": odf_epub.EPUB,
+    "rtf": text_formats.RTF,
+    "eml": text_formats.EML,
+    "html": text_formats.HTML,
+}
 for _fmt, _table in GENERATORS.items():
     _table.update(_fixture(_fmt))
 FORMATS = tuple(GENERATORS)
 # A reason a person cannot read: a Python exception's class name and message, a traceback, or a library's own words
 # (zipfile's, zlib's, a codec's, expat's, pdfium's) where the reader should have said what is wrong in its own.
-RAW_REASON = re.compile(r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|\bMemoryError\b|\bRecursionError\b"
-                        r"|PDFium|Failed to (?:load|get)|Bad magic number|Bad CRC-32|File is not a zip file|Truncated (?:file "
-                        r"header|central directory)|Corrupt extra field|while decompressing data|codec can't decode"
-                        r"|not well-formed \(|mismatched tag|compression method is not supported|zip file version")
+RAW_REASON = re.compile(
+    r"^\s*(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b|Traceback)|\bMemoryError\b|\bRecursionError\b"
+    r"|PDFium|Failed to (?:load|get)|Bad magic number|Bad CRC-32|File is not a zip file|Truncated (?:file "
+    r"header|central directory)|Corrupt extra field|while decompressing data|codec can't decode"
+    r"|not well-formed \(|mismatched tag|compression method is not supported|zip file version"
+)
 
 
 @dataclass(frozen=True, order=True)

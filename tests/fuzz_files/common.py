@@ -7,8 +7,10 @@ import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 
-WORDS = ("wing lift drag flow wake vortex blade shock layer probe tunnel stall chord camber pitch yaw gust spar rib "
-         "flap slat strut nozzle inlet plume jet boundary pressure stream turbulence laminar").split()
+WORDS = (
+    "wing lift drag flow wake vortex blade shock layer probe tunnel stall chord camber pitch yaw gust spar rib "
+    "flap slat strut nozzle inlet plume jet boundary pressure stream turbulence laminar"
+).split()
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -58,8 +60,9 @@ def zlib_stream(pattern: bytes, size: int) -> bytes:
     return b"\x78\xda" + body + struct.pack(">I", adler)
 
 
-def zip_with_bomb(entries: Mapping[str, bytes | str], bomb_name: str, head: bytes, pattern: bytes, size: int,
-                  tail: bytes = b"", declared: int | None = None) -> bytes:
+def zip_with_bomb(
+    entries: Mapping[str, bytes | str], bomb_name: str, head: bytes, pattern: bytes, size: int, tail: bytes = b"", declared: int | None = None
+) -> bytes:
     """A zip of `entries` plus `bomb_name`: `head`, then `pattern` to `size` bytes, then `tail` (deflated without being
     held whole); its declared (uncompressed) size is `declared` when given (a size that lies), else the true one."""
     data, crc, _ = deflated(pattern, size, head, tail)
@@ -70,8 +73,10 @@ def zip_with_bomb(entries: Mapping[str, bytes | str], bomb_name: str, head: byte
     local, central = bytearray(), bytearray()
     for name, method, check, body, usize in rows:
         usize &= 0xFFFFFFFF
-        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, check, len(body), usize,
-                               len(name), 0, 0, 0, 0, 0, len(local)) + name
+        central += (
+            struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, check, len(body), usize, len(name), 0, 0, 0, 0, 0, len(local))
+            + name
+        )
         local += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, check, len(body), usize, len(name), 0)
         local += name + body
     end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(rows), len(rows), len(central), len(local), 0)
@@ -98,7 +103,7 @@ def spliced(data: bytes, rng: random.Random) -> bytes:
         return data
     a, b = sorted(rng.sample(range(len(data)), 2))
     at = rng.randrange(len(data))
-    return data[:at] + data[a:b] + data[at + (b - a) // 2:]
+    return data[:at] + data[a:b] + data[at + (b - a) // 2 :]
 
 
 def zipfile_entries(data: bytes) -> dict[str, bytes | str]:
@@ -109,5 +114,8 @@ def zipfile_entries(data: bytes) -> dict[str, bytes | str]:
 
 def corruptions(valid: Callable[[random.Random], bytes]) -> dict[str, Callable[[random.Random], bytes]]:
     """Generators of `valid`'s files with random bytes flipped, cut short, or with a slice copied over another place."""
-    return {"flip": lambda rng: flipped(valid(rng), rng), "truncate": lambda rng: truncated(valid(rng), rng),
-            "splice": lambda rng: spliced(valid(rng), rng)}
+    return {
+        "flip": lambda rng: flipped(valid(rng), rng),
+        "truncate": lambda rng: truncated(valid(rng), rng),
+        "splice": lambda rng: spliced(valid(rng), rng),
+    }

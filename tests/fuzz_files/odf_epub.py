@@ -5,11 +5,13 @@ import random
 
 from tests.fuzz_files.common import corruptions, words, zip_bytes, zip_with_bomb, zipfile_entries
 
-NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-      'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
-      'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
-      'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
-      'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"')
+NS = (
+    'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+    'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+    'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+    'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+    'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"'
+)
 MIME = {"odt": "text", "ods": "spreadsheet", "odp": "presentation"}
 
 
@@ -30,15 +32,17 @@ def valid_odt(rng: random.Random) -> bytes:
 
 
 def valid_ods(rng: random.Random) -> bytes:
-    rows = "".join("<table:table-row>" + "".join(cell(words(rng, 2)) for _ in range(4)) + "</table:table-row>"
-                   for _ in range(rng.randint(2, 12)))
+    rows = "".join("<table:table-row>" + "".join(cell(words(rng, 2)) for _ in range(4)) + "</table:table-row>" for _ in range(rng.randint(2, 12)))
     return odf("ods", f'<office:spreadsheet><table:table table:name="S">{rows}</table:table></office:spreadsheet>')
 
 
 def valid_odp(rng: random.Random) -> bytes:
-    pages = "".join(f'<draw:page><draw:frame presentation:class="title"><draw:text-box><text:p>{words(rng, 3)}</text:p>'
-                    f'</draw:text-box></draw:frame><draw:frame><draw:text-box><text:p>{words(rng, 9)}</text:p>'
-                    f'</draw:text-box></draw:frame></draw:page>' for _ in range(rng.randint(1, 4)))
+    pages = "".join(
+        f'<draw:page><draw:frame presentation:class="title"><draw:text-box><text:p>{words(rng, 3)}</text:p>'
+        f"</draw:text-box></draw:frame><draw:frame><draw:text-box><text:p>{words(rng, 9)}</text:p>"
+        f"</draw:text-box></draw:frame></draw:page>"
+        for _ in range(rng.randint(1, 4))
+    )
     return odf("odp", f"<office:presentation>{pages}</office:presentation>")
 
 
@@ -57,17 +61,23 @@ def ods_nested_repeats(rng: random.Random) -> bytes:
     inner = cell("drag", repeat)
     for _ in range(depth):
         inner = cell(f"</text:p><table:table><table:table-row>{inner}</table:table-row></table:table><text:p>", repeat)
-    return odf("ods", f'<office:spreadsheet><table:table table:name="S"><table:table-row>{inner}'
-                      f'</table:table-row></table:table></office:spreadsheet>')
+    return odf(
+        "ods", f'<office:spreadsheet><table:table table:name="S"><table:table-row>{inner}</table:table-row></table:table></office:spreadsheet>'
+    )
 
 
 def odf_spaces(rng: random.Random) -> bytes:
     """text:s with c= huge, repeated a million times in one paragraph."""
     count = rng.choice((10_000, 100_000, 1_000_000))
     unit = f'<text:s text:c="{rng.choice((1000, 2147483647, -1))}"/>'.encode()
-    return zip_with_bomb({"mimetype": "application/vnd.oasis.opendocument.text"}, "content.xml",
-                         f'<office:document-content {NS}><office:body><office:text><text:p>'.encode(), unit,
-                         count * len(unit), b"</text:p></office:text></office:body></office:document-content>")
+    return zip_with_bomb(
+        {"mimetype": "application/vnd.oasis.opendocument.text"},
+        "content.xml",
+        f"<office:document-content {NS}><office:body><office:text><text:p>".encode(),
+        unit,
+        count * len(unit),
+        b"</text:p></office:text></office:body></office:document-content>",
+    )
 
 
 def odt_deep(rng: random.Random) -> bytes:
@@ -86,15 +96,19 @@ def odt_wide(rng: random.Random) -> bytes:
     """Millions of empty paragraphs, or notes left out, or a 40 MB text node."""
     count = rng.choice((1_000_000, 5_000_000))
     unit = rng.choice((b"<text:p/>", b"<text:note><text:p>x</text:p></text:note>", b"a"))
-    return zip_with_bomb({"mimetype": "application/vnd.oasis.opendocument.text"}, "content.xml",
-                         f'<office:document-content {NS}><office:body><office:text><text:p>'.encode(), unit,
-                         count * len(unit), b"</text:p></office:text></office:body></office:document-content>")
+    return zip_with_bomb(
+        {"mimetype": "application/vnd.oasis.opendocument.text"},
+        "content.xml",
+        f"<office:document-content {NS}><office:body><office:text><text:p>".encode(),
+        unit,
+        count * len(unit),
+        b"</text:p></office:text></office:body></office:document-content>",
+    )
 
 
 def odf_mimetype(rng: random.Random) -> bytes:
     """A mimetype that names another kind, is empty, 100 kB long, or binary; or no content.xml at all."""
-    mime = rng.choice(("application/vnd.oasis.opendocument.spreadsheet", "", "x" * 100_000, "\x00\xff\xfe",
-                       "application/vnd.oasis.opendocument."))
+    mime = rng.choice(("application/vnd.oasis.opendocument.spreadsheet", "", "x" * 100_000, "\x00\xff\xfe", "application/vnd.oasis.opendocument."))
     data = odf("odt", f"<office:text><text:p>{words(rng, 4)}</text:p></office:text>", mime)
     return data if rng.random() < 0.8 else zip_bytes({"mimetype": "application/vnd.oasis.opendocument.text"})
 
@@ -102,31 +116,44 @@ def odf_mimetype(rng: random.Random) -> bytes:
 def odp_many_pages(rng: random.Random) -> bytes:
     """A million empty draw:page elements (pages without text)."""
     count = rng.choice((100_000, 1_000_000, 3_000_000))
-    return zip_with_bomb({"mimetype": "application/vnd.oasis.opendocument.presentation"}, "content.xml",
-                         f'<office:document-content {NS}><office:body><office:presentation>'.encode(), b"<draw:page/>",
-                         count * 12, b"</office:presentation></office:body></office:document-content>")
+    return zip_with_bomb(
+        {"mimetype": "application/vnd.oasis.opendocument.presentation"},
+        "content.xml",
+        f"<office:document-content {NS}><office:body><office:presentation>".encode(),
+        b"<draw:page/>",
+        count * 12,
+        b"</office:presentation></office:body></office:document-content>",
+    )
 
 
 # ---- EPUB ---------------------------------------------------------------------------------------------------
 
-CONTAINER = ('<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-             '<rootfiles><rootfile full-path="{}" media-type="application/oebps-package+xml"/></rootfiles></container>')
+CONTAINER = (
+    '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+    '<rootfiles><rootfile full-path="{}" media-type="application/oebps-package+xml"/></rootfiles></container>'
+)
 
 
-def epub(chapters: dict[str, str], spine: list[str] | None = None, nav: str | None = None,
-         extra: dict[str, bytes | str] | None = None, opf_path: str = "OEBPS/content.opf") -> bytes:
+def epub(
+    chapters: dict[str, str],
+    spine: list[str] | None = None,
+    nav: str | None = None,
+    extra: dict[str, bytes | str] | None = None,
+    opf_path: str = "OEBPS/content.opf",
+) -> bytes:
     """An EPUB 3 of these chapters (id → XHTML), read in `spine` order (ids; repeats allowed), with a nav document."""
     spine = spine if spine is not None else list(chapters)
     items = "".join(f'<item id="{cid}" href="{cid}.xhtml" media-type="application/xhtml+xml"/>' for cid in chapters)
     if nav is not None:
         items += '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
     refs = "".join(f'<itemref idref="{cid}"/>' for cid in spine)
-    opf = (f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata '
-           f'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>T</dc:title></metadata><manifest>{items}</manifest>'
-           f'<spine>{refs}</spine></package>')
+    opf = (
+        f'<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata '
+        f'xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>T</dc:title></metadata><manifest>{items}</manifest>'
+        f"<spine>{refs}</spine></package>"
+    )
     base = opf_path.rpartition("/")[0]
-    entries: dict[str, bytes | str] = {"mimetype": "application/epub+zip", "META-INF/container.xml": CONTAINER.format(opf_path),
-                                       opf_path: opf}
+    entries: dict[str, bytes | str] = {"mimetype": "application/epub+zip", "META-INF/container.xml": CONTAINER.format(opf_path), opf_path: opf}
     for cid, xhtml in chapters.items():
         entries[f"{base}/{cid}.xhtml" if base else f"{cid}.xhtml"] = xhtml
     if nav is not None:
@@ -140,8 +167,11 @@ def xhtml(body: str) -> str:
 
 def valid_epub(rng: random.Random) -> bytes:
     chapters = {f"c{i}": xhtml(f"<h1>{words(rng, 2)}</h1><p>{words(rng, 20)}</p>") for i in range(rng.randint(1, 4))}
-    nav = xhtml('<nav epub:type="toc" xmlns:epub="http://www.idpf.org/2007/ops"><ol>' +
-                "".join(f'<li><a href="{cid}.xhtml">{cid}</a></li>' for cid in chapters) + "</ol></nav>")
+    nav = xhtml(
+        '<nav epub:type="toc" xmlns:epub="http://www.idpf.org/2007/ops"><ol>'
+        + "".join(f'<li><a href="{cid}.xhtml">{cid}</a></li>' for cid in chapters)
+        + "</ol></nav>"
+    )
     return epub(chapters, nav=nav)
 
 
@@ -156,7 +186,9 @@ def epub_deep_toc(rng: random.Random) -> bytes:
     depth = rng.choice((10_000, 100_000, 500_000))
     deep = "<ol><li><a href='c.xhtml'>x</a>" * depth + "</li></ol>" * depth
     if rng.random() < 0.5:
-        return epub({"c": xhtml(f"<p>{words(rng, 5)}</p>")}, nav=xhtml(f'<nav epub:type="toc" xmlns:epub="http://www.idpf.org/2007/ops">{deep}</nav>'))
+        return epub(
+            {"c": xhtml(f"<p>{words(rng, 5)}</p>")}, nav=xhtml(f'<nav epub:type="toc" xmlns:epub="http://www.idpf.org/2007/ops">{deep}</nav>')
+        )
     return epub({"c": xhtml("<div>" * depth + words(rng, 5) + "</div>" * depth)})
 
 
@@ -179,13 +211,25 @@ def epub_chapter_bomb(rng: random.Random) -> bytes:
     entries = zipfile_entries(epub({"c0": xhtml("<p>x</p>")}, ["c0", "c"]))
     opf = str(entries["OEBPS/content.opf"], "utf-8") if isinstance(entries["OEBPS/content.opf"], bytes) else str(entries["OEBPS/content.opf"])
     entries["OEBPS/content.opf"] = opf.replace("<manifest>", '<manifest><item id="c" href="c.xhtml" media-type="application/xhtml+xml"/>')
-    return zip_with_bomb(entries, "OEBPS/c.xhtml", b'<html xmlns="http://www.w3.org/1999/xhtml"><body><p>', b"gust ",
-                         rng.choice((100, 400)) << 20, b"</p></body></html>", declared=1_000)
+    return zip_with_bomb(
+        entries,
+        "OEBPS/c.xhtml",
+        b'<html xmlns="http://www.w3.org/1999/xhtml"><body><p>',
+        b"gust ",
+        rng.choice((100, 400)) << 20,
+        b"</p></body></html>",
+        declared=1_000,
+    )
 
 
-ODT = {"valid": valid_odt, "deep": odt_deep, "wide": odt_wide, "spaces": odf_spaces, "mimetype": odf_mimetype,
-       **corruptions(valid_odt)}
+ODT = {"valid": valid_odt, "deep": odt_deep, "wide": odt_wide, "spaces": odf_spaces, "mimetype": odf_mimetype, **corruptions(valid_odt)}
 ODS = {"valid": valid_ods, "repeated": ods_repeated, "nested_repeats": ods_nested_repeats, **corruptions(valid_ods)}
 ODP = {"valid": valid_odp, "many_pages": odp_many_pages, **corruptions(valid_odp)}
-EPUB = {"valid": valid_epub, "repeated_spine": epub_repeated_spine, "deep_toc": epub_deep_toc,
-        "broken_package": epub_broken_package, "chapter_bomb": epub_chapter_bomb, **corruptions(valid_epub)}
+EPUB = {
+    "valid": valid_epub,
+    "repeated_spine": epub_repeated_spine,
+    "deep_toc": epub_deep_toc,
+    "broken_package": epub_broken_package,
+    "chapter_bomb": epub_chapter_bomb,
+    **corruptions(valid_epub),
+}

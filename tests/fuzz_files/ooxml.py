@@ -22,9 +22,14 @@ def rels(*targets: tuple[str, str, str]) -> str:
 
 def docx(body: str, extra: dict[str, bytes | str] | None = None) -> bytes:
     """A docx whose document body is `body` (w:p elements)."""
-    return zip_bytes({"[Content_Types].xml": "<Types/>", "_rels/.rels": rels(("rId1", "officeDocument", "word/document.xml")),
-                      "word/document.xml": f'{DECL}<w:document xmlns:w="{W}"><w:body>{body}</w:body></w:document>',
-                      **(extra or {})})
+    return zip_bytes(
+        {
+            "[Content_Types].xml": "<Types/>",
+            "_rels/.rels": rels(("rId1", "officeDocument", "word/document.xml")),
+            "word/document.xml": f'{DECL}<w:document xmlns:w="{W}"><w:body>{body}</w:body></w:document>',
+            **(extra or {}),
+        }
+    )
 
 
 def para(text: str) -> str:
@@ -37,11 +42,15 @@ def xlsx(sheets: list[str], strings: list[str] | str = "", names: list[str] | No
     book = "".join(f'<sheet name="{n}" sheetId="{i + 1}" r:id="rId{i + 1}"/>' for i, n in enumerate(names))
     sst = strings if isinstance(strings, str) else "".join(f"<si><t>{t}</t></si>" for t in strings)
     entries: dict[str, bytes | str] = {
-        "[Content_Types].xml": "<Types/>", "_rels/.rels": rels(("rId1", "officeDocument", "xl/workbook.xml")),
+        "[Content_Types].xml": "<Types/>",
+        "_rels/.rels": rels(("rId1", "officeDocument", "xl/workbook.xml")),
         "xl/workbook.xml": f'{DECL}<workbook xmlns="{S}" xmlns:r="{R}"><sheets>{book}</sheets></workbook>',
-        "xl/_rels/workbook.xml.rels": rels(*[(f"rId{i + 1}", "worksheet", f"worksheets/sheet{min(i, len(sheets) - 1) + 1}.xml")
-                                             for i in range(len(names))], ("rIdS", "sharedStrings", "sharedStrings.xml")),
-        "xl/sharedStrings.xml": f'{DECL}<sst xmlns="{S}">{sst}</sst>'}
+        "xl/_rels/workbook.xml.rels": rels(
+            *[(f"rId{i + 1}", "worksheet", f"worksheets/sheet{min(i, len(sheets) - 1) + 1}.xml") for i in range(len(names))],
+            ("rIdS", "sharedStrings", "sharedStrings.xml"),
+        ),
+        "xl/sharedStrings.xml": f'{DECL}<sst xmlns="{S}">{sst}</sst>',
+    }
     for i, body in enumerate(sheets):
         entries[f"xl/worksheets/sheet{i + 1}.xml"] = f'{DECL}<worksheet xmlns="{S}"><sheetData>{body}</sheetData></worksheet>'
     return zip_bytes(entries)
@@ -49,9 +58,11 @@ def xlsx(sheets: list[str], strings: list[str] | str = "", names: list[str] | No
 
 def slide_xml(title: str, lines: list[str]) -> str:
     body = "".join(f"<a:p><a:r><a:t>{line}</a:t></a:r></a:p>" for line in lines)
-    return (f'{DECL}<p:sld xmlns:p="{P}" xmlns:a="{A}"><p:cSld><p:spTree>'
-            f'<p:sp><p:nvSpPr><p:nvPr><p:ph type="title"/></p:nvPr></p:nvSpPr><p:txBody><a:p><a:r><a:t>{title}</a:t></a:r></a:p></p:txBody></p:sp>'
-            f'<p:sp><p:txBody>{body}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>')
+    return (
+        f'{DECL}<p:sld xmlns:p="{P}" xmlns:a="{A}"><p:cSld><p:spTree>'
+        f'<p:sp><p:nvSpPr><p:nvPr><p:ph type="title"/></p:nvPr></p:nvSpPr><p:txBody><a:p><a:r><a:t>{title}</a:t></a:r></a:p></p:txBody></p:sp>'
+        f"<p:sp><p:txBody>{body}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>"
+    )
 
 
 def pptx(slides: list[str], order: list[int] | None = None) -> bytes:
@@ -59,9 +70,11 @@ def pptx(slides: list[str], order: list[int] | None = None) -> bytes:
     order = order if order is not None else list(range(len(slides)))
     ids = "".join(f'<p:sldId id="{256 + n}" r:id="rId{i + 1}"/>' for n, i in enumerate(order))
     entries: dict[str, bytes | str] = {
-        "[Content_Types].xml": "<Types/>", "_rels/.rels": rels(("rId1", "officeDocument", "ppt/presentation.xml")),
+        "[Content_Types].xml": "<Types/>",
+        "_rels/.rels": rels(("rId1", "officeDocument", "ppt/presentation.xml")),
         "ppt/presentation.xml": f'{DECL}<p:presentation xmlns:p="{P}" xmlns:r="{R}"><p:sldIdLst>{ids}</p:sldIdLst></p:presentation>',
-        "ppt/_rels/presentation.xml.rels": rels(*[(f"rId{i + 1}", "slide", f"slides/slide{i + 1}.xml") for i in range(len(slides))])}
+        "ppt/_rels/presentation.xml.rels": rels(*[(f"rId{i + 1}", "slide", f"slides/slide{i + 1}.xml") for i in range(len(slides))]),
+    }
     for i, xml in enumerate(slides):
         entries[f"ppt/slides/slide{i + 1}.xml"] = xml
     return zip_bytes(entries)
@@ -73,8 +86,10 @@ def valid_docx(rng: random.Random) -> bytes:
 
 def valid_xlsx(rng: random.Random) -> bytes:
     strings = [words(rng, 3) for _ in range(8)]
-    rows = "".join(f'<row r="{r + 1}">' + "".join(f'<c t="s"><v>{rng.randrange(8)}</v></c><c><v>{rng.random():.3f}</v></c>'
-                                                  for _ in range(3)) + "</row>" for r in range(rng.randint(2, 20)))
+    rows = "".join(
+        f'<row r="{r + 1}">' + "".join(f'<c t="s"><v>{rng.randrange(8)}</v></c><c><v>{rng.random():.3f}</v></c>' for _ in range(3)) + "</row>"
+        for r in range(rng.randint(2, 20))
+    )
     return xlsx([rows], strings)
 
 
@@ -83,6 +98,7 @@ def valid_pptx(rng: random.Random) -> bytes:
 
 
 # ---- docx ---------------------------------------------------------------------------------------------------
+
 
 def docx_deep(rng: random.Random) -> bytes:
     """Elements nested 10k to 1M deep (tables in tables, or unknown elements), a paragraph at the bottom."""
@@ -98,9 +114,14 @@ def docx_wide(rng: random.Random) -> bytes:
     """1M to 12M empty paragraphs or runs (a few MB deflated to kB)."""
     count = rng.choice((1_000_000, 4_000_000, 12_000_000))
     unit = rng.choice(("<w:p/>", "<w:r/>", "<w:p><w:r><w:t/></w:r></w:p>"))
-    return zip_with_bomb({"_rels/.rels": rels(("rId1", "officeDocument", "word/document.xml"))}, "word/document.xml",
-                         f'{DECL}<w:document xmlns:w="{W}"><w:body><w:p>'.encode(), unit.encode(), count * len(unit),
-                         b"</w:p></w:body></w:document>")
+    return zip_with_bomb(
+        {"_rels/.rels": rels(("rId1", "officeDocument", "word/document.xml"))},
+        "word/document.xml",
+        f'{DECL}<w:document xmlns:w="{W}"><w:body><w:p>'.encode(),
+        unit.encode(),
+        count * len(unit),
+        b"</w:p></w:body></w:document>",
+    )
 
 
 def docx_huge_attribute(rng: random.Random) -> bytes:
@@ -116,31 +137,46 @@ def docx_huge_attribute(rng: random.Random) -> bytes:
 def docx_lying_bomb(rng: random.Random) -> bytes:
     """word/document.xml declaring 1 kB and inflating to 100–400 MB."""
     size = rng.choice((100, 200, 400)) << 20
-    return zip_with_bomb({}, "word/document.xml", f'{DECL}<w:document xmlns:w="{W}"><w:body><w:p><w:r><w:t>'.encode(),
-                         b"lift ", size, b"</w:t></w:r></w:p></w:body></w:document>", declared=1_000)
+    return zip_with_bomb(
+        {},
+        "word/document.xml",
+        f'{DECL}<w:document xmlns:w="{W}"><w:body><w:p><w:r><w:t>'.encode(),
+        b"lift ",
+        size,
+        b"</w:t></w:r></w:p></w:body></w:document>",
+        declared=1_000,
+    )
 
 
 def docx_encoding(rng: random.Random) -> bytes:
     """The document part in UTF-16 (with or without a BOM), declared in a wrong encoding, or with invalid bytes."""
     xml = f'<w:document xmlns:w="{W}"><w:body>{para(words(rng, 10) + " ünïcödé ☃")}</w:body></w:document>'
     kind = rng.randrange(5)
-    data = [lambda: ('<?xml version="1.0" encoding="UTF-16"?>' + xml).encode("utf-16"),
-            lambda: ('<?xml version="1.0" encoding="UTF-16"?>' + xml).encode("utf-16-le"),
-            lambda: ('<?xml version="1.0" encoding="ISO-8859-1"?>' + xml).encode("utf-8"),
-            lambda: ('<?xml version="1.0" encoding="x-unknown-42"?>' + xml).encode(),
-            lambda: DECL.encode() + xml.encode().replace(b"\xc3", b"\xc3\xff\xfe")][kind]()
+    data = [
+        lambda: ('<?xml version="1.0" encoding="UTF-16"?>' + xml).encode("utf-16"),
+        lambda: ('<?xml version="1.0" encoding="UTF-16"?>' + xml).encode("utf-16-le"),
+        lambda: ('<?xml version="1.0" encoding="ISO-8859-1"?>' + xml).encode("utf-8"),
+        lambda: ('<?xml version="1.0" encoding="x-unknown-42"?>' + xml).encode(),
+        lambda: DECL.encode() + xml.encode().replace(b"\xc3", b"\xc3\xff\xfe"),
+    ][kind]()
     return zip_bytes({"word/document.xml": data})
 
 
 def docx_rels(rng: random.Random) -> bytes:
     """Relationships that point at themselves, outside the archive, at a folder, or at a 10k-deep ../ path."""
-    target = rng.choice(("_rels/.rels", "/../../etc/passwd", "word/", "../" * 10_000 + "word/document.xml", "", "%00",
-                         "word/document.xml#" + "x" * 100_000))
-    return zip_bytes({"_rels/.rels": rels(("rId1", "officeDocument", target)),
-                      "word/document.xml": f'{DECL}<w:document xmlns:w="{W}"><w:body>{para(words(rng, 5))}</w:body></w:document>'})
+    target = rng.choice(
+        ("_rels/.rels", "/../../etc/passwd", "word/", "../" * 10_000 + "word/document.xml", "", "%00", "word/document.xml#" + "x" * 100_000)
+    )
+    return zip_bytes(
+        {
+            "_rels/.rels": rels(("rId1", "officeDocument", target)),
+            "word/document.xml": f'{DECL}<w:document xmlns:w="{W}"><w:body>{para(words(rng, 5))}</w:body></w:document>',
+        }
+    )
 
 
 # ---- xlsx ---------------------------------------------------------------------------------------------------
+
 
 def xlsx_shared_string_amplification(rng: random.Random) -> bytes:
     """One long shared string (100 kB – 1 MB) used by thousands of cells of one row (or of many rows)."""
@@ -156,11 +192,19 @@ def xlsx_empty_cells(rng: random.Random) -> bytes:
     """Millions of empty <c/> in one row (or of empty rows)."""
     count = rng.choice((1_000_000, 4_000_000, 12_000_000))
     unit = rng.choice((b"<c/>", b"<row/>", b'<c r="A1"/>'))
-    book = {"_rels/.rels": rels(("rId1", "officeDocument", "xl/workbook.xml")),
-            "xl/workbook.xml": f'<workbook xmlns="{S}" xmlns:r="{R}"><sheets><sheet name="S" r:id="rId1"/></sheets></workbook>',
-            "xl/_rels/workbook.xml.rels": rels(("rId1", "worksheet", "worksheets/sheet1.xml"))}
-    return zip_with_bomb(book, "xl/worksheets/sheet1.xml", f'<worksheet xmlns="{S}"><sheetData><row>'.encode(), unit,
-                         count * len(unit), b"</row></sheetData></worksheet>")
+    book = {
+        "_rels/.rels": rels(("rId1", "officeDocument", "xl/workbook.xml")),
+        "xl/workbook.xml": f'<workbook xmlns="{S}" xmlns:r="{R}"><sheets><sheet name="S" r:id="rId1"/></sheets></workbook>',
+        "xl/_rels/workbook.xml.rels": rels(("rId1", "worksheet", "worksheets/sheet1.xml")),
+    }
+    return zip_with_bomb(
+        book,
+        "xl/worksheets/sheet1.xml",
+        f'<worksheet xmlns="{S}"><sheetData><row>'.encode(),
+        unit,
+        count * len(unit),
+        b"</row></sheetData></worksheet>",
+    )
 
 
 def xlsx_cells_outside_rows(rng: random.Random) -> bytes:
@@ -182,7 +226,7 @@ def xlsx_bad_values(rng: random.Random) -> bytes:
     """Shared-string indexes out of range, negative, huge, non-numeric; types and numbers that are not."""
     values = ["99999999999999999999999", "-1", "1e400", "abc", "", "0x10", "٣", "NaN", "2147483648", "1" * 5_000]
     cells = "".join(f'<c t="{rng.choice(("s", "b", "e", "str", "n", "d", "zz"))}"><v>{rng.choice(values)}</v></c>' for _ in range(60))
-    sst = rng.choice(([words(rng, 2)], '<si><r><t>a</t></r><rPh><t>b</t></rPh></si><si/><si><t/></si>', "<si>" * 5_000))
+    sst = rng.choice(([words(rng, 2)], "<si><r><t>a</t></r><rPh><t>b</t></rPh></si><si/><si><t/></si>", "<si>" * 5_000))
     return xlsx([f'<row r="1">{cells}</row><row r="-5"/><row r="99999999999"/>'], sst)
 
 
@@ -193,6 +237,7 @@ def xlsx_deep_rich_text(rng: random.Random) -> bytes:
 
 
 # ---- pptx ---------------------------------------------------------------------------------------------------
+
 
 def pptx_repeated_slide(rng: random.Random) -> bytes:
     """One slide of a few hundred kB shown 1k to 50k times (the presentation lists it again and again)."""
@@ -216,10 +261,30 @@ def pptx_notes_loop(rng: random.Random) -> bytes:
     return zip_bytes(entries)
 
 
-DOCX = {"valid": valid_docx, "deep": docx_deep, "wide": docx_wide, "huge_attribute": docx_huge_attribute,
-        "lying_bomb": docx_lying_bomb, "encoding": docx_encoding, "rels": docx_rels, **corruptions(valid_docx)}
-XLSX = {"valid": valid_xlsx, "shared_string_amplification": xlsx_shared_string_amplification,
-        "empty_cells": xlsx_empty_cells, "cells_outside_rows": xlsx_cells_outside_rows, "many_sheets": xlsx_many_sheets,
-        "bad_values": xlsx_bad_values, "deep_rich_text": xlsx_deep_rich_text, **corruptions(valid_xlsx)}
-PPTX = {"valid": valid_pptx, "repeated_slide": pptx_repeated_slide, "deep_shapes": pptx_deep_shapes,
-        "notes_loop": pptx_notes_loop, **corruptions(valid_pptx)}
+DOCX = {
+    "valid": valid_docx,
+    "deep": docx_deep,
+    "wide": docx_wide,
+    "huge_attribute": docx_huge_attribute,
+    "lying_bomb": docx_lying_bomb,
+    "encoding": docx_encoding,
+    "rels": docx_rels,
+    **corruptions(valid_docx),
+}
+XLSX = {
+    "valid": valid_xlsx,
+    "shared_string_amplification": xlsx_shared_string_amplification,
+    "empty_cells": xlsx_empty_cells,
+    "cells_outside_rows": xlsx_cells_outside_rows,
+    "many_sheets": xlsx_many_sheets,
+    "bad_values": xlsx_bad_values,
+    "deep_rich_text": xlsx_deep_rich_text,
+    **corruptions(valid_xlsx),
+}
+PPTX = {
+    "valid": valid_pptx,
+    "repeated_slide": pptx_repeated_slide,
+    "deep_shapes": pptx_deep_shapes,
+    "notes_loop": pptx_notes_loop,
+    **corruptions(valid_pptx),
+}

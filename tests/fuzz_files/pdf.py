@@ -42,8 +42,10 @@ def pages_doc(contents: list[int], extra_objects: list[bytes], resources: bytes 
     kids = b" ".join(b"%d 0 R" % (first_page + i) for i in range(len(contents)))
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(contents)), FONT]
     for content in contents:
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> %s>> "
-                       b"/Contents %d 0 R >>" % (resources, content))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> %s>> "
+            b"/Contents %d 0 R >>" % (resources, content)
+        )
     return pdf(objects + extra_objects)
 
 
@@ -180,8 +182,12 @@ def xobject_laughs(rng: random.Random) -> bytes:
 def xobject_self(rng: random.Random) -> bytes:
     """A form XObject that draws itself (directly or through a second one)."""
     two = rng.random() < 0.5
-    extra = [stream(b"BT /F1 9 Tf (loop) Tj ET /X Do", b"/Type /XObject /Subtype /Form /BBox [0 0 9 9] "
-                    b"/Resources << /Font << /F1 3 0 R >> /XObject << /X %d 0 R >> >> " % (7 if two else 6))]
+    extra = [
+        stream(
+            b"BT /F1 9 Tf (loop) Tj ET /X Do",
+            b"/Type /XObject /Subtype /Form /BBox [0 0 9 9] /Resources << /Font << /F1 3 0 R >> /XObject << /X %d 0 R >> >> " % (7 if two else 6),
+        )
+    ]
     if two:
         extra.append(stream(b"/X Do", b"/Type /XObject /Subtype /Form /BBox [0 0 9 9] /Resources << /XObject << /X 6 0 R >> >> "))
     return one_page_with(stream(b"/X Do"), b"/XObject << /X 6 0 R >> ", extra)
@@ -191,9 +197,12 @@ def deep_arrays(rng: random.Random) -> bytes:
     """A page dictionary holding arrays (or dictionaries) nested 10k to 1M deep."""
     depth = rng.choice((10_000, 100_000, 1_000_000))
     nest = b"[" * depth + b"]" * depth if rng.random() < 0.5 else b"<< /A " * depth + b">>" * depth
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Deep %s /Contents 4 0 R >>" % nest,
-               stream(b"BT /F1 9 Tf (deep) Tj ET")]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Deep %s /Contents 4 0 R >>" % nest,
+        stream(b"BT /F1 9 Tf (deep) Tj ET"),
+    ]
     return pdf(objects)
 
 
@@ -204,10 +213,9 @@ def deep_page_tree(rng: random.Random) -> bytes:
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>"]
     for level in range(depth):
         number = 2 + level
-        kid = (2 if cycle and level == depth - 1 else number + 1)
+        kid = 2 if cycle and level == depth - 1 else number + 1
         objects.append(b"<< /Type /Pages /Kids [%d 0 R] /Count 1 >>" % kid)
-    objects.append(b"<< /Type /Page /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 %d 0 R >> >> >>"
-                   % (depth + 3, depth + 4))
+    objects.append(b"<< /Type /Page /MediaBox [0 0 612 792] /Contents %d 0 R /Resources << /Font << /F1 %d 0 R >> >> >>" % (depth + 3, depth + 4))
     objects += [stream(text_ops(rng, 2)), FONT]
     return pdf(objects)
 
@@ -215,9 +223,13 @@ def deep_page_tree(rng: random.Random) -> bytes:
 def lying_count(rng: random.Random) -> bytes:
     """A page tree that says it holds 2**31-1 (or negative, or huge) pages but has one kid."""
     count = rng.choice((b"2147483647", b"-1", b"99999999999999999999", b"1e9"))
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R 3 0 R 3 0 R] /Count %s >>" % count,
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
-               stream(text_ops(rng, 3)), FONT]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R 3 0 R 3 0 R] /Count %s >>" % count,
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        stream(text_ops(rng, 3)),
+        FONT,
+    ]
     return pdf(objects)
 
 
@@ -248,9 +260,25 @@ def huge_string(rng: random.Random) -> bytes:
     return one_page_with(stream(zlib.compress(ops, 9), b"/Filter /FlateDecode "))
 
 
-PDF = {"valid": valid, "flate_bomb": flate_bomb, "filter_array_bomb": filter_array_bomb, "comment_bomb": comment_bomb,
-       "image_marker_bomb": image_marker_bomb, "double_flate_bomb": double_flate_bomb, "lzw_bomb": lzw_bomb,
-       "runlength_bomb": runlength_bomb, "object_stream_bomb": object_stream_bomb, "shared_stream_pages": shared_stream_pages,
-       "shared_text_pages": shared_text_pages, "many_pages": many_pages, "huge_string": huge_string,
-       "xobject_laughs": xobject_laughs, "xobject_self": xobject_self, "deep_arrays": deep_arrays,
-       "deep_page_tree": deep_page_tree, "lying_count": lying_count, "xref_loop": xref_loop, **corruptions(valid)}
+PDF = {
+    "valid": valid,
+    "flate_bomb": flate_bomb,
+    "filter_array_bomb": filter_array_bomb,
+    "comment_bomb": comment_bomb,
+    "image_marker_bomb": image_marker_bomb,
+    "double_flate_bomb": double_flate_bomb,
+    "lzw_bomb": lzw_bomb,
+    "runlength_bomb": runlength_bomb,
+    "object_stream_bomb": object_stream_bomb,
+    "shared_stream_pages": shared_stream_pages,
+    "shared_text_pages": shared_text_pages,
+    "many_pages": many_pages,
+    "huge_string": huge_string,
+    "xobject_laughs": xobject_laughs,
+    "xobject_self": xobject_self,
+    "deep_arrays": deep_arrays,
+    "deep_page_tree": deep_page_tree,
+    "lying_count": lying_count,
+    "xref_loop": xref_loop,
+    **corruptions(valid),
+}

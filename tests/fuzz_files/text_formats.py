@@ -24,8 +24,14 @@ def rtf_deep(rng: random.Random) -> bytes:
 def rtf_control_words(rng: random.Random) -> bytes:
     """Control words with huge or negative numbers (\\bin, \\uc, \\u, \\fs, \\ansicpg), or 10 MB long."""
     kind = rng.randrange(6)
-    body = [b"\\bin99999999999999999999 x", b"\\uc999999999 \\u65 tail", b"\\u-99999999999? \\u4294967296?",
-            b"\\ansicpg99999 \\'e9\\'ff", b"\\" + b"a" * (10 << 20) + b" x", b"\\fs" + b"9" * 100_000 + b" x"][kind]
+    body = [
+        b"\\bin99999999999999999999 x",
+        b"\\uc999999999 \\u65 tail",
+        b"\\u-99999999999? \\u4294967296?",
+        b"\\ansicpg99999 \\'e9\\'ff",
+        b"\\" + b"a" * (10 << 20) + b" x",
+        b"\\fs" + b"9" * 100_000 + b" x",
+    ][kind]
     return b"{\\rtf1\\ansi " + body + b" " + words(rng, 5).encode() + b"\\par}"
 
 
@@ -40,11 +46,13 @@ def rtf_wide(rng: random.Random) -> bytes:
 def rtf_encoding(rng: random.Random) -> bytes:
     """Code pages that do not exist or are multibyte (\\ansicpg932 with broken lead bytes), \\u surrogates alone."""
     cp = rng.choice((b"932", b"950", b"65001", b"1200", b"0", b"99999"))
-    return (b"{\\rtf1\\ansi\\ansicpg" + cp + b" \\'81\\'81\\'ff \\u55357? \\u56832? " + bytes(range(128, 256))
-            + b" " + words(rng, 4).encode() + b"\\par}")
+    return (
+        b"{\\rtf1\\ansi\\ansicpg" + cp + b" \\'81\\'81\\'ff \\u55357? \\u56832? " + bytes(range(128, 256)) + b" " + words(rng, 4).encode() + b"\\par}"
+    )
 
 
 # ---- e-mail -------------------------------------------------------------------------------------------------
+
 
 def mail(headers: dict[str, str], body: str, content_type: str = "text/plain; charset=utf-8") -> bytes:
     head = "".join(f"{k}: {v}\r\n" for k, v in {"Subject": "s", "From": "a@example.org", **headers}.items())
@@ -103,11 +111,15 @@ def eml_charsets(rng: random.Random) -> bytes:
 def eml_boundaries(rng: random.Random) -> bytes:
     """A multipart with no boundary parameter, an empty one, one never closed, or one of 70 kB."""
     boundary = rng.choice(("", "x" * 70_000, "b", '"'))
-    return mail({}, f"--{boundary}\r\nContent-Type: text/html\r\n\r\n<p>{words(rng, 5)}" * 3,
-                f'multipart/alternative; boundary="{boundary}"' if rng.random() < 0.8 else "multipart/mixed")
+    return mail(
+        {},
+        f"--{boundary}\r\nContent-Type: text/html\r\n\r\n<p>{words(rng, 5)}" * 3,
+        f'multipart/alternative; boundary="{boundary}"' if rng.random() < 0.8 else "multipart/mixed",
+    )
 
 
 # ---- HTML ---------------------------------------------------------------------------------------------------
+
 
 def valid_html(rng: random.Random) -> bytes:
     paras = "".join(f"<p>{words(rng, 15)}</p>" for _ in range(rng.randint(2, 10)))
@@ -126,8 +138,13 @@ def html_huge(rng: random.Random) -> bytes:
     """An attribute, a comment never closed, a script, or a run of entities of 10–40 MB."""
     size = rng.choice((10, 20, 40)) << 20
     kind = rng.randrange(5)
-    body = [f'<p title="{"a" * size}">x</p>', "<!-- " + "c" * size, "<script>" + "var a=1;" * (size // 8),
-            "&amp;" * (size // 5), "<p " + "a " * (size // 2) + ">"][kind]
+    body = [
+        f'<p title="{"a" * size}">x</p>',
+        "<!-- " + "c" * size,
+        "<script>" + "var a=1;" * (size // 8),
+        "&amp;" * (size // 5),
+        "<p " + "a " * (size // 2) + ">",
+    ][kind]
     return f"<html><body>{body}{words(rng, 3)}</body></html>".encode()
 
 
@@ -135,12 +152,19 @@ def html_encoding(rng: random.Random) -> bytes:
     """UTF-16 without a BOM, a meta charset that lies or names utf-7, mixed encodings, NUL bytes."""
     text = f"<html><head><meta charset='{rng.choice(('utf-7', 'x-bogus', 'utf-16', 'shift_jis'))}'></head><body>{words(rng, 8)} é ☃</body></html>"
     kind = rng.randrange(4)
-    return [text.encode("utf-16-le"), text.encode("utf-8"), text.encode("utf-8") + "é".encode("latin-1") * 50,
-            text.encode().replace(b" ", b"\x00")][kind]
+    return [text.encode("utf-16-le"), text.encode("utf-8"), text.encode("utf-8") + "é".encode("latin-1") * 50, text.encode().replace(b" ", b"\x00")][
+        kind
+    ]
 
 
-RTF = {"valid": valid_rtf, "deep": rtf_deep, "control_words": rtf_control_words, "wide": rtf_wide,
-       "encoding": rtf_encoding, **corruptions(valid_rtf)}
-EML = {"valid": valid_eml, "deep": eml_deep, "wide": eml_wide, "huge_header": eml_huge_header,
-       "charsets": eml_charsets, "boundaries": eml_boundaries, **corruptions(valid_eml)}
+RTF = {"valid": valid_rtf, "deep": rtf_deep, "control_words": rtf_control_words, "wide": rtf_wide, "encoding": rtf_encoding, **corruptions(valid_rtf)}
+EML = {
+    "valid": valid_eml,
+    "deep": eml_deep,
+    "wide": eml_wide,
+    "huge_header": eml_huge_header,
+    "charsets": eml_charsets,
+    "boundaries": eml_boundaries,
+    **corruptions(valid_eml),
+}
 HTML = {"valid": valid_html, "deep": html_deep, "huge": html_huge, "encoding": html_encoding, **corruptions(valid_html)}

@@ -19,19 +19,15 @@ from lodex.encoders.encoder import Encoder
 from lodex.encoders.model_languages import unread_languages
 from lodex.search.document_scores import dense_scores, fused_dense_scores
 from lodex.search.fusion import Fusion, Hits
-from lodex.search.highlight import highlight_spans, query_stems
-from lodex.search.listing import is_listing
 from lodex.search.names import MODES, RANKINGS, Mode, Ranking
+from lodex.search.passages import best_passages
 from lodex.search.results import DocumentHit, Passage, SearchFilters, SearchResponse
 from lodex.search.snapshot import Snapshot
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.base import Store
-from lodex.store.schema import LOCATION_COLUMNS
 
 __all__ = ["MODES", "RANKINGS", "Fusion", "Mode", "Query", "Ranking", "Searcher"]
 
-# A result document's best chunks whose texts are read to choose its passages (contents and index pages go last).
-PASSAGE_POOL = 8
 # A query's BM25 hits: chunks version, Lance row ids, scores, the query's keyword ceiling (inf: not asked).
 KeywordHits = tuple[int, np.ndarray, np.ndarray, float]
 # Each query's BM25 hits (None: none started for it), or the function that waits for them (called once the batch's
@@ -271,41 +267,4 @@ class Searcher:
         PASSAGE_POOL best the ones that read as a table of contents or an index last — with their cosine to the query
         and the query words they contain; keyed by (query, document row). What it is given (`tops`: each query's
         documents; `chunk_order`: each query's chunk ranking) is what a subclass that studies passage choice sees."""
-        if self.passages <= 0:
-            return {}
-        chosen: dict[tuple[int, int], list[tuple[float, int]]] = {}
-        for i, top in enumerate(tops):
-            if not top:
-                continue
-            rows = np.array([r for r, _ in top], np.int64)
-            ids, chunk_vectors, lengths = snap.chunk_vectors(rows)
-            sims = chunk_vectors @ vectors[i]
-            ranked = chunk_order[i].score_of(ids)
-            for row, start, n in zip(rows.tolist(), (np.cumsum(lengths) - lengths).tolist(), lengths.tolist()):
-                part = slice(start, start + n)
-                keys = np.lexsort((np.arange(n), -sims[part], -ranked[part]))[: max(self.passages, PASSAGE_POOL)]
-                chosen[(i, row)] = [(float(sims[part][j]), int(ids[part][j])) for j in keys]
-        wanted = np.unique(np.array([chunk_id for picks in chosen.values() for _, chunk_id in picks], np.int64))
-        rows = snap.owners.row_ids_of(wanted)  # every chosen chunk is of this version
-        texts = {r["id"]: r for r in self.store.chunks_at_rows(rows, ["id", "char_start", "char_end", "text", *LOCATION_COLUMNS]).to_pylist()}
-        listing = {c: is_listing(r["text"]) for c, r in texts.items()}
-        for key, picks in chosen.items():  # contents and index pages after the passages that say things (stable)
-            chosen[key] = sorted(picks, key=lambda pick: listing.get(pick[1], False))[: self.passages]
-        stems = [query_stems(q.text) for q in queries]
-        return {
-            (i, row): [
-                Passage(
-                    texts[c]["text"],
-                    texts[c]["char_start"],
-                    texts[c]["char_end"],
-                    round(s, 6),
-                    highlight_spans(texts[c]["text"], stems[i]),
-                    texts[c]["page"],
-                    texts[c]["page_end"],
-                    texts[c]["section"],
-                )
-                for s, c in picks
-                if c in texts
-            ]
-            for (i, row), picks in chosen.items()
-        }
+        return best_passages(self.store, snap, [q.text for q in queries], vectors, tops, chunk_order, self.passages)

@@ -70,22 +70,7 @@ class LanceKeywordSearch:
 
         pending = lance_bridge.start(every())
 
-        def answer() -> list[tuple[np.ndarray, np.ndarray]]:
-            got = pending.result()
-            hits = [
-                (np.zeros(0, np.uint64), np.zeros(0, np.float32))
-                if t is None
-                else (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32))
-                for t in got[: len(texts)]
-            ]
-            if delta is None or not len(delta):
-                return hits
-            for term, top in zip(learning, got[len(texts) :]):
-                assert top is not None
-                delta.index_terms.learn(term, (float(top["_score"][0].as_py()), top[column][0].as_py()) if top.num_rows else None)
-            return [merged(h, delta.scores([t for _, t in w], n), n) for h, w, n in zip(hits, words, limits)]
-
-        return answer
+        return lambda: _answers(pending.result(), len(texts), delta, learning, words, limits, column)
 
     def start_ceilings(self, texts: list[str], version: int, languages: list[str | None]) -> Callable[[], list[float]]:
         """Start finding each text's keyword ceiling and return the function that waits for it: the sum over its
@@ -160,3 +145,26 @@ def _terms_to_learn(delta: KeywordDelta | None, texts: list[list[tuple[str, str]
     for text in texts:
         wanted |= delta.wanted_terms(text)
     return dict(list(delta.index_terms.missing(wanted).items())[:MAX_ASKED])
+
+
+def _answers(
+    got: list[pa.Table | None],
+    n_texts: int,
+    delta: KeywordDelta | None,
+    learning: dict[str, str],
+    words: list[list[tuple[str, str]]],
+    limits: list[int],
+    column: str,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`LanceKeywordSearch.start`'s answer from what Lance returned (`got`: the `n_texts` queries' hits, then the best
+    row of each term learnt): per text, the Lance row ids and scores, with the delta's hits merged in."""
+    hits = [
+        (np.zeros(0, np.uint64), np.zeros(0, np.float32)) if t is None else (t["_rowid"].to_numpy(), t["_score"].to_numpy().astype(np.float32))
+        for t in got[:n_texts]
+    ]
+    if delta is None or not len(delta):
+        return hits
+    for term, top in zip(learning, got[n_texts:]):
+        assert top is not None
+        delta.index_terms.learn(term, (float(top["_score"][0].as_py()), top[column][0].as_py()) if top.num_rows else None)
+    return [merged(h, delta.scores([t for _, t in w], n), n) for h, w, n in zip(hits, words, limits)]

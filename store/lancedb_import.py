@@ -35,7 +35,7 @@ class _DeferredInit(importlib.abc.Loader):
                     self.real.exec_module(module)  # SourceFileLoader has it
             return module.__dict__[name] if name in module.__dict__ else object.__getattribute__(module, name)
 
-        module.__getattr__ = __getattr__  # PEP 562: asked for names it lacks
+        setattr(module, "__getattr__", __getattr__)  # noqa: B010 - PEP 562: asked for names it lacks (mypy refuses assigning a module method)
 
 
 class _ClientFinder(importlib.abc.MetaPathFinder):

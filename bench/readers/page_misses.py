@@ -29,7 +29,8 @@ from bench.readers.pdf_set import GENERATED, debian_set, evaldata_dir, generated
 from lodex.api.factory import build_encoder, build_indexer, open_store  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
 from lodex.search.listing import is_listing  # noqa: E402
-from lodex.search.searcher import PASSAGE_POOL, Searcher  # noqa: E402
+from lodex.search.passages import PASSAGE_POOL  # noqa: E402
+from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.text.terms import terms  # noqa: E402
 
 

@@ -1,31 +1,32 @@
 """The composition root: `open_app` opens an index as the application object (api/application.py) in a read, write
 or serve role, from the core objects built here from settings (encoder, store, indexer, writer, watcher, searcher);
 the only place that builds them (the CLI, the HTTP app, MCP, `lodex.open`, eval, benches and tests' fixtures take the
-object or these builders). Builders never change what they are given."""
+object or these builders; the encoder backends, the Ray indexer and the search fusion are built in encoder_backends.py,
+build_ray.py and build_search.py beside it). Builders never change what they are given."""
 
-import importlib
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import cast
 
 from lodex.api.application import Application, Role
+from lodex.api.build_ray import ray_indexer
+from lodex.api.build_search import search_fusion
+from lodex.api.encoder_backends import encoder_backend, encoder_settings, transformers_encoder
 from lodex.api.index_files import index_manifest, read_job_log, remote_store, require_index, wipe_index
 from lodex.api.index_policy import ann_policy, chunk_rule, chunk_tokens, late_plan, scan_rules, whole_vector_tokens
-from lodex.api.model.cache import encoder_languages, model_path
+from lodex.api.model.cache import encoder_languages
 from lodex.api.serving import ServeBuilders, Serving
-from lodex.api.settings import EncoderSettings, Settings
+from lodex.api.settings import Settings
 from lodex.encoders.encoder import Encoder
 from lodex.encoders.model_languages import unread_languages
 from lodex.indexer.chunking.chunker import Chunker
-from lodex.indexer.chunking.late_chunking import LateChunking
 from lodex.indexer.pipeline import Indexer
 from lodex.indexer.readers.readers import reader_versions
 from lodex.indexer.watch_service import WatchService
 from lodex.indexer.watcher import ChangeCollector, FolderWatcher
 from lodex.indexer.writer import IndexWriter, RunHooks
 from lodex.search.blas_threads import single_threaded_numpy_blas
-from lodex.search.searcher import Fusion, Searcher
+from lodex.search.searcher import Searcher
 from lodex.search.snapshot_source import SnapshotSource
 from lodex.store.base import PERSIST_EVERY_S, Store
 from lodex.store.errors import ConfigError
@@ -38,49 +39,14 @@ from lodex.store.write_lock import WriteLock
 single_threaded_numpy_blas()  # every process that loads the search or index stack (a forwarded CLI search does not)
 
 
-def _transformers(cfg: EncoderSettings, spill_dir: Path | None = None, quantization: str | None = None) -> Encoder:
-    from lodex.encoders.transformers_encoder import TransformersEncoder
-
-    return TransformersEncoder(cfg, spill_dir, quantization)
-
-
-# Encoder backends by name (`encoder.backend`); tests register a deterministic fake here.
-ENCODER_BACKENDS: dict[str, Callable[[EncoderSettings], Encoder]] = {"transformers": _transformers}
-
-
-def _backend(name: str) -> Callable[[EncoderSettings], Encoder]:
-    """A registered backend, or `module:callable` for a plug-in encoder (called with the [encoder] settings)."""
-    if name in ENCODER_BACKENDS:
-        return ENCODER_BACKENDS[name]
-    module, _, attr = name.partition(":")
-    if attr:
-        try:
-            return cast(Callable[[EncoderSettings], Encoder], getattr(importlib.import_module(module), attr))
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"cannot load encoder.backend {name!r}: {exc}", "check the module:callable path") from exc
-    raise ConfigError(f"unknown encoder.backend {name!r}", f"use one of: {', '.join(ENCODER_BACKENDS)}, or module:callable")
-
-
-def encoder_settings(settings: Settings, manifest: IndexManifest) -> EncoderSettings:
-    """The [encoder] settings as the encoder takes them: a relative encoder.model resolved against the config file's
-    folder (a hub id to its copy pulled by `lodex model pull`), and the precision the index of `manifest` keeps
-    (`IndexManifest.precision`: "auto" resolved to the one it was built with; "auto" still for a new index)."""
-    cfg = settings.encoder
-    if cfg.model:
-        cfg = cfg.model_copy(update={"model": str(model_path(settings))})
-    if (precision := manifest.precision(cfg.precision)) != cfg.precision:
-        cfg = cfg.model_copy(update={"precision": precision})
-    return cfg
-
-
 def build_encoder(settings: Settings, data_dir: Path | None = None, manifest: IndexManifest | None = None) -> Encoder:
     """The configured encoder, loaded for the index in `data_dir` (default the settings' data dir), whose `manifest` is
     read there when not given (see encoder_settings)."""
-    backend = _backend(settings.encoder.backend)
+    backend = encoder_backend(settings.encoder.backend)
     spill = settings.data_dir if data_dir is None else data_dir
     manifest = manifest if manifest is not None else IndexManifest.read(spill)
     cfg = encoder_settings(settings, manifest)
-    if backend is not _transformers:
+    if backend is not transformers_encoder:
         return backend(cfg)
     if settings.index.engine != "ray":  # fast mode measured and checked here before: rebuilt from its recipe, no PyTorch
         from lodex.encoders.recipe_encoder import load_fast_encoder
@@ -88,7 +54,7 @@ def build_encoder(settings: Settings, data_dir: Path | None = None, manifest: In
         light = load_fast_encoder(cfg, manifest.fast_quantization)
         if light is not None:
             return light
-    return _transformers(cfg, spill, manifest.fast_quantization)  # a streamed model spills beside the index
+    return transformers_encoder(cfg, spill, manifest.fast_quantization)  # a streamed model spills beside the index
 
 
 def build_query_encoder(settings: Settings, manifest: IndexManifest | None = None) -> Encoder:
@@ -165,7 +131,7 @@ def build_indexer(
     whole = whole_vector_tokens(settings, encoder, manifest)
     unread = unread_languages(encoder_languages(settings)) if whole else frozenset()
     if settings.index.engine == "ray" and not long_lived:
-        return _ray_indexer(settings, encoder, store, chunker, late, jobs, whole, unread, manifest)
+        return ray_indexer(settings, encoder, store, chunker, late, jobs, whole, unread, partial(build_encoder, manifest=manifest))
     return Indexer(
         store,
         encoder,
@@ -184,40 +150,6 @@ def build_indexer(
 def _store_manifest(store: Store) -> IndexManifest:
     """The record a LanceStore keeps as it was opened (settled); another store's, read in its data dir."""
     return store.manifest if isinstance(store, LanceStore) else IndexManifest.read(store.data_dir)
-
-
-def _ray_indexer(
-    settings: Settings,
-    encoder: Encoder,
-    store: Store,
-    chunker: Chunker,
-    late: LateChunking | None,
-    jobs: JobLog | None,
-    whole_vector: int,
-    unread: frozenset[str],
-    manifest: IndexManifest,
-) -> Indexer:
-    """`lodex index --ray`: the indexer whose files are read, chunked and encoded on Ray; each actor builds this encoder
-    from these settings and the index's manifest, its model on index.ray_cpus_per_actor threads (unless encoder.threads
-    says)."""
-    from lodex.indexer.ray_engine import RayIndexer
-
-    threads = settings.encoder.threads or max(1, round(settings.index.ray_cpus_per_actor))
-    on_actor = settings.model_copy(update={"encoder": settings.encoder.model_copy(update={"threads": threads})})
-    make_encoder = partial(build_encoder, on_actor, manifest=manifest)
-    return RayIndexer(
-        store,
-        encoder,
-        chunker,
-        scan_rules(settings),
-        settings.index,
-        make_encoder,
-        jobs=jobs,
-        title_prefix=settings.chunking.title_prefix,
-        late=late,
-        whole_vector=whole_vector,
-        unread=unread,
-    )
 
 
 def build_writer(settings: Settings, indexer: Indexer, root: Path, hooks: RunHooks = RunHooks()) -> IndexWriter:
@@ -241,21 +173,6 @@ def open_reader(settings: Settings, dim: int, manifest: IndexManifest | None = N
 def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: SnapshotSource | None = None) -> Searcher:
     """The query side over this store (`source`: the snapshots it shares with other searchers of the index)."""
     cfg = settings.search
-    fusion = Fusion(
-        method=cfg.fusion,
-        dense_weight=cfg.dense_weight,
-        ceiling_share=cfg.ceiling_share,
-        rrf_k=cfg.rrf_k,
-        bm25_weight=cfg.bm25_weight,
-        feedback_chunks=cfg.feedback_chunks,
-        feedback_weight=cfg.feedback_weight,
-        doc_dense_weight=cfg.doc_dense_weight,
-        hybrid_blend_alpha=cfg.hybrid_blend_alpha,
-        top_m=cfg.top_m,
-        blend_alpha=cfg.blend_alpha,
-        depth=cfg.candidates,
-        keyword_passages=cfg.keyword_passages,
-    )
     return Searcher(
         store,
         encoder,
@@ -263,7 +180,7 @@ def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: S
         candidates=cfg.candidates,
         mode=cfg.mode,
         ranking=cfg.ranking,
-        fusion=fusion,
+        fusion=search_fusion(cfg),
         source=source,
         languages=encoder_languages(settings),
     )

@@ -10,7 +10,7 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-from lodex.api.factory import ENCODER_BACKENDS  # noqa: E402
+from lodex.api.encoder_backends import ENCODER_BACKENDS  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
 from lodex.encoders.settings import EncoderSettings  # noqa: E402
 from lodex.indexer.chunking.chunker import Chunker  # noqa: E402

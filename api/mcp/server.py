@@ -88,13 +88,14 @@ def build_mcp(index: LodexAPI, limits: Limits = Limits(), version: str = "") -> 
     """The MCP server over `index` (read-only tools and the documents as resources); `limits`: what its tools
     describe (the index checks each search against its own, as the HTTP API does)."""
     server: MCPServer = LodexMCP("lodex", instructions=INSTRUCTIONS, version=version, log_level="WARNING")
-    _add_search_and_read(server, index, limits)
+    _add_search(server, index, limits)
+    _add_read(server, index)
     _add_listings(server, index)
     return server
 
 
-def _add_search_and_read(server: MCPServer, index: LodexAPI, limits: Limits) -> None:
-    """The `search` and `read` tools."""
+def _add_search(server: MCPServer, index: LodexAPI, limits: Limits) -> None:
+    """The `search` tool: the best documents, each with its best passages and their citations."""
 
     @server.tool(
         description="Search the indexed documents by meaning (and keywords in hybrid mode). Returns the best "
@@ -145,6 +146,10 @@ def _add_search_and_read(server: MCPServer, index: LodexAPI, limits: Limits) -> 
             }
 
         return _answer(run)
+
+
+def _add_read(server: MCPServer, index: LodexAPI) -> None:
+    """The `read` tool: a window of a document's text, from its id or a passage's citation."""
 
     @server.tool(
         description="Read a window of a document's text: pass a search result's `id` or a passage's `citation`; "

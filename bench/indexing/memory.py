@@ -66,7 +66,7 @@ def sampled_encoder(cfg):  # noqa: ANN001, ANN201 - an encoder.backend plug-in (
 
     import numpy as np
 
-    from lodex.api.factory import ENCODER_BACKENDS
+    from lodex.api.encoder_backends import ENCODER_BACKENDS
 
     encoder = ENCODER_BACKENDS["transformers"](cfg)
     every = int(os.environ.get("LODEX_BENCH_MODEL_EVERY", "0"))

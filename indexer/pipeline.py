@@ -1,9 +1,8 @@
 """The indexing run: reconcile a folder (or some of its paths) with the store, encode what changed, commit in order."""
 
-import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +11,9 @@ from lodex.encoders.encoder import Encoder
 from lodex.encoders.window import Window
 from lodex.indexer.chunking.chunker import Chunk, Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking
-from lodex.indexer.encode_phase import encode_pending
 from lodex.indexer.encoding_jobs import TitleLead, WholeText, WindowPlanner
 from lodex.indexer.errors import Interrupted
-from lodex.indexer.flush_rows import flush_rows
+from lodex.indexer.flushing import Flusher
 from lodex.indexer.identity import content_hash, document_id
 from lodex.indexer.paths import PUSHED_PREFIX
 from lodex.indexer.preparation import Preparer
@@ -26,14 +24,14 @@ from lodex.indexer.run_state import Progress, RunSummary, unchanged_file
 from lodex.indexer.scanner import FileEntry, ScanRules, scan, scan_paths, under
 from lodex.indexer.settings import IndexSettings
 from lodex.store.base import DocRecord, Store
-from lodex.store.job_log import FileRecord, FileStatus, JobLog
+from lodex.store.job_log import FileRecord, JobLog
 
 # A run's first flush is this share of flush_tokens, so that the encoder starts once a few files are read instead of
 # after a whole flush's worth of reading (0.5-1.5 s here at the default 131,072 tokens, with both cores otherwise idle).
 FIRST_FLUSH_SHARE = 8
 
 
-class Indexer:
+class Indexer(Flusher):
     """Brings the store in line with a folder; the only writer of the store while it runs."""
 
     def __init__(
@@ -57,24 +55,15 @@ class Indexer:
         gets its own vector from its text encoded whole, not its chunks' mean (0: every document its chunks' mean),
         unless it is in a language of `unread` (a script the model cannot read: `model_languages.unread_languages`)."""
         cfg = cfg or IndexSettings()
-        self.store = store
+        super().__init__(store, encoder, TitleLead(title_prefix), jobs, optimize_every_s)
         self.title_prefix = title_prefix
-        self._lead = TitleLead(title_prefix)
         self.late = late
         self.whole_vector, self.unread = whole_vector, unread
         self._whole = WholeText(encoder, self._lead, whole_vector, unread) if whole_vector else None
-        self.encoder, self.chunker = encoder, chunker
+        self.chunker = chunker
         self.rules = rules
         self.flush_tokens = max(cfg.flush_tokens, encoder.group_tokens)  # a layer-streamed encoder wants its whole group at once
-        self.jobs = jobs
         self.retries, self.retry_backoff_s = cfg.retries, cfg.retry_backoff_s
-        self.optimize_every_s = optimize_every_s
-        self.cancel = threading.Event()  # set to stop a run at its next check (files, encoder groups); see Interrupted
-        self.background_commits = True  # commit a flush while the next one encodes (False: commit in turn, as a test may want)
-        self._committer: ThreadPoolExecutor | None = None  # during a run: commits in the background, one at a time, in order
-        self._in_flight: tuple[Future[None], Callable[[], None]] | None = None  # the commit running, and what to do once it is done
-        self._progress: Callable[[Progress], None] | None = None  # the run's progress callback (told as files are committed)
-        self._fragments_committed: set[str] = set()  # during a run: the chunk fragments (written by Ray actors) committed
         self.reading = ReadPool(ReadBudget(cfg.max_seconds_per_file, cfg.max_memory_mb_per_file, cfg.max_memory_mb))  # files read whole
         self.language = cfg.language.lower() or None  # every document's language, when set; else each one detected
 
@@ -297,65 +286,3 @@ class Indexer:
         """The files to do, prepared (read and chunked, or matched to stored vectors) on a reader thread; the Ray engine
         gives them encoded too (lodex index --ray)."""
         return self.preparer().prepared(todo, known, by_content)
-
-    def _flush(
-        self,
-        pending: list[Prepared],
-        summary: RunSummary,
-        state: Progress,
-        note: Callable[[FileRecord], None],
-        run_id: int,
-        fail: Callable[[FileEntry, str], None] | None = None,
-    ) -> None:
-        """Encode the pending files' chunks, then commit chunks and documents, then record them."""
-        fresh_ids = {id(p) for p in pending if p.vectors is None or p.encoded is not None}
-        wanted_before = {id(p): p.to_encode() for p in pending}
-        with summary.phase("encode"):
-            pending = encode_pending(self.encoder, self._lead, self.store.dim, self.cancel, pending, fail, state)
-        if not pending:
-            return
-        encoded_tokens = {
-            key: sum(p.rows["token_count"][i] for i in wanted_before[key]) + (p.whole_tokens if p.whole is not None else 0)
-            for p in pending
-            if (key := id(p)) in fresh_ids
-        }
-        rows = flush_rows(pending, self.store.dim, encoded_tokens, summary, state, self._fragments_committed)
-        finished = rows.finished
-
-        def commit() -> None:
-            if rows.fragments:  # written by Ray actors: one commit of them all, with the rows made here
-                self.store.commit_fragments(rows.fragments, rows.owners, rows.documents, [], rows.chunks)
-            else:
-                self.store.commit(rows.chunks, rows.documents, [])
-            self.store.after_commit(self.optimize_every_s)  # a long run while serving: keep keyword search on the full-text index
-
-        def committed() -> None:  # on this thread: the job log and the callbacks stay on the indexing thread
-            done = time.monotonic()
-            records = []
-            for p, total in finished:
-                summary.count(p.outcome)
-                state.files_done += 1
-                if self._progress:
-                    self._progress(state)
-                status: FileStatus = "reused" if p.outcome == "reused" or id(p) not in fresh_ids else "indexed"
-                record = FileRecord(p.entry.path, status, round(done - p.started, 3), total.chunks, total.encoded, attempts=p.attempts)
-                records.append(record)
-                note(record)
-            if self.jobs:
-                self.jobs.record(run_id, records)
-
-        with summary.phase("commit"):
-            self._settle()  # commits stay in order: the one before this is done first
-            if self._committer is None or not self.background_commits:
-                commit()
-                committed()
-        if self._committer is not None and self.background_commits:
-            self._in_flight = (self._committer.submit(commit), committed)
-
-    def _settle(self) -> None:
-        """Wait for the commit in the background (raising its error), then record its files."""
-        if self._in_flight is not None:
-            future, committed = self._in_flight
-            self._in_flight = None
-            future.result()
-            committed()

@@ -5,32 +5,23 @@ them back (the vectors too: "driver"); this process stays the one committer (sca
 import logging
 import math
 import pickle
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
 from lodex.encoders.encoder import Encoder
-from lodex.indexer.chunking.chunker import LEGACY_RULE, Chunker, ChunkRule
+from lodex.indexer.chunking.chunker import Chunker
 from lodex.indexer.chunking.late_chunking import LateChunking
-from lodex.indexer.encoding_jobs import TitleLead, WholeText, WindowPlanner, encoder_jobs, run_jobs
-from lodex.indexer.flush_rows import chunk_table
 from lodex.indexer.pipeline import Indexer
-from lodex.indexer.preparation import Preparer
-from lodex.indexer.prepared import Prepared, Skipped, Stream, Written, parts_of, unchanged_chunks
-from lodex.indexer.readers.read_budget import ReadBudget, ReadPool
+from lodex.indexer.prepared import Prepared, Skipped, Stream, unchanged_chunks
+from lodex.indexer.ray_workers import EncodeActor, ReadSide, read_files
 from lodex.indexer.run_state import Progress, RunSummary
 from lodex.indexer.scanner import FileEntry, ScanRules
 from lodex.indexer.settings import IndexSettings
 from lodex.store.base import DocRecord, Store
 from lodex.store.errors import ConfigError, LodexError
-from lodex.store.fragments import FragmentTarget, StoredChunks, fragment_key, write_chunk_fragments
+from lodex.store.fragments import StoredChunks, fragment_key
 from lodex.store.job_log import FileRecord, JobLog
 
 READ_CPUS = 0.5  # what each reading-and-chunking task reserves; the default actor count leaves this much to them
@@ -53,99 +44,6 @@ def import_ray() -> Any:
     except ImportError as exc:
         raise ConfigError("`lodex index --ray` needs Ray Data, which is not installed", "pip install lodex[cluster]") from exc
     return ray
-
-
-@dataclass(frozen=True)
-class ReadSide:
-    """What a Ray task reads and chunks files with, as the writer's own preparer would; picklable: the encoder's
-    tokenizer (Encoder.tokenizer_only), no model and no store (copies and kept vectors are left to the writer)."""
-
-    tokens: Encoder
-    chunk_tokens: int
-    overlap: int
-    rules: ScanRules
-    flush_tokens: int
-    retries: int
-    retry_backoff_s: float
-    late: LateChunking | None
-    title_prefix: bool
-    budget: ReadBudget
-    language: str | None = None  # index.language: every document's language, when set
-    rule: ChunkRule = LEGACY_RULE  # the index's chunk rule (chunking.whole_slack, overlap_at_breaks, whole_tokens)
-    whole_vector: int = 0  # the index's chunking.document_vector "whole": the longest input encoded whole (0: off)
-    unread: frozenset[str] = frozenset()  # languages whose documents keep their chunks' mean (the model cannot read them)
-    stored: StoredChunks | None = None  # where an edited file finds the vectors it keeps (None: the writer puts them in)
-
-    def preparer(self) -> Preparer:
-        """A store-less preparer with the writer's settings, reading within the per-file budget."""
-        chunker = Chunker(self.tokens.token_spans, self.chunk_tokens, self.overlap, self.rule)
-        lead = TitleLead(self.title_prefix)
-        plan = WindowPlanner(self.tokens, self.late, self.chunk_tokens, lead) if self.late else None
-        return Preparer(
-            None,
-            chunker,
-            self.rules,
-            threading.Event(),
-            self.flush_tokens,
-            self.retries,
-            self.retry_backoff_s,
-            plan,
-            task_pool(self.budget),
-            self.language,
-            WholeText(self.tokens, lead, self.whole_vector, self.unread) if self.whole_vector else None,
-            self.stored,
-        )
-
-
-@lru_cache(maxsize=4)
-def task_pool(budget: ReadBudget) -> ReadPool:
-    """The reading processes of this Ray worker process (kept across its tasks, so each does not start its own)."""
-    return ReadPool(budget)
-
-
-def read_files(row: dict[str, Any], side: ReadSide, by_content: dict[tuple[str, str], DocRecord]) -> Iterator[dict[str, Any]]:
-    """A Ray task's work: one file read and chunked, as one row per part it is committed in (one, unless large)."""
-    entry, record = pickle.loads(row["file"])
-    item = side.preparer().prepare_with_retries(entry, record, by_content)
-    for number, part in enumerate(parts_of(item, entry)):
-        yield {"seq": row["seq"], "part": number, "item": pickle.dumps(part)}
-
-
-class EncodeActor:
-    """A Ray actor's work: its own encoder, built once, gives the prepared files of each call the vectors they need;
-    with a `target`, it writes their chunk rows there as fragments and sends back only what the writer commits."""
-
-    def __init__(self, make_encoder: Callable[[], Encoder], title_prefix: bool, target: FragmentTarget | None = None) -> None:
-        self.encoder = make_encoder()
-        self.lead = TitleLead(title_prefix)
-        self.target = target
-
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        items = [pickle.loads(blob) for blob in batch["item"]]
-        fresh = [p for p in items if isinstance(p, Prepared) and p.vectors is None and p.copy_of is None]
-        for p in fresh:
-            p.encoded = p.to_encode()
-            p.vectors = np.zeros((len(p.texts), self.encoder.dim), dtype=np.float32)
-            for i, vector in p.known.items():  # an edited file's unchanged chunks (found with index.ray_writes "fragments")
-                p.vectors[i] = vector
-        jobs = encoder_jobs(fresh, self.encoder, self.lead)
-        run_jobs(self.encoder, self.lead, sorted(jobs, key=lambda job: -job.length))  # embed() batches them by token budget
-        if self.target is not None and fresh:
-            self._write(fresh, self.target)
-        out = np.empty(len(items), dtype=object)
-        out[:] = [pickle.dumps(p) for p in items]
-        return {"seq": batch["seq"], "part": batch["part"], "item": out}
-
-    def _write(self, parts: list[Prepared], target: FragmentTarget) -> None:
-        """Write these encoded parts' chunk rows as fragments of the chunks table (one call's, together), and keep of
-        each part only what the writer needs to commit it: its chunks' count, token counts, language and vector sum."""
-        vectors = [p.vectors if p.vectors is not None else np.zeros((0, self.encoder.dim), np.float32) for p in parts]
-        fragments = write_chunk_fragments(target, pa.concat_tables([chunk_table(p, v, target.dim) for p, v in zip(parts, vectors)]))
-        owners = sorted({p.doc_id for p in parts})
-        for p, v in zip(parts, vectors):
-            p.written = Written(fragments, owners, len(p.texts), v.sum(axis=0))
-            p.vectors, p.texts, p.windows, p.known = None, [], None, {}
-            p.rows = {key: p.rows[key] for key in ("token_count", "language")}
 
 
 class RayIndexer(Indexer):

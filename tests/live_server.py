@@ -9,7 +9,7 @@ import uvicorn
 
 from lodex.api.application import Application
 from lodex.api.http.app import create_app
-from lodex.api.http.forward import Identity, record_server
+from lodex.api.http.server_record import Identity, record_server
 from tests.waiting import Wake, wait_until
 
 

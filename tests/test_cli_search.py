@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from lodex.api.application import Application
 from lodex.api.cli import app as cli_app
-from lodex.api.http.forward import Identity, record_server
+from lodex.api.http.server_record import Identity, record_server
 from tests.live_server import live_server
 from tests.test_api import _service
 from tests.test_forward_trust import Listener, _read_request

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lodex.api.http.forward import SERVER_FILE, Identity, forget_server, record_server, running_server
+from lodex.api.http.server_record import SERVER_FILE, Identity, forget_server, record_server, running_server
 from tests.test_serve import REPO, Server, get
 from tests.waiting import wait_until
 

@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 
 from lodex.api.application import Application
 from lodex.api.cli import app as cli_app
-from lodex.api.http import forward
+from lodex.api.http import server_record
 from lodex.api.http.app import create_app
-from lodex.api.http.forward import SERVER_FILE, Identity, ask_server, read_server, record_server, running_server
+from lodex.api.http.forward import ask_server
+from lodex.api.http.server_record import SERVER_FILE, Identity, read_server, record_server, running_server
 from tests.live_server import live_server
 from tests.test_api import _service
 
@@ -236,7 +237,7 @@ def test_a_pid_of_another_user_is_not_the_server(data: Path, monkeypatch: pytest
     def not_permitted(pid: int, sig: int) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(forward.os, "kill", not_permitted)
+    monkeypatch.setattr(server_record.os, "kill", not_permitted)
     assert running_server(data) is None  # EPERM: alive, but another user's process, so not the server of this record
 
 

@@ -2,9 +2,14 @@
 environment and the flags."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from lodex.store.errors import ConfigError
+
+if TYPE_CHECKING:
+    from lodex.api.settings import Settings
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", envvar="LODEX_CONFIG", help="config.toml to read (default ./config.toml).")]
 DataDirOpt = Annotated[
@@ -30,3 +35,17 @@ def command_settings(ctx: typer.Context, config: Path | None, data_dir: str | No
     overrides = {"index.data_dir": (chosen if is_remote(chosen) else str(Path(chosen).resolve())) if chosen else None}
     overrides |= {name.replace("__", "."): value for name, value in flags.items()}
     return load_settings(config or globals_.get("config"), overrides)
+
+
+def index_root(settings: "Settings", directory: Path | None) -> Path:
+    """The folder a command indexes, watches or serves: DIR when given, else index.root; ConfigError when neither names
+    an existing folder."""
+    if directory is not None:
+        root = directory.expanduser().resolve()
+    elif settings.index.root:
+        root = settings.path(settings.index.root)
+    else:
+        raise ConfigError("no folder to index", "pass DIR (lodex index DIR) or set index.root in config.toml")
+    if not root.is_dir():
+        raise ConfigError(f"{root} is not a folder", "pass an existing folder")
+    return root

@@ -7,16 +7,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from lodex.api.cli.common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command_settings
+from lodex.api.cli.common import ConfigOpt, DataDirOpt, DirArg, JsonOpt, command_settings, index_root
 from lodex.api.cli.errors import ServerRefused, err
 from lodex.api.cli.errors import friendly as _friendly
 from lodex.api.cli.model import model_app
 from lodex.api.cli.reports import eval_, status
-from lodex.store.errors import ConfigError
+from lodex.api.cli.serve import serve
 from lodex.store.heap import limit_arenas
 
 if TYPE_CHECKING:  # the CLI's module imports nothing heavy: a forwarded search must not load the search stack
-    from lodex.api.settings import Settings
     from lodex.indexer.run_state import RunSummary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local semantic search for folders of long documents.")
@@ -26,18 +25,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="lodex: local
 def main_options(ctx: typer.Context, config: ConfigOpt = None, data_dir: DataDirOpt = None) -> None:
     """Options given before the command apply to it."""
     ctx.obj = {"config": config, "data_dir": data_dir}
-
-
-def _root(settings: "Settings", directory: Path | None) -> Path:
-    if directory is not None:
-        root = directory.expanduser().resolve()
-    elif settings.index.root:
-        root = settings.path(settings.index.root)
-    else:
-        raise ConfigError("no folder to index", "pass DIR (lodex index DIR) or set index.root in config.toml")
-    if not root.is_dir():
-        raise ConfigError(f"{root} is not a folder", "pass an existing folder")
-    return root
 
 
 def _writing(settings: Any, root: Path, rebuild: bool = False, long_lived: bool = False) -> Any:
@@ -90,7 +77,7 @@ def index(
         index__ray_actors=ray_actors,
         index__ray_cpus_per_actor=ray_cpus,
     )
-    root = _root(settings, directory)
+    root = index_root(settings, directory)
     with _writing(settings, root, rebuild) as side, progress_bar(err) as update:
         start = process_seconds()  # imports, the encoder and the store: what a user waits for before the run
         summary = side.indexer.run(root, progress=update)
@@ -145,7 +132,7 @@ def watch(
     from lodex.indexer.writer import RunHooks
 
     settings = command_settings(ctx, config, data_dir, watch__polling=polling)
-    root = _root(settings, directory)
+    root = index_root(settings, directory)
     with _writing(settings, root, long_lived=True) as side:
         service = build_watch(settings, side.indexer, root, RunHooks(on_file=file_logger(err), progress=scan_logger(err)))
         stop = threading.Event()
@@ -158,85 +145,7 @@ def watch(
         service.stop()
 
 
-@app.command()
-@_friendly
-def serve(
-    ctx: typer.Context,
-    directory: DirArg = None,
-    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default: api.host, 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="TCP port (default: api.port, 8765).")] = None,
-    no_watch: Annotated[bool, typer.Option("--no-watch", help="Serve the API only; do not watch the folder.")] = False,
-    insecure: Annotated[bool, typer.Option("--insecure", help="Allow a non-loopback address without an API key.")] = False,
-    read_only: Annotated[
-        bool | None,
-        typer.Option(
-            "--read-only",
-            help="A replica: answer searches from the latest committed version (refreshed every serve.refresh_s), write nothing (no DIR, no watcher; writes answer 409).",
-        ),
-    ] = None,
-    config: ConfigOpt = None,
-    data_dir: DataDirOpt = None,
-) -> None:
-    """Watch DIR and serve the JSON API and search page over HTTP, in one process (or, with --read-only, serve an index
-    another process writes)."""
-    import uvicorn
-
-    from lodex.api.cli.logs import file_logger
-    from lodex.api.cli.render import runtime_line
-    from lodex.api.factory import open_app
-    from lodex.api.http.app import create_app
-    from lodex.api.http.errors import HaltingServer, JsonErrorsProtocol, is_loopback
-    from lodex.api.http.forward import Identity, forget_server, record_server
-
-    settings = command_settings(ctx, config, data_dir, serve__read_only=read_only)
-    host = host or settings.api.host
-    port = port or settings.api.port
-    if not is_loopback(host) and not settings.api.api_key:
-        if not insecure:
-            raise ConfigError(
-                f"refusing to serve on {host} without an API key: anyone on the network could read the index",
-                "set api.api_key (or LODEX_API__API_KEY), bind 127.0.0.1, or pass --insecure",
-            )
-        err.print(
-            f"[yellow]warning:[/yellow] serving on {host} without an API key (--insecure): anyone who can reach this "
-            "address can read, add and delete documents",
-            highlight=False,
-        )
-    read_only = settings.serve.read_only
-    root = _root(settings, directory) if not read_only else None
-    err.print(f"loading encoder…  data in {settings.location}", highlight=False)
-    service = open_app(settings, "serve", root, watch=not no_watch, on_file=file_logger(err))
-    try:
-        following = (
-            f"read-only, refreshed every {settings.serve.refresh_s:g} s" if read_only else f"{'watching' if not no_watch else 'not watching'} {root}"
-        )
-        err.print(f"model {service.encoder.model_id} ({service.encoder.dim} dims); index {settings.location}; {following}", highlight=False)
-        err.print(runtime_line(service.encoder.runtime()), highlight=False, markup=False)
-        service.start()
-        err.print(f"lodex is serving on http://{host}:{port}/  (API docs: http://{host}:{port}/docs)", highlight=False)
-
-        def shutdown() -> None:
-            forget_server(settings.data_dir)  # before the signal that stopped uvicorn ends the process
-            err.print("stopping: finishing queued changes…")
-            service.close()
-            err.print("stopped")
-
-        # uvicorn runs the app's shutdown (which closes the service) before it re-raises SIGINT/SIGTERM
-        identity = Identity.new()  # proven to `lodex search` before it sends the key; its secret only in server.json
-        server_config = uvicorn.Config(
-            create_app(service, on_shutdown=shutdown, host=host, identity=identity),
-            host=host,
-            port=port,
-            log_level="warning",
-            access_log=False,
-            http=JsonErrorsProtocol,
-            timeout_graceful_shutdown=5,
-        )
-        record_server(settings.data_dir, host, port, identity)  # `lodex search` and `lodex status` ask this server from now on
-        HaltingServer(server_config, on_exit=service.halt).run()
-    finally:
-        forget_server(settings.data_dir)
-        service.close()
+app.command()(serve)  # in serve.py; registered here, in its place among the commands in --help
 
 
 @app.command()

@@ -14,12 +14,12 @@ from fastapi.staticfiles import StaticFiles
 
 from lodex.api.application import Application
 from lodex.api.http.errors import LimitsAndAuth, install_error_handlers, is_loopback
-from lodex.api.http.forward import Identity
 from lodex.api.http.metrics import Metrics, Timing
 from lodex.api.http.route_helpers import lodex_version
 from lodex.api.http.routes_admin import router as admin_routes
 from lodex.api.http.routes_documents import router as document_routes
 from lodex.api.http.routes_search import router as search_routes
+from lodex.api.http.server_record import Identity
 
 PAGE = Path(__file__).parent / "static" / "index.html"
 
@@ -43,6 +43,37 @@ def _failed(lodex: Application) -> int:
         return len(jobs.failed())
 
 
+def _metrics(lodex: Application) -> Metrics:
+    """The app's metrics, their gauges read from the serving application when asked."""
+    serving = lodex.served
+    return Metrics(
+        lambda: {
+            **serving.reader().counts(),
+            "failed_files": _failed(lodex),
+            "queue_depth": serving.queue_depth,
+            "encode_tokens_per_second": serving.encode_tokens_per_s,
+            "encoded_tokens": serving.encoded_tokens,
+        }
+    )
+
+
+def _add_docs(app: FastAPI) -> None:
+    """The API docs at /docs: Swagger UI from the bundled copy under /static/swagger."""
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount("/static/swagger", StaticFiles(directory=swagger_ui_path), name="swagger")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="lodex API",
+            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger/swagger-ui.css",
+            swagger_favicon_url="/static/swagger/favicon-32x32.png",
+        )
+
+
 def create_app(
     lodex: Application, on_shutdown: Callable[[], None] | None = None, host: str | None = None, identity: Identity | None = None
 ) -> FastAPI:
@@ -50,9 +81,8 @@ def create_app(
     address it is served on (default api.host): on a loopback address only loopback Host names (and
     api.allowed_hosts) are answered; `identity`, what GET /identity proves (the one `lodex serve` records in
     server.json; default: a new one)."""
-    settings, serving = lodex.settings, lodex.served
     identity = identity or Identity.new()
-    limits = settings.api
+    limits = lodex.settings.api
     mcp_app = _mcp_app(lodex)
 
     @asynccontextmanager
@@ -70,15 +100,7 @@ def create_app(
         lifespan=lifespan,
         description='Local semantic search for folders of long documents. Errors: {"error": {"code", "message"}}.',
     )
-    metrics = Metrics(
-        lambda: {
-            **serving.reader().counts(),
-            "failed_files": _failed(lodex),
-            "queue_depth": serving.queue_depth,
-            "encode_tokens_per_second": serving.encode_tokens_per_s,
-            "encoded_tokens": serving.encoded_tokens,
-        }
-    )
+    metrics = _metrics(lodex)
     install_error_handlers(app)
     if limits.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=limits.cors_origins, allow_methods=["*"], allow_headers=["*"])
@@ -98,19 +120,5 @@ def create_app(
 
     app.include_router(embeddings_router(lodex))
     app.router.routes.extend(mcp_app.routes)  # /mcp, behind the same key and Host checks
-
-    from swagger_ui_bundle import swagger_ui_path
-
-    app.mount("/static/swagger", StaticFiles(directory=swagger_ui_path), name="swagger")
-
-    @app.get("/docs", include_in_schema=False)
-    async def docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="lodex API",
-            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
-            swagger_css_url="/static/swagger/swagger-ui.css",
-            swagger_favicon_url="/static/swagger/favicon-32x32.png",
-        )
-
+    _add_docs(app)
     return app

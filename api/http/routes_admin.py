@@ -6,9 +6,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from lodex.api.http.forward import CHALLENGE_PATTERN, Identity
 from lodex.api.http.metrics import Metrics
 from lodex.api.http.route_helpers import ERRORS, App, Served, lodex_version, on_query_thread, writer_result
+from lodex.api.http.server_record import CHALLENGE_PATTERN, Identity
 from lodex.api.models import HealthOut, IdentityOut, IndexStatus, QueuedOut, ReadyOut, RunOut, StatsOut
 
 router = APIRouter(tags=["admin"])

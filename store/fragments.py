@@ -2,9 +2,11 @@
 makes many of them part of the chunks table: the parts of `lodex index --ray` with index.ray_writes = "fragments", small
 enough for a bench to call. A fragment no commit names is a file no version refers to: invisible, and swept."""
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,7 +88,20 @@ def sweep_fragments(target: FragmentTarget, keep: timedelta = KEEP_VERSIONS) -> 
     starts a run's workers or after its last commit."""
     with mapped_errors("remove unused chunk fragments"):
         stats = target.dataset().cleanup_old_versions(older_than=keep, delete_unverified=True)
-    return int(stats.data_files_removed)
+    return int(stats.data_files_removed) + _remove_partial_files(target.uri)
+
+
+def _remove_partial_files(uri: str) -> int:
+    """Delete the data files a writer killed mid-write left under their temporary names (`data/.tmp*`: on a local
+    disk Lance writes a file under such a name, then renames it; an object store has no such files); how many."""
+    if "://" in uri and not uri.startswith("file://"):
+        return 0
+    removed = 0
+    for partial in (Path(uri.removeprefix("file://")) / "data").glob(".tmp*"):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            partial.unlink()
+            removed += 1
+    return removed
 
 
 @dataclass(frozen=True)

@@ -115,3 +115,13 @@ def test_the_files_of_fragments_never_committed_are_swept(tmp_path: Path) -> Non
     assert store.sweep_fragments() == 1
     assert len(list(data.iterdir())) == 1 and store.counts() == {"documents": 1, "chunks": 3}
     check_index(store)
+
+
+def test_a_data_file_a_killed_writer_left_half_written_is_swept(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    rows, doc = _document(1, 2)
+    store.commit_fragments(write_chunk_fragments(store.fragment_target(), rows), [doc["id"]], [doc], [])
+    data = Path(store.chunks.uri) / "data"
+    (data / ".tmpJt5UF0").write_bytes(b"half a data file")  # as Lance names a file until it renames it written
+    assert store.sweep_fragments() == 1
+    assert [p.name for p in data.iterdir() if p.name.startswith(".")] == [] and store.counts() == {"documents": 1, "chunks": 2}

@@ -18,7 +18,7 @@ LayerCall = Callable[[int, Any, tuple[Any, ...], dict[str, Any]], Any]  # (layer
 def _stub_class() -> Any:  # an nn.Module subclass, defined once torch is imported
     from torch import nn
 
-    class Stub(nn.Module):
+    class Stub(nn.Module):  # type: ignore[misc]  # torch is typed Any (pyproject: not analysed)
         """Stands in for layer `index`: hands its inputs to `call`; other attributes (attention_type...) are the real layer's."""
 
         def __init__(self, real: nn.Module, index: int, call: LayerCall) -> None:

@@ -171,7 +171,7 @@ def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int,
     model = _export_attention(smoothed_copy(model, tokenizer, max_length) if int8 else copy.deepcopy(model))
     names = model_inputs(model, tokenizer)
 
-    class Hidden(torch.nn.Module):
+    class Hidden(torch.nn.Module):  # type: ignore[misc]  # torch is typed Any (pyproject: not analysed)
         def __init__(self, inner: Any) -> None:
             super().__init__()
             self.inner = inner

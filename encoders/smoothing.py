@@ -24,7 +24,7 @@ def smoothed_copy(model: Any, tokenizer: Any, max_length: int, alpha: float = AL
     y = (W * s) (x / s) + b with s = max|x|^alpha / max|W|^(1 - alpha) per input channel."""
     import torch
 
-    class Smoothed(torch.nn.Module):
+    class Smoothed(torch.nn.Module):  # type: ignore[misc]  # torch is typed Any (pyproject: not analysed)
         def __init__(self, linear: torch.nn.Linear, inverse: torch.Tensor) -> None:
             super().__init__()
             self.linear = linear

@@ -10,36 +10,35 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner, Result
 
 from lodex.store.job_log import JobLog
 from tests.conftest import make_pipeline
 from tests.fakes import FakeEncoder
 
 REPO = Path(__file__).resolve().parents[1]
+_ENV = {"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_INDEX__RETRY_BACKOFF_S": "0.01"}  # the fake encoder, and quick retries
 
 
-def _cli(args: list[str], data: Path, cwd: Path) -> subprocess.CompletedProcess:
-    """Run the CLI without the power to bypass file permissions (root keeps it unless we drop it)."""
+def _index_unprivileged(root: Path, data: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """`lodex index` in a process without the power to bypass file permissions (root keeps it unless we drop it)."""
     prefix: list[str] = []
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.skip("running as root without setpriv: cannot make a file unreadable")
         prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search", "--"]
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "HF_HUB_OFFLINE": "1",
-        "LODEX_DATA_DIR": str(data),
-        "LODEX_ENCODER__BACKEND": "tests.fakes:crashing_encoder",
-        "LODEX_TEST_ENCODE_LOG": str(cwd / "encode.log"),
-        "LODEX_INDEX__RETRY_BACKOFF_S": "0.01",
-    }
-    return subprocess.run([*prefix, sys.executable, "-m", "lodex.api.cli", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", **_ENV, "LODEX_DATA_DIR": str(data)}
+    args = [*prefix, sys.executable, "-m", "lodex.api.cli", "index", str(root), "--json"]
+    return subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.slow
-def test_failed_files_are_listed_and_retried_once_fixed(tmp_path: Path) -> None:
+def test_failed_files_are_listed_and_retried_once_fixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first run in a process that cannot read the locked file (as a user's would); the status and retry commands
+    after it in this one (they read the job log, and the retry finds the file readable)."""
+    from lodex.api.cli import app
+
     root, data = tmp_path / "docs", tmp_path / "data"
     root.mkdir()
     for i in range(5):
@@ -48,25 +47,30 @@ def test_failed_files_are_listed_and_retried_once_fixed(tmp_path: Path) -> None:
     locked = root / "locked.md"
     locked.write_text("# Locked\n\nThis file cannot be read yet.")
     locked.chmod(0)
+    monkeypatch.chdir(tmp_path)
+    env = {**_ENV, "LODEX_DATA_DIR": str(data)}
+
+    def cli(*args: str) -> Result:
+        result = CliRunner().invoke(app, list(args), env=env)
+        assert result.exit_code == 0, result.output
+        return result
+
     try:
-        first = _cli(["index", str(root), "--json"], data, tmp_path)
+        first = _index_unprivileged(root, data, tmp_path)
         assert first.returncode == 0, first.stderr
         summary = json.loads(first.stdout)
         assert summary["added"] == 5 and summary["failed"] == 2
-        listed = _cli(["status", "--failed"], data, tmp_path)
-        assert listed.returncode == 0
+        listed = cli("status", "--failed")
         assert "blob.txt: binary file" in listed.stdout
         assert "locked.md: cannot read: Permission denied (attempts: 4)" in listed.stdout
-        status = json.loads(_cli(["status", "--json"], data, tmp_path).stdout)
+        status = json.loads(cli("status", "--json").stdout)
         assert status["failed"] == 2 and status["documents"] == 5
         locked.chmod(0o644)
         (root / "blob.txt").write_text("now a readable text file about propellers")
-        retried = _cli(["retry", "--json"], data, tmp_path)
-        assert retried.returncode == 0, retried.stderr
-        assert json.loads(retried.stdout)["added"] == 2
-        status = json.loads(_cli(["status", "--json"], data, tmp_path).stdout)
+        assert json.loads(cli("retry", "--json").stdout)["added"] == 2
+        status = json.loads(cli("status", "--json").stdout)
         assert (status["failed"], status["documents"]) == (0, 7)
-        assert _cli(["status", "--failed"], data, tmp_path).stdout.strip().endswith("no failed files")
+        assert cli("status", "--failed").stdout.strip().endswith("no failed files")
     finally:
         locked.chmod(0o644)
 

@@ -79,21 +79,21 @@ class FakeEncoder(Encoder):
 
 
 class CrashingEncoder(FakeEncoder):
-    """For crash tests in a subprocess: logs every text it encodes to $LODEX_TEST_ENCODE_LOG, and when
-    $LODEX_TEST_KILL_AFTER is set, SIGKILLs its own process that many embed calls in, after
-    $LODEX_TEST_KILL_DELAY_MS (so the kill lands in the store commit that follows the encode)."""
+    """For crash tests (killed in a subprocess, or restarted in the test's own): logs every text it encodes to
+    $LODEX_TEST_ENCODE_LOG, and when $LODEX_TEST_KILL_AFTER is set, SIGKILLs its own process that many embed calls in,
+    after $LODEX_TEST_KILL_DELAY_MS (so the kill lands in the store commit that follows the encode)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.log = open(os.environ["LODEX_TEST_ENCODE_LOG"], "a", encoding="utf-8")  # noqa: SIM115
+        self.log = os.environ["LODEX_TEST_ENCODE_LOG"]
         self.kill_after = int(os.environ.get("LODEX_TEST_KILL_AFTER", "0"))
         self.delay = float(os.environ.get("LODEX_TEST_KILL_DELAY_MS", "0")) / 1000
         self.calls = 0
 
     def embed(self, texts: list[str], kind: str = "document", lengths: list[int] | None = None) -> np.ndarray:
         out = super().embed(texts, kind, lengths)
-        self.log.write("".join(" ".join(t.split()) + "\n" for t in texts))
-        self.log.flush()
+        with open(self.log, "a", encoding="utf-8") as log:  # written before any kill
+            log.write("".join(" ".join(t.split()) + "\n" for t in texts))
         self.calls += 1
         if self.kill_after and self.calls == self.kill_after:
             threading.Timer(self.delay, os.kill, (os.getpid(), signal.SIGKILL)).start()

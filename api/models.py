@@ -212,6 +212,10 @@ class IndexStatus(BaseModel):
     root: str
     last_run: dict[str, Any] | None
     languages: dict[str, int] = Field({}, description='Documents per language (ISO 639-1 code; "unknown": none detected), most first.')
+    keywords_segmented: bool = Field(
+        True,
+        description="Whether the keyword index holds lodex's terms (words per script, stems per language); false: an index made before, with Lance's English tokenizer, until `lodex index --rebuild`.",
+    )
 
 
 class StatsOut(IndexStatus):
@@ -221,7 +225,3 @@ class StatsOut(IndexStatus):
     queue_depth: int
     encode_tokens_per_s: float
     uptime_s: float
-    keywords_segmented: bool = Field(
-        True,
-        description="Whether the keyword index holds lodex's terms (words per script, stems per language); false: an index made before, with Lance's English tokenizer, until `lodex index --rebuild`.",
-    )

@@ -92,7 +92,8 @@ def _where(store: Store, row: dict[str, Any], offset: int) -> tuple[int | None, 
 
 
 def index_status(store: Store, jobs: JobLog, model: str, dim: int, data_dir: str) -> IndexStatus:
-    """Counts, model, folder, failures and last run of an index."""
+    """Counts, model, folder, failures, last run, languages and keyword scheme of an index: what every door reports
+    (`lodex status`, GET /status and /stats, MCP's status tool, `lodex.open(...).status()`)."""
     counts = store.counts()
     return IndexStatus(
         documents=counts["documents"],
@@ -104,4 +105,5 @@ def index_status(store: Store, jobs: JobLog, model: str, dim: int, data_dir: str
         root=str(jobs.root or ""),
         last_run=jobs.last_run(),
         languages=store.language_mix(),
+        keywords_segmented=store.keyword_scheme.segmented,
     )

@@ -152,8 +152,10 @@ class IndexWriter:
                     self._pending -= 1
 
     def stop(self, timeout: float | None = None) -> None:
-        """Halt, then stop the thread and save the vector index."""
+        """Halt, then stop the thread and save the vector index (a writer never started has neither to stop)."""
         self.halt()
+        if self._thread.ident is None:
+            return
         self._queue.put(None)
         self._thread.join(timeout)
         if not self._thread.is_alive():

@@ -48,6 +48,31 @@ def test_index_search_status_json(folder: Path, tmp_path: Path) -> None:
     assert again["unchanged"] == 2 and again["added"] == 0
 
 
+def test_every_door_reports_one_status(folder: Path) -> None:
+    """`lodex status --json`, the in-process index, GET /status and /stats and MCP's status report the same fields with
+    the same values (one function computes them: api/reading.py index_status)."""
+    import anyio
+    from fastapi.testclient import TestClient
+
+    import lodex
+    from lodex.api.factory import open_app
+    from lodex.api.http.app import create_app
+    from lodex.api.mcp.server import build_mcp
+    from lodex.api.settings import Settings
+
+    assert runner.invoke(app, ["index", str(folder)]).exit_code == 0
+    cli = _json(runner.invoke(app, ["status", "--json"]))
+    with lodex.open(folder.parent / ".lodex") as index:
+        own = index.status().model_dump()
+        mcp = anyio.run(build_mcp(index).call_tool, "status", {}).structured_content
+    assert {key: cli[key] for key in own} == own == mcp
+    assert own["keywords_segmented"] is True and (own["documents"], own["failed"]) == (2, 1)
+    settings = Settings(base_dir=folder.parent)
+    with open_app(settings, "serve", folder, watch=False) as served, TestClient(create_app(served), base_url="http://127.0.0.1:8765") as client:
+        status, stats = client.get("/status").json(), client.get("/stats").json()
+    assert status == {key: stats[key] for key in status} == own
+
+
 def test_global_options_before_or_after_the_command(folder: Path, tmp_path: Path) -> None:
     data = tmp_path / "elsewhere"
     assert runner.invoke(app, ["--data-dir", str(data), "index", str(folder)]).exit_code == 0

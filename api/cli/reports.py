@@ -66,33 +66,29 @@ def status(
     from lodex.api.cli.render import print_failures, print_status
     from lodex.api.http.forward import ask_server
     from lodex.api.index_files import read_job_log, require_index
+    from lodex.api.models import IndexStatus
     from lodex.encoders.cpu import cpu_info
     from lodex.store.keyword_scheme import REINDEX_HINT
 
     settings = command_settings(ctx, config, data_dir)
     manifest = require_index(settings)  # its record copied into the cache first, for one on object storage
     jobs = read_job_log(settings, manifest)
-    served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server knows the counts
-    if served is not None:  # (and the search stack is not loaded here: a forwarded status stays fast)
-        counts = {"documents": served["documents"], "chunks": served["chunks"], "languages": served.get("languages", {})}
-        segmented = bool(served.get("keywords_segmented", True))
-    else:
-        from lodex.api.factory import open_reader
+    try:
+        served = ask_server(settings.data_dir, settings.api.api_key, "GET", "/stats").body  # a running server's status
+        if served is not None:  # (and the search stack is not loaded here: a forwarded status stays fast)
+            status = IndexStatus.model_validate({key: served[key] for key in IndexStatus.model_fields if key in served})
+        else:
+            from lodex.api.factory import open_reader
+            from lodex.api.reading import index_status
 
-        reader = open_reader(settings, int(manifest.record["dim"]), manifest)
-        counts = {**reader.counts(), "languages": reader.language_mix()}
-        segmented = reader.keyword_scheme.segmented
-    counts["keyword_note"] = None if segmented else REINDEX_HINT
-    failures, last_run, root = jobs.failed(), jobs.last_run(), jobs.root
-    jobs.close()
+            reader = open_reader(settings, manifest.dim, manifest)
+            status = index_status(reader, jobs, manifest.model_id, manifest.dim, str(settings.location))
+        failures = jobs.failed()
+    finally:
+        jobs.close()
     info = {
-        **counts,
-        "failed": len(failures),
-        "data_dir": str(settings.location),
-        "root": root,
-        "model": manifest.model_id,
-        "dim": manifest.dim,
-        "last_run": last_run,
+        **status.model_dump(),
+        "keyword_note": None if status.keywords_segmented else REINDEX_HINT,
         "failures": failures,
         "origin": manifest.record,
         "cpu": cpu_info().to_dict(),

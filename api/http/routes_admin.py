@@ -71,26 +71,15 @@ async def ready(app: App, serving: Served) -> ReadyOut:
 
 @router.get("/stats", response_model=StatsOut, responses=ERRORS)
 async def stats(app: App, serving: Served) -> StatsOut:
-    """Counts, queue depth, last run, model and version."""
-    counts = await on_query_thread(serving, lambda: serving.reader().counts())
-    languages = await on_query_thread(serving, lambda: serving.reader().language_mix())
-    segmented = await on_query_thread(serving, lambda: serving.reader().keyword_scheme.segmented)
-    with app.job_log() as jobs:
-        failed, last_run = len(jobs.failed()), jobs.last_run()
+    """The index's status (what GET /status gives) and the server's own figures: version, queue depth, encoder
+    tokens/s, uptime."""
+    status = await on_query_thread(serving, app.status)
     return StatsOut(
-        languages=languages,
-        keywords_segmented=segmented,
+        **status.model_dump(),
         version=lodex_version(),
-        model=app.encoder.model_id,
-        dim=app.encoder.dim,
-        data_dir=str(app.settings.data_dir),
-        root=str(app.root),
-        failed=failed,
         queue_depth=serving.queue_depth,
         encode_tokens_per_s=round(serving.encode_tokens_per_s, 1),
         uptime_s=round(time.time() - serving.started_at, 1),
-        last_run=last_run,
-        **counts,
     )
 
 

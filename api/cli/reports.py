@@ -81,8 +81,9 @@ def status(
             from lodex.api.factory import open_reader
             from lodex.api.reading import index_status
 
-            reader = open_reader(settings, manifest.dim, manifest)
-            status = index_status(reader, jobs, manifest.model_id, manifest.dim, str(settings.location))
+            dim = int(manifest.record["dim"])  # (require_index: an index is there, its record says)
+            reader = open_reader(settings, dim, manifest)
+            status = index_status(reader, jobs, manifest.model_id or "", dim, str(settings.location))
         failures = jobs.failed()
     finally:
         jobs.close()

@@ -11,15 +11,13 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 from lodex.api.encoder_backends import ENCODER_BACKENDS  # noqa: E402
+from lodex.api.factory import build_indexer, build_searcher, open_store  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
 from lodex.encoders.settings import EncoderSettings  # noqa: E402
-from lodex.indexer.chunking.chunker import Chunker  # noqa: E402
 from lodex.indexer.pipeline import Indexer  # noqa: E402
 from lodex.indexer.scanner import ScanRules  # noqa: E402
-from lodex.indexer.settings import IndexSettings  # noqa: E402
 from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.store.lance_store import LanceStore  # noqa: E402
-from lodex.store.origin import make_origin  # noqa: E402
 from tests.fakes import FakeEncoder  # noqa: E402
 from tests.tiers import heaviest_first, mark  # noqa: E402
 
@@ -136,11 +134,36 @@ def fake_encoder() -> FakeEncoder:
 def make_pipeline(
     data_dir: Path, encoder, max_tokens: int | None = None, overlap: int = 4, rules: ScanRules | None = None
 ) -> tuple[LanceStore, Indexer, Searcher]:
-    """A store, indexer and searcher wired as the CLI wires them."""
-    size = max_tokens or min(Settings().chunking.max_tokens, encoder.max_length) - encoder.special_tokens
-    store = LanceStore.open(data_dir, make_origin(encoder.origin(), size, overlap))
-    indexer = Indexer(store, encoder, Chunker(encoder.token_spans, size, overlap), rules or ScanRules(), IndexSettings(flush_tokens=2048))
-    return store, indexer, Searcher(store, encoder)
+    """A store, indexer and searcher over data_dir, built by the composition root (api/factory.py: open_store,
+    build_indexer, build_searcher) from settings: `max_tokens` content tokens a chunk (default: the configured length
+    within the model), `overlap`, `rules` as [index] settings, small flushes, and each document's vector the mean of its
+    chunks' (chunking.document_vector "mean": these tests count what is encoded)."""
+    settings = Settings(base_dir=data_dir.parent)
+    settings.index.data_dir = str(data_dir)
+    settings.index.flush_tokens = 2048
+    settings.chunking.overlap = overlap
+    settings.chunking.document_vector = "mean"
+    if max_tokens is not None:  # (unvalidated: a few tests cut chunks shorter than a user may, chunking.max_tokens >= 16)
+        settings.chunking = settings.chunking.model_copy(update={"max_tokens": max_tokens + encoder.special_tokens})
+    if rules is not None:
+        settings.index = settings.index.model_copy(update=_index_settings(rules))
+        assert ScanRules.from_settings(settings.index) == rules, "rules that [index] settings cannot say"
+    store = open_store(settings, encoder, data_dir, create=True)
+    return store, build_indexer(settings, encoder, store), build_searcher(settings, encoder, store)
+
+
+def _index_settings(rules: ScanRules) -> dict[str, object]:
+    """ScanRules as the [index] settings they are made from (sizes in MiB, as float)."""
+    mib = float(1 << 20)
+    return {
+        "include": list(rules.include),
+        "exclude": list(rules.exclude),
+        "skip_hidden": rules.skip_hidden,
+        "follow_symlinks": rules.follow_symlinks,
+        "max_file_mb": rules.max_file_bytes / mib,
+        "max_parsed_mb": rules.max_parsed_bytes / mib,
+        "stream_above_mb": rules.stream_bytes / mib,
+    }
 
 
 def indexed_notes(tmp_path: Path, texts: dict[str, str]) -> tuple[Path, LanceStore, Indexer, Searcher]:

@@ -14,7 +14,7 @@ from lodex.api.build_search import search_fusion
 from lodex.api.encoder_backends import encoder_backend, encoder_settings, transformers_encoder
 from lodex.api.index_files import index_manifest, read_job_log, remote_store, require_index, wipe_index
 from lodex.api.index_policy import ann_policy, chunk_rule, chunk_tokens, late_plan, scan_rules, whole_vector_tokens
-from lodex.api.model.cache import encoder_languages
+from lodex.api.model.cache import encoder_languages, encoder_search
 from lodex.api.serving import ServeBuilders, Serving
 from lodex.api.settings import Settings
 from lodex.encoders.encoder import Encoder
@@ -180,7 +180,7 @@ def build_searcher(settings: Settings, encoder: Encoder, store: Store, source: S
         candidates=cfg.candidates,
         mode=cfg.mode,
         ranking=cfg.ranking,
-        fusion=search_fusion(cfg),
+        fusion=search_fusion(cfg, encoder_search(settings)),
         source=source,
         languages=encoder_languages(settings),
     )

@@ -1,5 +1,7 @@
 """The typed settings of the query side ([search]): retrieval mode, document ranking, fusion and result sizes."""
 
+from typing import Annotated, Literal
+
 from pydantic import Field
 
 from lodex.encoders.settings import Section
@@ -11,13 +13,13 @@ class SearchSettings(Section):
 
     mode: Mode = "hybrid"
     ranking: Ranking = "blend"
-    fusion: FusionMethod = "convex"
+    fusion: FusionMethod | Literal["auto"] = "auto"
     dense_weight: float = Field(0.6, ge=0, le=1)
     ceiling_share: float = Field(0.5, gt=0, le=1)
     rrf_k: float = Field(60.0, gt=0)
     bm25_weight: float = Field(1.0, ge=0)
     feedback_chunks: int = Field(5, ge=0, le=1000)
-    feedback_weight: float = Field(1.0, ge=0)
+    feedback_weight: Annotated[float, Field(ge=0)] | Literal["auto"] = Field("auto", union_mode="left_to_right")
     doc_dense_weight: float = Field(0.7, ge=0, le=1)
     hybrid_blend_alpha: float = Field(0.6, ge=0, le=1)
     top_m: int = Field(3, ge=1, le=100)

@@ -68,6 +68,7 @@ def test_the_import_is_a_model_directory_with_e5s_declarations(e5_model: Path) -
     config = json.loads((e5_model / "config.json").read_text())
     assert config["model_type"] == "xlm-roberta" and config["vocab_size"] == 250037 and config["max_position_embeddings"] == 514
     assert {"zh", "ja", "de", "en"} <= set(config["lodex_languages"])
+    assert config["lodex_search"] == {"fusion": "ceiling", "feedback_weight": 0.5}  # what search's "auto" takes for it
     assert config["lodex_import"]["model"] == "intfloat/multilingual-e5-small" and len(config["lodex_import"]["sha256"]) == 64
     prompts = json.loads((e5_model / "config_sentence_transformers.json").read_text())["prompts"]
     assert prompts == {"query": "query: ", "passage": "passage: "}

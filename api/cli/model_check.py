@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
+from lodex.api.build_search import search_fusion
 from lodex.api.cli.render import print_model_check
 from lodex.api.index_policy import late_plan
 from lodex.api.model.cache import cached_model, is_model_id, model_path, named_model
@@ -24,6 +25,7 @@ from lodex.encoders.model_probe import (
     probe_fast,
     probe_texts,
 )
+from lodex.encoders.model_search import declared_search
 from lodex.encoders.transformers_encoder import TransformersEncoder
 from lodex.store.errors import LodexError
 from lodex.store.manifest import IndexManifest
@@ -71,6 +73,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
     query, document = info.prefixes(cfg)
     late = late_plan(settings, encoder, IndexManifest.read(settings.data_dir))
     covered, source = declared_languages(cfg.model)
+    search = _search_choice(settings, cfg.model)
     texts = probe_texts()
     exact = measure_exact(encoder, texts)
     streamed = isinstance(encoder.model, StreamedModel)
@@ -94,6 +97,7 @@ def check_model(settings: Settings, directory: Path | None) -> dict[str, Any]:
         "eos": _choice(info.eos(cfg.append_eos, pooling.value, tokenizer)),
         "padding_side": tokenizer.padding_side,
         "languages": _choice(Choice(sorted(covered) if covered is not None else None, source)),
+        "search": _choice(search),
         "late_chunking": {
             "setting": settings.chunking.late,
             "enabled": late is not None,
@@ -138,3 +142,16 @@ def _weights_and_fast(encoder: TransformersEncoder, path: Path, texts: list[str]
 
 def _choice(choice: Choice) -> dict[str, Any]:
     return {"value": choice.value, "source": choice.source}
+
+
+def _search_choice(settings: Settings, model: str) -> Choice:
+    """The fusion and feedback weight hybrid search uses with this model, and why: what it declares for search.fusion
+    and search.feedback_weight "auto", or the settings."""
+    declared, source = declared_search(model)
+    fusion = search_fusion(settings.search, declared)
+    configured = [key for key in ("fusion", "feedback_weight") if getattr(settings.search, key) != "auto"]
+    if configured:
+        source = ", ".join(f"search.{key}" for key in configured) + (f"; {source}" if len(configured) < 2 else "")
+    elif not declared:
+        source += ": lodex's defaults"
+    return Choice({"fusion": fusion.method, "feedback_weight": fusion.feedback_weight}, source)

@@ -135,6 +135,8 @@ def print_model_check(out: Console, report: dict[str, Any]) -> None:
     chosen("eos", "eos", f"append token {eos}" if eos is not None else "not appended")
     line("padding", report["padding_side"])
     chosen("languages", "languages", ", ".join(report["languages"]["value"]) if report["languages"]["value"] else "any")
+    search = report["search"]["value"]
+    chosen("search", "search", f"fusion {search['fusion']}, feedback weight {search['feedback_weight']:g}")
     late = report["late_chunking"]
     line(
         "late chunking",

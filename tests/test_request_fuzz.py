@@ -5,7 +5,7 @@ over ASGI; tests/test_raw_http.py sends malformed HTTP to a real server)."""
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from contextlib import contextmanager
 
 import pytest
 from fastapi.testclient import TestClient
@@ -61,39 +61,56 @@ def _nested(levels: int, leaf: object = "leaf") -> object:
     return value
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[Application]:
-    svc = _service(tmp_path)
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Application]:
+    """One indexed service (3 files) for the module; the tests that keep what they push push to `pushing`'s own."""
+    svc = _service(tmp_path_factory.mktemp("fuzz-shared"))
     try:
         yield svc
     finally:
         svc.close()
 
 
-@pytest.fixture
-def client(service: Application) -> Iterator[TestClient]:
-    with TestClient(create_app(service), base_url=BASE) as c:
+@contextmanager
+def _app_client(service: Application, **api: object) -> Iterator[TestClient]:
+    """A client of a new app over `service`, made while its api settings are `api` (the app reads its key, Host rule
+    and body limit when it is made); the service's own settings are left as they were."""
+    saved = {name: getattr(service.settings.api, name) for name in api}
+    try:
+        for name, value in api.items():
+            setattr(service.settings.api, name, value)
+        app = create_app(service)
+    finally:
+        for name, value in saved.items():
+            setattr(service.settings.api, name, value)
+    with TestClient(app, base_url=BASE) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def shared(service: Application) -> Iterator[TestClient]:
     """One client for the tests that change nothing (each of them checks it still answers good requests)."""
-    svc = _service(tmp_path_factory.mktemp("fuzz-shared"))
-    try:
-        with TestClient(create_app(svc), base_url=BASE) as c:
-            yield c
-    finally:
-        svc.close()
+    with _app_client(service) as c:
+        yield c
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def roomy_client(service: Application) -> Iterator[TestClient]:
     """A client of an app whose body limit (api.max_body_kb, read at app creation) lets 1 MiB bodies through to
     the JSON parser and the models, so the checks past it are reached."""
-    service.settings.api.max_body_kb = 1024
-    with TestClient(create_app(service), base_url=BASE) as c:
+    with _app_client(service, max_body_kb=1024) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def pushing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """A client of a service of its own, for the tests whose pushes are indexed (they count from what is there)."""
+    svc = _service(tmp_path_factory.mktemp("fuzz-pushing"))
+    try:
+        with _app_client(svc) as c:
+            yield c
+    finally:
+        svc.close()
 
 
 # ---- 1. in-process: text that is not Unicode, deep and large JSON, extreme dates, junk ids -----------------------
@@ -132,9 +149,9 @@ def test_surrogate_pair_in_search_is_text(shared: TestClient) -> None:
     ],
     ids=["name", "text", "title", "metadata-key", "metadata-value", "metadata-nested-value"],
 )
-def test_lone_surrogate_in_pushed_document_is_refused(client: TestClient, body: str) -> None:
-    _error(_raw(client, "POST", "/documents?wait=true", body.encode()), 422, "invalid_request")
-    assert client.get("/documents").json()["total"] == 3  # nothing was queued nor indexed
+def test_lone_surrogate_in_pushed_document_is_refused(shared: TestClient, body: str) -> None:
+    _error(_raw(shared, "POST", "/documents?wait=true", body.encode()), 422, "invalid_request")
+    assert shared.get("/documents").json()["total"] == 3  # nothing was queued nor indexed
 
 
 @pytest.mark.parametrize(
@@ -187,21 +204,22 @@ def test_a_pushed_name_that_reads_as_a_path_elsewhere_is_refused(shared: TestCli
     assert shared.get("/documents").json()["total"] == 3  # nothing was queued nor indexed
 
 
-def test_pushed_names_with_dots_and_slashes_that_stay_inside_are_kept(client: TestClient) -> None:
+def test_pushed_names_with_dots_and_slashes_that_stay_inside_are_kept(pushing: TestClient) -> None:
+    before = pushing.get("/documents").json()["total"]
     for name in ("notes/v1.2/memo", "a..b", "...", "https://example.org/a/b", "  padded  "):
-        pushed = client.post("/documents?wait=true", json={"name": name, "text": "Zeppelins over the sea."})
+        pushed = pushing.post("/documents?wait=true", json={"name": name, "text": "Zeppelins over the sea."})
         assert pushed.status_code == 201 and pushed.json()["path"] == "@api/" + name.strip(), pushed.text
-    assert client.get("/documents").json()["total"] == 3 + 5
+    assert pushing.get("/documents").json()["total"] == before + 5
 
 
 @pytest.mark.parametrize("levels, status", [(400, 422), (17, 422), (16, 201)])
-def test_metadata_depth_limit(client: TestClient, levels: int, status: int) -> None:
-    response = client.post("/documents?wait=true", json={"name": f"deep-{levels}", "text": "Zeppelins over the sea.", "metadata": _nested(levels)})
+def test_metadata_depth_limit(pushing: TestClient, levels: int, status: int) -> None:
+    response = pushing.post("/documents?wait=true", json={"name": f"deep-{levels}", "text": "Zeppelins over the sea.", "metadata": _nested(levels)})
     if status == 422:
         assert "16 levels" in _error(response, 422, "invalid_request")["message"]
     else:
         assert response.status_code == 201, response.text
-        assert client.get(f"/documents/{response.json()['id']}").json()["metadata"] == _nested(levels)
+        assert pushing.get(f"/documents/{response.json()['id']}").json()["metadata"] == _nested(levels)
 
 
 def test_metadata_over_64_kib_is_refused(roomy_client: TestClient) -> None:
@@ -284,9 +302,9 @@ def test_junk_document_ids_are_404(shared: TestClient, doc_id: str) -> None:
 
 
 # ---- 2. a bad request never fails a good one in the same batch --------------------------------------------------
-def test_good_and_bad_http_searches_at_once(client: TestClient) -> None:
+def test_good_and_bad_http_searches_at_once(shared: TestClient) -> None:
     local = threading.local()
-    app = client.app
+    app = shared.app
 
     def one(i: int):
         if not hasattr(local, "client"):
@@ -344,11 +362,11 @@ def test_bad_queries_in_the_batcher_fail_alone(service: Application) -> None:
         "0.0.0.0:8765",
     ],
 )
-def test_foreign_host_is_refused(client: TestClient, host: str) -> None:
-    err = _error(client.get("/documents", headers={"host": host}), 403, "forbidden")
+def test_foreign_host_is_refused(shared: TestClient, host: str) -> None:
+    err = _error(shared.get("/documents", headers={"host": host}), 403, "forbidden")
     assert "allowed_hosts" in err["message"]
-    _error(client.post("/documents?wait=true", json={"name": "rebound", "text": "Planted text."}, headers={"host": host}), 403, "forbidden")
-    listed = client.get("/documents").json()
+    _error(shared.post("/documents?wait=true", json={"name": "rebound", "text": "Planted text."}, headers={"host": host}), 403, "forbidden")
+    listed = shared.get("/documents").json()
     assert listed["total"] == 3 and all(d["path"] != "@api/rebound" for d in listed["documents"])
 
 
@@ -363,8 +381,7 @@ def test_loopback_hosts_are_answered(shared: TestClient, host: str) -> None:
 
 
 def test_allowed_hosts_are_answered(service: Application) -> None:
-    service.settings.api.allowed_hosts = ["lodex.lan", "Search.Example"]
-    with TestClient(create_app(service), base_url=BASE) as client:
+    with _app_client(service, allowed_hosts=["lodex.lan", "Search.Example"]) as client:
         for host in ("lodex.lan", "lodex.lan:8765", "LODEX.LAN:8765", "search.example:80", "localhost:8765"):
             response = client.get("/documents", headers={"host": host})
             assert response.status_code == 200, (host, response.text)
@@ -374,13 +391,10 @@ def test_allowed_hosts_are_answered(service: Application) -> None:
 
 # ---- 4. API-key auth --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def keyed_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    svc = _service(tmp_path_factory.mktemp("fuzz-keyed"), api_key="s3cret")
-    try:
-        with TestClient(create_app(svc), base_url=BASE) as c:
-            yield c
-    finally:
-        svc.close()
+def keyed_client(service: Application) -> Iterator[TestClient]:
+    """A client of an app with an API key (api.api_key, read at app creation, as `lodex serve` reads it)."""
+    with _app_client(service, api_key="s3cret") as c:
+        yield c
 
 
 @pytest.mark.parametrize("authorization", ["Bearer s3cret", "bearer s3cret", "BEARER s3cret", "  Bearer s3cret  "])
@@ -416,17 +430,13 @@ def test_wrong_or_missing_api_key_is_401(keyed_client: TestClient, authorization
         assert response.headers.get("www-authenticate") == "Bearer"
 
 
-def test_blank_api_key_is_no_key(tmp_path: Path) -> None:
+def test_blank_api_key_is_no_key(service: Application) -> None:
     assert Settings(api={"api_key": "  "}).api.api_key == ""
     assert Settings(api={"api_key": " \t\n"}).api.api_key == ""
-    svc = _service(tmp_path, api_key="   ")
-    try:
-        with TestClient(create_app(svc), base_url=BASE) as client:
-            assert client.get("/stats").status_code == 200
-            assert client.get("/search", params={"q": "wings"}).json()["results"]
-            assert client.get("/stats", headers={"Authorization": "Bearer    "}).status_code == 200
-    finally:
-        svc.close()
+    with _app_client(service, api_key="   ") as client:
+        assert client.get("/stats").status_code == 200
+        assert client.get("/search", params={"q": "wings"}).json()["results"]
+        assert client.get("/stats", headers={"Authorization": "Bearer    "}).status_code == 200
 
 
 # ---- 5. HEAD and methods not allowed ----------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,12 +41,48 @@ def _service(
     return service
 
 
-@pytest.fixture
-def client(tmp_path: Path):
-    service = _service(tmp_path)
-    with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as c:
+@contextmanager
+def app_client(service: Application, **api: object) -> Iterator[TestClient]:
+    """A client of a new app over `service`, made while its api settings are `api` (the app reads its key, Host rule
+    and body limit when it is made, as `lodex serve` makes it); the service's own settings are left as they were."""
+    saved = {name: getattr(service.settings.api, name) for name in api}
+    try:
+        for name, value in api.items():
+            setattr(service.settings.api, name, value)
+        app = create_app(service)
+    finally:
+        for name, value in saved.items():
+            setattr(service.settings.api, name, value)
+    with TestClient(app, base_url="http://127.0.0.1:8765") as c:
         yield c
-    service.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Application]:
+    """One indexed service (3 files) for the tests that change nothing in it; a test that does opens its own."""
+    service = _service(tmp_path_factory.mktemp("api-served"))
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+@pytest.fixture
+def client(served: Application) -> Iterator[TestClient]:
+    """A client of a new app (its own metrics) over the module's service."""
+    with app_client(served) as c:
+        yield c
+
+
+@pytest.fixture
+def own_client(tmp_path: Path) -> Iterator[TestClient]:
+    """A client of a service of the test's own, in tmp_path (for a test that changes what is indexed)."""
+    service = _service(tmp_path)
+    try:
+        with app_client(service) as c:
+            yield c
+    finally:
+        service.close()
 
 
 def _error(response, status: int, code: str) -> str:
@@ -80,7 +118,8 @@ def test_search_get_and_post(client: TestClient) -> None:
     assert future["results"] == []
 
 
-def test_documents_list_detail_push_delete(client: TestClient, tmp_path: Path) -> None:
+def test_documents_list_detail_push_delete(own_client: TestClient, tmp_path: Path) -> None:
+    client = own_client  # its own service: it pushes, reindexes and deletes
     listed = client.get("/documents", params={"limit": 2}).json()
     assert listed["total"] == 3 and len(listed["documents"]) == 2 and listed["documents"][0]["path"] == "heat.txt"
     doc = client.get(f"/documents/{listed['documents'][1]['id']}").json()
@@ -199,29 +238,25 @@ def test_chunked_body_over_the_limit(client: TestClient) -> None:
     _error(response, 413, "too_large")
 
 
-def test_api_key_required_everywhere_but_health(tmp_path: Path) -> None:
-    service = _service(tmp_path, api_key="s3cret")
-    try:
-        with TestClient(create_app(service), base_url="http://127.0.0.1:8765") as client:
-            assert client.get("/health").status_code == 200
-            for method, url in (
-                ("get", "/search?q=wings"),
-                ("post", "/search"),
-                ("get", "/documents"),
-                ("get", "/stats"),
-                ("get", "/metrics"),
-                ("get", "/ready"),
-                ("post", "/reindex"),
-                ("delete", "/documents/x"),
-            ):
-                response = getattr(client, method)(url)
-                assert "API key" in _error(response, 401, "unauthorized")
-                assert response.headers["www-authenticate"] == "Bearer"
-            _error(client.get("/stats", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
-            ok = client.get("/search", params={"q": "wings"}, headers={"Authorization": "Bearer s3cret"})
-            assert ok.status_code == 200 and ok.json()["results"]
-    finally:
-        service.close()
+def test_api_key_required_everywhere_but_health(served: Application) -> None:
+    with app_client(served, api_key="s3cret") as client:
+        assert client.get("/health").status_code == 200
+        for method, url in (
+            ("get", "/search?q=wings"),
+            ("post", "/search"),
+            ("get", "/documents"),
+            ("get", "/stats"),
+            ("get", "/metrics"),
+            ("get", "/ready"),
+            ("post", "/reindex"),
+            ("delete", "/documents/x"),
+        ):
+            response = getattr(client, method)(url)
+            assert "API key" in _error(response, 401, "unauthorized")
+            assert response.headers["www-authenticate"] == "Bearer"
+        _error(client.get("/stats", headers={"Authorization": "Bearer wrong"}), 401, "unauthorized")
+        ok = client.get("/search", params={"q": "wings"}, headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200 and ok.json()["results"]
 
 
 def test_cors_is_off_unless_configured(client: TestClient) -> None:

@@ -5,16 +5,14 @@ over ASGI; tests/test_raw_http.py sends malformed HTTP to a real server)."""
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import pytest
 from fastapi.testclient import TestClient
 
 from lodex.api.application import Application
-from lodex.api.http.app import create_app
 from lodex.api.settings import Settings
 from lodex.search.results import SearchFilters
-from tests.test_api import _service
+from tests.test_api import _service, app_client
 
 BASE = "http://127.0.0.1:8765"
 SURROGATE = "\\ud800"  # a JSON escape of a lone surrogate, as it travels in a request body
@@ -71,26 +69,10 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Application]:
         svc.close()
 
 
-@contextmanager
-def _app_client(service: Application, **api: object) -> Iterator[TestClient]:
-    """A client of a new app over `service`, made while its api settings are `api` (the app reads its key, Host rule
-    and body limit when it is made); the service's own settings are left as they were."""
-    saved = {name: getattr(service.settings.api, name) for name in api}
-    try:
-        for name, value in api.items():
-            setattr(service.settings.api, name, value)
-        app = create_app(service)
-    finally:
-        for name, value in saved.items():
-            setattr(service.settings.api, name, value)
-    with TestClient(app, base_url=BASE) as c:
-        yield c
-
-
 @pytest.fixture(scope="module")
 def shared(service: Application) -> Iterator[TestClient]:
     """One client for the tests that change nothing (each of them checks it still answers good requests)."""
-    with _app_client(service) as c:
+    with app_client(service) as c:
         yield c
 
 
@@ -98,7 +80,7 @@ def shared(service: Application) -> Iterator[TestClient]:
 def roomy_client(service: Application) -> Iterator[TestClient]:
     """A client of an app whose body limit (api.max_body_kb, read at app creation) lets 1 MiB bodies through to
     the JSON parser and the models, so the checks past it are reached."""
-    with _app_client(service, max_body_kb=1024) as c:
+    with app_client(service, max_body_kb=1024) as c:
         yield c
 
 
@@ -107,7 +89,7 @@ def pushing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     """A client of a service of its own, for the tests whose pushes are indexed (they count from what is there)."""
     svc = _service(tmp_path_factory.mktemp("fuzz-pushing"))
     try:
-        with _app_client(svc) as c:
+        with app_client(svc) as c:
             yield c
     finally:
         svc.close()
@@ -381,7 +363,7 @@ def test_loopback_hosts_are_answered(shared: TestClient, host: str) -> None:
 
 
 def test_allowed_hosts_are_answered(service: Application) -> None:
-    with _app_client(service, allowed_hosts=["lodex.lan", "Search.Example"]) as client:
+    with app_client(service, allowed_hosts=["lodex.lan", "Search.Example"]) as client:
         for host in ("lodex.lan", "lodex.lan:8765", "LODEX.LAN:8765", "search.example:80", "localhost:8765"):
             response = client.get("/documents", headers={"host": host})
             assert response.status_code == 200, (host, response.text)
@@ -393,7 +375,7 @@ def test_allowed_hosts_are_answered(service: Application) -> None:
 @pytest.fixture(scope="module")
 def keyed_client(service: Application) -> Iterator[TestClient]:
     """A client of an app with an API key (api.api_key, read at app creation, as `lodex serve` reads it)."""
-    with _app_client(service, api_key="s3cret") as c:
+    with app_client(service, api_key="s3cret") as c:
         yield c
 
 
@@ -433,7 +415,7 @@ def test_wrong_or_missing_api_key_is_401(keyed_client: TestClient, authorization
 def test_blank_api_key_is_no_key(service: Application) -> None:
     assert Settings(api={"api_key": "  "}).api.api_key == ""
     assert Settings(api={"api_key": " \t\n"}).api.api_key == ""
-    with _app_client(service, api_key="   ") as client:
+    with app_client(service, api_key="   ") as client:
         assert client.get("/stats").status_code == 200
         assert client.get("/search", params={"q": "wings"}).json()["results"]
         assert client.get("/stats", headers={"Authorization": "Bearer    "}).status_code == 200

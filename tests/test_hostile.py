@@ -13,9 +13,12 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from lodex.api.cli import app
 from lodex.api.factory import open_reader
 from lodex.api.settings import Settings
 from lodex.search.searcher import Searcher
@@ -110,9 +113,21 @@ def _check_failures(failures: dict[str, str]) -> None:
         assert failures[name].startswith(reason), (name, failures[name])
 
 
-def test_lodex_index_survives_a_hostile_folder(tmp_path: Path) -> None:
+def _here(args: list[str], data: Path) -> Any:
+    """The same command run by the CLI's code in this process (from the test's folder, as `_cli` runs it): the checks after the first
+    run's, without another interpreter's start-up."""
+    result = CliRunner().invoke(app, args, env={**ENV, "LODEX_DATA_DIR": str(data)})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def test_lodex_index_survives_a_hostile_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `lodex index` process ends on the hostile folder, each bad file failed with its reason; then (the same CLI, in
+    this process) a second run finds everything unchanged, status and the job log agree, escapes never reach the
+    terminal, and every good file is found by its word; `lodex retry` (a process again) fails them all again."""
     root, data = tmp_path / "docs", tmp_path / "data"
     root.mkdir()
+    monkeypatch.chdir(tmp_path)
     sock = build_hostile_folder(root)
     try:
         done = _cli(["index", str(root), "--json"], data, tmp_path)
@@ -120,19 +135,19 @@ def test_lodex_index_survives_a_hostile_folder(tmp_path: Path) -> None:
         summary = json.loads(done.stdout)
         _check_failures(summary["failures"])
         assert summary["added"] == len(GOOD) + 1  # and the empty file
-        again = _cli(["index", str(root), "--json"], data, tmp_path)  # nothing poisoned: a second run is clean too
-        assert again.returncode == 0 and json.loads(again.stdout)["unchanged"] == len(GOOD) + 1
-        status = json.loads(_cli(["status", "--json"], data, tmp_path).stdout)
+        again = _here(["index", str(root), "--json"], data)  # nothing poisoned: a second run is clean too
+        assert again.exit_code == 0 and json.loads(again.stdout)["unchanged"] == len(GOOD) + 1
+        status = json.loads(_here(["status", "--json"], data).stdout)
         assert status["failed"] == len(BAD) and status["documents"] == len(GOOD) + 1
         assert status["last_run"]["unchanged"] == len(GOOD) + 1  # the job log finished both runs
         _check_failures({p: f["reason"] for p, f in status["failures"].items()})
-        listed = _cli(["status", "--failed"], data, tmp_path)
-        assert listed.returncode == 0 and "\x1b" not in listed.stdout and "pipe.txt: not a regular file" in listed.stdout
+        listed = _here(["status", "--failed"], data)
+        assert listed.exit_code == 0 and "\x1b" not in listed.stdout and "pipe.txt: not a regular file" in listed.stdout
         searcher = Searcher(open_reader(Settings(base_dir=tmp_path, index={"data_dir": str(data)}), FakeEncoder().dim), FakeEncoder())
         for name, word in GOOD.items():  # every good file is found by its word (in this process: one CLI search below)
             hits = searcher.search(word, 1, mode="bm25").results
             assert hits and word in hits[0].passages[0].text, (name, hits)
-        shown = _cli(["search", "cassowary", "--mode", "bm25", "-k", "1"], data, tmp_path)
+        shown = _here(["search", "cassowary", "--mode", "bm25", "-k", "1"], data)
         assert "\x1b" not in shown.stdout and "evil\\x1b[31mname.txt" in shown.stdout
         retried = _cli(["retry", "--json"], data, tmp_path)
         assert retried.returncode == 0 and json.loads(retried.stdout)["failed"] == len(BAD)
@@ -167,36 +182,12 @@ def _stop_within(server: Server, seconds: float, then: Callable[[], None] | None
     return took
 
 
-def test_lodex_serve_keeps_serving_a_hostile_folder_and_stops_on_sigterm(tmp_path: Path) -> None:
-    root, data = tmp_path / "docs", tmp_path / "data"
-    root.mkdir()
-    sock = build_hostile_folder(root)
-    server = Server(root, data, env=ENV)
-    try:
-        server.wait_ready()
-        _wait_idle(server)
-        for word in GOOD.values():
-            assert _search(server, word), word
-        status, body = get(server.url + "/documents?status=failed")
-        _check_failures({f["path"]: f["reason"] for f in body["failed"]})
-        os.mkfifo(root / "late-pipe.txt")  # new hostile files while watching: the writer goes on
-        (root / "late-big.txt").write_bytes(b"y" * (2 << 20) + b" kittiwake")
-        (root / "late-good.txt").write_text("the lapwing arrived after the pipe\n")
-        wait_until(
-            lambda: _search(server, "lapwing") and _search(server, "kittiwake"),
-            [server.home],
-            60,
-            "the files added while watching found",
-            detail=server.output,
-        )
-    finally:
-        took = _stop_within(server, 10)
-        sock.close()
-    assert server.output().rstrip().endswith("stopped"), server.output()
-    print(f"SIGTERM with the folder indexed: stopped in {took:.1f} s")
-
-
-def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_path: Path) -> None:
+def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes_and_serves_a_hostile_folder(tmp_path: Path) -> None:
+    """Two `lodex serve` processes on one folder (one start saved by checking both in turn). The first, busy indexing 80
+    documents (its model's batches go on only as the test lets them), stops within 10 s of SIGTERM. The hostile folder
+    is laid beside them, and the next start resumes: all 80 and every good file indexed, every bad file failed with its
+    reason, every good file found, hostile files added while it watches (a pipe, a big file) leave the writer going,
+    and SIGTERM with the folder indexed stops it within 10 s."""
     root, data = tmp_path / "docs", tmp_path / "data"
     root.mkdir()
     for i in range(80):
@@ -215,13 +206,31 @@ def test_sigterm_stops_a_busy_server_within_10_s_and_the_next_start_resumes(tmp_
         took = _stop_within(server, 10, then=gate.open_for_good)  # the batch in hand ends, then the run must stop
         gate.close()
     print(f"SIGTERM while indexing: stopped in {took:.1f} s")
+    sock = build_hostile_folder(root)
     resumed = Server(root, data, env=ENV)
     try:
         resumed.wait_ready()
         _wait_idle(resumed)
-        assert get(resumed.url + "/stats")[1]["documents"] == 80
+        assert get(resumed.url + "/stats")[1]["documents"] == 80 + len(GOOD) + 1  # and the empty file
+        for word in GOOD.values():
+            assert _search(resumed, word), word
+        status, body = get(resumed.url + "/documents?status=failed")
+        _check_failures({f["path"]: f["reason"] for f in body["failed"]})
+        os.mkfifo(root / "late-pipe.txt")  # new hostile files while watching: the writer goes on
+        (root / "late-big.txt").write_bytes(b"y" * (2 << 20) + b" kittiwake")
+        (root / "late-good.txt").write_text("the lapwing arrived after the pipe\n")
+        wait_until(
+            lambda: _search(resumed, "lapwing") and _search(resumed, "kittiwake"),
+            [resumed.home],
+            60,
+            "the files added while watching found",
+            detail=resumed.output,
+        )
     finally:
-        _stop_within(resumed, 10)
+        took = _stop_within(resumed, 10)
+        sock.close()
+    assert resumed.output().rstrip().endswith("stopped"), resumed.output()
+    print(f"SIGTERM with the folder indexed: stopped in {took:.1f} s")
 
 
 def test_lodex_index_fails_the_files_of_hardening_ii_within_bounded_memory(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ and searches answered while a large batch is embedded."""
 
 import base64
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,23 +12,32 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from lodex.api.application import Application
 from lodex.api.http.app import create_app
 from lodex.api.http.embeddings import EmbeddingsOut
 from tests.fakes import FakeEncoder
-from tests.test_api import _error, _service
+from tests.test_api import _error, _service, app_client
 from tests.test_embedding_queue import GatedEncoder
 
 BASE = "http://127.0.0.1:8765"
 PYDANTIC_WORDS = ("function-after", "valid_text", "Value error", "union", "str]")  # how pydantic's own messages read
 
 
-@pytest.fixture
-def client(tmp_path: Path):
-    service = _service(tmp_path)
-    service.settings.api.max_body_kb = 12 * 1024  # room for the attacks below to reach the endpoint itself
-    with TestClient(create_app(service), base_url=BASE) as c:
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Application]:
+    """One indexed service for the module (an embedding changes nothing in it); its body limit 16 KiB."""
+    svc = _service(tmp_path_factory.mktemp("embed-hostile"))
+    try:
+        yield svc
+    finally:
+        svc.close()
+
+
+@pytest.fixture(scope="module")
+def client(service: Application) -> Iterator[TestClient]:
+    """A client of an app with room for the attacks below to reach the endpoint itself (api.max_body_kb 12 MiB)."""
+    with app_client(service, max_body_kb=12 * 1024) as c:
         yield c
-    service.close()
 
 
 def test_a_hundred_thousand_inputs_answer_413_and_searches_go_on(client: TestClient) -> None:
@@ -36,19 +46,14 @@ def test_a_hundred_thousand_inputs_answer_413_and_searches_go_on(client: TestCli
     assert client.get("/search", params={"q": "swept wings"}).status_code == 200
 
 
-def test_one_ten_megabyte_input_answers_413(tmp_path: Path) -> None:
+def test_one_ten_megabyte_input_answers_413(service: Application, client: TestClient) -> None:
     huge = "wings " * (10 * 2**20 // 6)
-    service = _service(tmp_path)  # a body limit of 16 KiB: refused before it is read
-    try:
-        with TestClient(create_app(service), base_url=BASE) as small:
-            assert "api.max_body_kb" in _error(small.post("/v1/embeddings", json={"model": "lodex", "input": huge}), 413, "too_large")
-        service.settings.api.max_body_kb = 12 * 1024  # a body limit above it: the input's own limit refuses it
-        with TestClient(create_app(service), base_url=BASE) as large:
-            message = _error(large.post("/v1/embeddings", json={"model": "lodex", "input": ["short", huge]}), 413, "too_large")
-            assert "api.max_embed_chars" in message
-            assert large.post("/v1/embeddings", json={"model": "lodex", "input": "short"}).status_code == 200
-    finally:
-        service.close()
+    with app_client(service) as small:  # a body limit of 16 KiB: refused before it is read
+        assert "api.max_body_kb" in _error(small.post("/v1/embeddings", json={"model": "lodex", "input": huge}), 413, "too_large")
+    large = client  # a body limit above it: the input's own limit refuses it
+    message = _error(large.post("/v1/embeddings", json={"model": "lodex", "input": ["short", huge]}), 413, "too_large")
+    assert "api.max_embed_chars" in message
+    assert large.post("/v1/embeddings", json={"model": "lodex", "input": "short"}).status_code == 200
 
 
 @pytest.mark.parametrize(

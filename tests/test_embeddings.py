@@ -15,6 +15,7 @@ from tests.fakes import FakeEncoder
 from tests.test_api import _error, _service
 from tests.test_serve import Server
 
+TEXTS = 64  # eight of the server's slices (api.embed_slice_inputs), of several lengths
 PREFIXES = {"LODEX_ENCODER__QUERY_PREFIX": "query: ", "LODEX_ENCODER__DOCUMENT_PREFIX": "passage: "}
 
 
@@ -69,10 +70,10 @@ def test_the_openai_client_gets_lodexs_own_vectors(tmp_path: Path) -> None:
     server = Server(root, tmp_path / "data", "--no-watch", env=env)
     settings = Settings(base_dir=tmp_path)
     settings.encoder.query_prefix, settings.encoder.document_prefix = "query: ", "passage: "
-    encoder = build_encoder(settings)  # the same model and prompts, in this process
-    texts = [f"text {i}: {'swept wings and drag ' * (i % 5)}about topic {i}" for i in range(256)]
+    texts = [f"text {i}: {'swept wings and drag ' * (i % 5)}about topic {i}" for i in range(TEXTS)]
     try:
         server.wait_ready(path="/health")
+        encoder = build_encoder(settings)  # the same model and prompts, in this process (once the server has its exports in the run's cache)
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="sesame", max_retries=0)
         model = client.models.list().data[0].id
         assert model == encoder.model_id
@@ -90,7 +91,7 @@ def test_the_openai_client_gets_lodexs_own_vectors(tmp_path: Path) -> None:
                 ],
                 np.float32,
             )
-            assert got.shape == (256, encoder.dim)
+            assert got.shape == (TEXTS, encoder.dim)
             assert np.abs(got - expected[kind]).max() <= 1e-6
             assert answer.usage.prompt_tokens == answer.usage.total_tokens == sum(encoder.input_tokens(texts, kind))
         query = client.embeddings.create(input="swept wings", model=model)  # the client asks for base64 and decodes it

@@ -7,9 +7,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from lodex.api.cli import app
 from lodex.api.http.server_record import SERVER_FILE, Identity, forget_server, record_server, running_server
 from tests.test_serve import REPO, Server, get
 from tests.waiting import wait_until
@@ -18,6 +21,12 @@ from tests.waiting import wait_until
 def _cli(data: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), "LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", **(env or {})}
     return subprocess.run([sys.executable, "-m", "lodex.api.cli", *args], env=full_env, cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def _here(data: Path, *args: str) -> Any:
+    """The same command run by the CLI's code in this process (what is set up and compared with, not what is checked)."""
+    env = {"HF_HUB_OFFLINE": "1", "LODEX_DATA_DIR": str(data), "LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder"}
+    return CliRunner().invoke(app, list(args), env=env)
 
 
 def _where(data: Path) -> tuple[str, int] | None:
@@ -71,9 +80,9 @@ def test_the_cli_asks_a_running_server_and_falls_back_when_it_cannot(tmp_path: P
     root.mkdir()
     (root / "wings.md").write_text("# Wings\n\nSwept wings delay the drag rise at transonic Mach numbers.\n")
     (root / "terns.txt").write_text("Arctic terns migrate from the Arctic to the Antarctic and back every year.\n")
-    assert _cli(data, "index", str(root)).returncode == 0
-    local = _cli(data, "search", "swept wings drag", "--json", "--local")
-    assert local.returncode == 0, local.stderr
+    assert _here(data, "index", str(root)).exit_code == 0
+    local = _here(data, "search", "swept wings drag", "--json", "--local")
+    assert local.exit_code == 0, local.output
     server = Server(root, data, env={"LODEX_ENCODER__BACKEND": "tests.fakes:fake_encoder", "LODEX_API__API_KEY": "sesame"})
     try:
         _wait_listening(server)

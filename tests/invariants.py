@@ -1,6 +1,7 @@
 """The index invariants, checked the same way by the incremental, crash and contract suites."""
 
 import hashlib
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +75,7 @@ def check_index(
         assert float(doc_vectors[d] @ expected) > 0.5, f"{path}: its whole-text vector is far from its chunks' mean"
 
     if encoder is not None and len(ids) and "late_chunking" not in IndexManifest.read(store.data_dir).record:
-        fresh = encoder.embed(chunks["text"].to_pylist())
+        fresh = _encodings(encoder, chunks["text"].to_pylist())
         worst = float(np.abs(fresh - chunk_vectors).max())
         assert worst < 1e-4, f"a chunk's vector is not the encoding of its text (off by {worst:.3g})"
 
@@ -92,6 +93,20 @@ def check_index(
         assert saved is not None, "FAISS index not persisted for the final version"
         assert np.array_equal(np.sort(saved.ids()), np.sort(ids)), "the persisted FAISS index holds other ids"
     return dict(zip(paths, hashes))
+
+
+# Each encoder's encodings of the chunk texts checked so far: a suite that checks one index many times over (the
+# contract suite, with the real model too) encodes each text once, not at every check.
+_ENCODED: "weakref.WeakKeyDictionary[Encoder, dict[str, np.ndarray]]" = weakref.WeakKeyDictionary()
+
+
+def _encodings(encoder: Encoder, texts: list[str]) -> np.ndarray:
+    """The encoding of each of `texts` by `encoder` (as a document), each text encoded once for as long as the encoder lives."""
+    known = _ENCODED.setdefault(encoder, {})
+    new = list(dict.fromkeys(text for text in texts if text not in known))
+    if new:
+        known.update(zip(new, encoder.embed(new)))
+    return np.stack([known[text] for text in texts])
 
 
 def dense_document_scores(store: LanceStore, query_vector: np.ndarray, ranking: str, top_m: int = 3, alpha: float = 0.5) -> dict[str, float]:

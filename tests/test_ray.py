@@ -1,8 +1,9 @@
 """`lodex index --ray` on a local Ray cluster (2 CPUs, one session for the module): the index it builds and updates is the
 local path's (documents, chunks by (document, ordinal), texts, offsets, vectors, top passages), its actors writing the
 chunk rows as fragments (index.ray_writes "fragments") or sending them back ("driver": an actor killed mid-run included),
-and a driver killed at each of five points of its commits converges on a rerun."""
+and a driver killed at each of four points of its commits converges on a rerun."""
 
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from lodex.api.factory import open_app, open_reader
 from lodex.api.settings import Settings
 from lodex.indexer.pipeline import RunSummary
 from lodex.store.errors import ConfigError, LodexError
+from lodex.store.lance_store import LanceStore
 from tests.fakes import FakeEncoder
 from tests.invariants import check_index
 from tests.waiting import Wake, wait_until
@@ -33,20 +35,19 @@ CHUNK_COLUMNS = ["document_id", "ordinal", "text", "char_start", "char_end", "to
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A local Ray cluster with 2 CPUs whose workers import tests.fakes; yields the die-once marker of DyingEncoder."""
     marker = tmp_path_factory.mktemp("ray") / "died"
-    with pytest.MonkeyPatch.context() as patch:  # Ray keeps its cluster's auth token in ~/.ray: not the user's home
-        patch.setenv("HOME", str(marker.parent))
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            logging_level="ERROR",
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": str(REPO), "LODEX_TEST_DIE_ONCE": str(marker), "HF_HUB_OFFLINE": "1"}},
-        )
+    # The cluster's processes, its workers too, take this environment (not a runtime_env's env_vars: a worker of a job
+    # with a runtime_env starts through Ray's setup_worker, a third more CPU for each of the module's ~25 workers).
+    # Ray keeps its cluster's auth token in ~/.ray: not the user's home.
+    with pytest.MonkeyPatch.context() as patch:
+        environment = {"HOME": str(marker.parent), "PYTHONPATH": str(REPO), "LODEX_TEST_DIE_ONCE": str(marker), "HF_HUB_OFFLINE": "1"}
+        for name, value in environment.items():
+            patch.setenv(name, value)
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     yield marker
     ray.shutdown()
 
 
-def _folder(root: Path) -> Path:
+def _folder(root: Path, large_parts: int = 120) -> Path:
     """Markdown, plain text and HTML files, two with one content, a large file (streamed in parts), a bad file."""
     root.mkdir()
     words = "lift drag wing boundary layer heat transfer shock wave pressure nozzle flow turbulence".split()
@@ -57,7 +58,7 @@ def _folder(root: Path) -> Path:
             f"<html><body><h1>Doc {i}</h1><p>{text}</p></body></html>" if i % 3 == 2 else f"# Doc {i}\n\n{text}\n"
         )
     (root / "copy.md").write_text((root / "sub" / "doc0.md").read_text())
-    (root / "large.txt").write_text("\n\n".join(f"Part {j}: " + " ".join(words[(j + k) % len(words)] for k in range(60)) for j in range(120)))
+    (root / "large.txt").write_text("\n\n".join(f"Part {j}: " + " ".join(words[(j + k) % len(words)] for k in range(60)) for j in range(large_parts)))
     (root / "bad.txt").write_bytes(b"\x00\x01\x02binary" * 200)
     return root
 
@@ -73,8 +74,8 @@ def _settings(tmp_path: Path, name: str, engine: str, backend: str = "tests.fake
     return settings
 
 
-def _index(settings: Settings, root: Path) -> tuple[RunSummary, dict[str, Any]]:
-    with open_app(settings, "write", root) as side:
+def _index(settings: Settings, root: Path, encoder: Any = None) -> tuple[RunSummary, dict[str, Any]]:
+    with open_app(settings, "write", root, encoder=encoder) as side:
         summary = side.indexer.run(root)
         check_index(side.store)  # (the folder holds a bad file too: the identity with the local index says the rest)
         return summary, _contents(side.store)
@@ -141,32 +142,34 @@ def test_ray_index_is_the_local_index_and_updates_alike(cluster: Path, tmp_path:
     (root / "moved.md").write_text((root / "doc4.txt").read_text())  # a copy under another format: encoded
     (root / "copy2.md").write_text((root / "sub" / "doc0.md").read_text())  # a copy: its vectors re-used
     os.utime(root / "doc5.html", (1_000_000, 1_000_000))  # touched: same content
+    on_ray.index.ray_actors = 1  # (the three files encoded need no second actor: the run above had two write fragments)
     (local_summary, local_index), (ray_summary, ray_index) = _index(local, root), _index(on_ray, root)
     assert _counts(ray_summary) == _counts(local_summary)
     assert (ray_summary.added, ray_summary.updated, ray_summary.reused, ray_summary.deleted, ray_summary.unchanged) == (2, 1, 1, 1, 9)
     _assert_same(ray_index, local_index)
 
 
-def test_an_actor_killed_mid_run_still_gives_the_local_index(cluster: Path, tmp_path: Path) -> None:
-    root = _folder(tmp_path / "docs")
-    _, local_index = _index(_settings(tmp_path, "local", "local"), root)
-    on_ray = _settings(tmp_path, "ray", "ray", backend="tests.fakes:dying_encoder")
-    on_ray.index.ray_writes = "driver"  # the vectors sent back to this process (the other tests have the actors write them)
-    ray_summary, ray_index = _index(on_ray, root)
-    assert cluster.exists(), "no actor was killed"
-    assert ray_summary.failed == 1 and not ray_summary.interrupted
-    _assert_same(ray_index, local_index)
-
-
-def test_cli_index_ray_on_a_running_cluster(cluster: Path, tmp_path: Path, cli_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_index_ray_on_a_running_cluster_with_an_actor_killed_mid_run_gives_the_local_index(
+    cluster: Path, tmp_path: Path, cli_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lodex index --ray` on the cluster this process runs, the vectors sent back to this process (index.ray_writes
+    "driver": the other tests have the actors write them), one of its two actors killed mid-run (Ray restarts it and
+    runs its calls again): the summary says 11 added, 1 failed, not interrupted, and the index is the local path's."""
     from lodex.api.cli import app
 
     root = _folder(tmp_path / "docs")
-    monkeypatch.setenv("LODEX_ENCODER__BACKEND", "tests.fakes:fake_encoder")
-    monkeypatch.setenv("LODEX_INDEX__RAY_WRITES", "driver")  # the vectors sent back, as before fragments (the other tests write them)
-    result = CliRunner().invoke(app, ["index", str(root), "--ray", "--ray-actors", "1", "--json"])
+    _, local_index = _index(_settings(tmp_path, "local", "local"), root)
+    settings = {"ENCODER__BACKEND": "tests.fakes:dying_encoder", "INDEX__RAY_WRITES": "driver", "INDEX__RAY_CPUS_PER_ACTOR": "0.75"}
+    settings |= {"INDEX__STREAM_ABOVE_MB": "0.02", "INDEX__FLUSH_TOKENS": "2048"}  # as _settings's
+    for name, value in settings.items():
+        monkeypatch.setenv(f"LODEX_{name}", value)
+    data = tmp_path / "ray"
+    result = CliRunner().invoke(app, ["index", str(root), "--ray", "--ray-actors", "2", "--data-dir", str(data), "--json"])
     assert result.exit_code == 0, result.output
-    assert '"added": 11' in result.stdout and '"failed": 1' in result.stdout
+    assert cluster.exists(), "no actor was killed"
+    summary = json.loads(result.stdout.splitlines()[-1])  # (Ray may print a line of its own before it)
+    assert (summary["added"], summary["failed"], summary["interrupted"]) == (11, 1, False)
+    _assert_same(_contents(LanceStore(data, FakeEncoder.dim)), local_index)
 
 
 _DRIVER = """
@@ -179,7 +182,7 @@ from lodex.indexer.ray_engine import RayIndexer
 from lodex.store import fragments
 from lodex.store.lance_store import LanceStore
 
-address, data_dir, root, repo, point, log = sys.argv[1:7]
+address, data_dir, root, point, log = sys.argv[1:6]
 
 
 def die_at(owner, name, after=0):  # the driver dies (os._exit, as kill -9: nothing cleaned up) as `name` is called,
@@ -197,8 +200,7 @@ def die_at(owner, name, after=0):  # the driver dies (os._exit, as kill -9: noth
 
 
 owner, name, after = {"flush": (Indexer, "_flush", 0), "chunks": (fragments, "commit_fragments", 1),
-                      "commit": (LanceStore, "commit_fragments", 1), "commits": (LanceStore, "commit_fragments", 3),
-                      "last": (LanceStore, "after_run", 0)}[point]
+                      "commits": (LanceStore, "commit_fragments", 3), "last": (LanceStore, "after_run", 0)}[point]
 die_at(owner, name, after)
 gathered = RayIndexer._gathered
 
@@ -213,7 +215,7 @@ def logged(self, *args):  # the files the actors encoded in this run
 
 
 RayIndexer._gathered = logged
-ray.init(address=address, logging_level="ERROR", log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": repo}})
+ray.init(address=address, logging_level="ERROR", log_to_driver=False)  # its workers take the cluster's environment
 settings = load_settings(None, {"index.data_dir": data_dir, "index.engine": "ray", "index.ray_actors": 1,
                                 "index.flush_tokens": 256, "index.stream_above_mb": 0.02, "encoder.backend": "tests.fakes:fake_encoder"})
 with open_app(settings, "write", Path(root)) as side:
@@ -222,9 +224,11 @@ with open_app(settings, "write", Path(root)) as side:
 """
 # Where the driver dies, in turn, each run resuming what the one before left: at its first flush (its actors have
 # written fragments, nothing is committed); inside its first commit, the chunk fragments appended and the document rows
-# not (the commit point); right after its first commit (before its job records); after its third commit (mid-way through
-# several); after its last commit (before the finishing collection, optimize and vector index save).
-KILL_POINTS = ["flush", "chunks", "commit", "commits", "last"]
+# not (the commit point); after its third commit, before that commit's job records (mid-way through several: some files
+# committed, the fragments of later ones written and not; the run first collected the chunk rows the kill before left);
+# after its last commit (before the finishing collection, optimize and vector index save). (A kill right after the
+# first commit left the state the one after the third leaves, with fewer files committed.)
+KILL_POINTS = ["flush", "chunks", "commits", "last"]
 
 
 def test_a_driver_killed_at_each_point_converges_on_a_rerun(cluster: Path, tmp_path: Path) -> None:
@@ -244,7 +248,7 @@ def test_a_driver_killed_at_each_point_converges_on_a_rerun(cluster: Path, tmp_p
         before = _committed(on_ray)
         log = tmp_path / f"encoded-{point}.log"
         driver = subprocess.run(
-            [sys.executable, "-c", _DRIVER, ray.get_runtime_context().gcs_address, on_ray.index.data_dir, str(root), str(REPO), point, str(log)],
+            [sys.executable, "-c", _DRIVER, ray.get_runtime_context().gcs_address, on_ray.index.data_dir, str(root), point, str(log)],
             env={**os.environ, "PYTHONPATH": str(REPO), "HOME": str(cluster.parent)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -254,7 +258,7 @@ def test_a_driver_killed_at_each_point_converges_on_a_rerun(cluster: Path, tmp_p
         encoded = set(log.read_text().split()) if log.exists() else set()
         assert encoded and not encoded & before, f"{point}: no file encoded, or a committed one encoded again"
         committed.append(len(_committed(on_ray)))
-    assert committed[0] == committed[1] == 0 and 0 < committed[2] < committed[3] < committed[4] == 11, committed
+    assert committed[0] == committed[1] == 0 and 0 < committed[2] < committed[3] == 11, committed
     summary, ray_index = _index(on_ray, root)
     assert (summary.unchanged, summary.added, summary.failed) == (11, 0, 1)
     _, local_index = _index(_settings(tmp_path, "local", "local"), root)
@@ -278,10 +282,12 @@ def _committed(settings: Settings) -> set[str]:
 
 
 @pytest.mark.slow
-def test_real_model_on_ray_gives_the_local_index(cluster: Path, tmp_path: Path) -> None:
-    root = _folder(tmp_path / "docs")
-    _, local_index = _index(_settings(tmp_path, "local", "local", backend="transformers"), root)
-    on_ray = _settings(tmp_path, "ray", "ray", backend="transformers")
+def test_real_model_on_ray_gives_the_local_index(cluster: Path, tmp_path: Path, real_encoder: Any) -> None:
+    root = _folder(tmp_path / "docs", large_parts=60)  # half the large file (about 25 KB), encoded twice
+    local, on_ray = _settings(tmp_path, "local", "local", backend="transformers"), _settings(tmp_path, "ray", "ray", backend="transformers")
+    for settings in (local, on_ray):
+        settings.index.flush_tokens = 1024  # the large file still streamed in several parts (of 2,048 tokens)
+    _, local_index = _index(local, root, real_encoder)  # the run's model (as the settings build it: exact, the run's cache)
     on_ray.index.ray_actors = 1  # one model load in an actor (the tests above run two actors)
     _, ray_index = _index(on_ray, root)
     _assert_same(ray_index, local_index)

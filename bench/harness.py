@@ -1,5 +1,6 @@
 """What the bench scripts share: the repository's folders, the machine line printed beside every speed figure, runs
-timed against a baseline measured in the same run, a dated result block, and a lodex index built in a folder.
+timed against a baseline measured in the same run, a dated result block, and a lodex index built in a folder (by
+`lodex index` in a child process, or in this one as the application object).
 
 A script puts the repository root on `sys.path` (one line, before it can import this) and then
 `from bench.harness import ...`."""
@@ -11,7 +12,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # lodex is imported where it is used: a child measured for memory imports this module
+    from lodex.api.application import Application
+    from lodex.api.settings import Settings
+    from lodex.encoders.encoder import Encoder
+    from lodex.indexer.run_state import RunSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 EVALDATA = Path(os.environ.get("LODEX_EVALDATA", ROOT.parent / "shared" / "evaldata"))  # cranfield, cisi, med, ...
@@ -103,3 +110,19 @@ def index_folder(folder: Path, env: Mapping[str, str] | None = None, *options: s
     if done.returncode != 0:
         raise SystemExit(f"lodex index {folder} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     return done.stdout
+
+
+def index_in_process(settings: "Settings", folder: Path, encoder: "Encoder | None" = None) -> "tuple[Application, RunSummary]":
+    """`lodex index --rebuild FOLDER` in this process: the index where `settings` say (index.data_dir; search.passages
+    and the rest are theirs too) wiped and built by the application object's write role, handed back open (close it,
+    or use it in a `with`) with the run's summary. `encoder`: one already loaded."""
+    from lodex.api.factory import open_app
+
+    root = folder.resolve()
+    app = open_app(settings, "write", root, encoder=encoder, rebuild=True)
+    try:
+        assert app.indexer is not None
+        return app, app.indexer.run(root)
+    except BaseException:
+        app.close()
+        raise

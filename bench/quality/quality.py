@@ -18,11 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np  # noqa: E402
 
-from lodex.api.factory import build_encoder, build_indexer, open_store  # noqa: E402
+from bench.harness import index_in_process  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
 from lodex.search.collections import load_collection, write_files  # noqa: E402
 from lodex.search.metrics import evaluate  # noqa: E402
-from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.store.lance_store import vectors_of  # noqa: E402
 
 
@@ -65,29 +64,29 @@ def main() -> None:
     args = parser.parse_args()
     collection = load_collection(args.dataset)
     with tempfile.TemporaryDirectory(prefix="lodex-quality-") as tmp:
-        folder, data = Path(tmp) / "docs", Path(tmp) / "data"
+        folder = Path(tmp) / "docs"
         _, qrels = write_files(collection, folder, bundle=args.bundle)
         settings = Settings(base_dir=Path(tmp))
+        settings.index.data_dir, settings.search.passages = "data", 0  # documents only: no passages
         if args.max_tokens:
             settings.chunking.max_tokens = args.max_tokens
         if args.overlap is not None:
             settings.chunking.overlap = args.overlap
-        encoder = build_encoder(settings)
-        store = open_store(settings, encoder, data, create=True)
-        summary = build_indexer(settings, encoder, store).run(folder)
-        queries = {q: t for q, t in collection.queries.items() if q in qrels}
-        searcher = Searcher(store, encoder, passages=0)
-        started = time.perf_counter()
-        maxsim = {q: [r.path for r in searcher.search(text, k=100).results] for q, text in queries.items()}
-        query_ms = (time.perf_counter() - started) * 1000 / max(len(queries), 1)
-        docs = store.documents.search().select(["path", "vector"]).limit(None).to_arrow()
-        doc_paths, doc_vecs = docs["path"].to_pylist(), vectors_of(docs)
-        qvecs = encoder.embed([queries[q] for q in queries], kind="query")
-        mean = {q: [doc_paths[i] for i in np.argsort(-(doc_vecs @ v), kind="stable")[:100]] for q, v in zip(queries, qvecs)}
-        rows = {"lodex max-sim": evaluate(maxsim, qrels), "lodex mean doc vector": evaluate(mean, qrels)}
-        if not args.no_baseline:
-            base_runs, base_s = st_baseline(store, queries, depth=max(2000, 20 * summary.chunks // max(len(docs), 1)))
-            rows["sentence-transformers + FAISS (same chunks, best chunk)"] = evaluate(base_runs, qrels)
+        app, summary = index_in_process(settings, folder)
+        with app:
+            queries = {q: t for q, t in collection.queries.items() if q in qrels}
+            started = time.perf_counter()
+            # the searcher itself: a query may be longer than api.max_query_chars (CISI has some of 2,000 characters)
+            maxsim = {q: [r.path for r in app.searcher.search(text, k=100).results] for q, text in queries.items()}
+            query_ms = (time.perf_counter() - started) * 1000 / max(len(queries), 1)
+            docs = app.store.documents.search().select(["path", "vector"]).limit(None).to_arrow()
+            doc_paths, doc_vecs = docs["path"].to_pylist(), vectors_of(docs)
+            qvecs = app.encoder.embed([queries[q] for q in queries], kind="query")
+            mean = {q: [doc_paths[i] for i in np.argsort(-(doc_vecs @ v), kind="stable")[:100]] for q, v in zip(queries, qvecs)}
+            rows = {"lodex max-sim": evaluate(maxsim, qrels), "lodex mean doc vector": evaluate(mean, qrels)}
+            if not args.no_baseline:
+                base_runs, base_s = st_baseline(app.store, queries, depth=max(2000, 20 * summary.chunks // max(len(docs), 1)))
+                rows["sentence-transformers + FAISS (same chunks, best chunk)"] = evaluate(base_runs, qrels)
     print(
         f"dataset {collection.name}  bundle {args.bundle}  files {docs.num_rows}  chunks {summary.chunks}  "
         f"chunk tokens {settings.chunking.max_tokens}/{settings.chunking.overlap}  queries {len(queries)}"

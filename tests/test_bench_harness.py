@@ -1,5 +1,6 @@
 """bench/harness.py: rounds alternate their order and keep each run's least disturbed result; latency percentiles as
-bench/serving/load.py and bench/scale/scale.py print them; a dated result block names the machine and the command."""
+bench/serving/load.py and bench/scale/scale.py print them; a dated result block names the machine and the command; an
+index built in process is the application object, rebuilt each time, searched as its settings say."""
 
 import re
 import sys
@@ -7,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness import ROOT, alternating, percentile_ms, publish, result_block
+from bench.harness import ROOT, alternating, index_in_process, percentile_ms, publish, result_block
+from tests.conftest import notes_and_settings
+from tests.fakes import FakeEncoder
 
 
 def test_rounds_alternate_their_order_and_keep_the_best_of_each() -> None:
@@ -60,3 +63,16 @@ def test_no_bench_script_reaches_into_a_private_name() -> None:
         if private.search(line.split("#")[0])
     ]
     assert not found, "a bench uses a private name; give the package a public one:\n" + "\n".join(found)
+
+
+def test_an_index_built_in_process_is_the_application_object_rebuilt_and_searched_as_its_settings_say(tmp_path: Path) -> None:
+    root, settings = notes_and_settings(tmp_path, 3)
+    settings.search.passages = 0
+    for _ in range(2):  # the second build starts anew (--rebuild), the first one's write lock released as it closed
+        app, summary = index_in_process(settings, root, encoder=FakeEncoder())
+        with app:
+            assert (app.role, summary.added, summary.unchanged) == ("write", 3, 0)
+            hits = app.search("wings and lift topic1", k=3).results
+            assert {Path(hit.path).name for hit in hits} == {"0.txt", "1.txt", "2.txt"}
+            assert all(not hit.passages for hit in hits)
+    assert (tmp_path / "data").is_dir()

@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.harness import OUT  # noqa: E402
+from bench.harness import OUT, index_in_process  # noqa: E402
 from bench.readers.pdf_quality import asked_questions  # noqa: E402
 from bench.readers.pdf_set import GENERATED, debian_set, evaldata_dir, generated  # noqa: E402
-from lodex.api.factory import build_encoder, build_indexer, open_store  # noqa: E402
+from lodex.api.application import Application  # noqa: E402
+from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import Settings  # noqa: E402
 from lodex.search.listing import is_listing  # noqa: E402
 from lodex.search.passages import PASSAGE_POOL  # noqa: E402
@@ -34,14 +35,31 @@ from lodex.search.searcher import Searcher  # noqa: E402
 from lodex.text.terms import terms  # noqa: E402
 
 
-class Recording(Searcher):
-    """A searcher that keeps, for its last query, the snapshot, the chunk scores passages follow and the query vector."""
+def recording(searcher: Searcher) -> dict:
+    """What `searcher` keeps from now on, for its last query: the snapshot, the chunk scores passages follow and the
+    query vector (its passage step wrapped)."""
+    last: dict = {}
+    inner = searcher.best_passages
 
-    last: dict
+    def best_passages(snap, queries, vectors, tops, chunk_order):  # type: ignore[no-untyped-def]
+        last.update(snap=snap, order=chunk_order[0], vector=vectors[0], tops=tops[0])
+        return inner(snap, queries, vectors, tops, chunk_order)
 
-    def best_passages(self, snap, queries, vectors, tops, chunk_order):  # type: ignore[no-untyped-def]
-        self.last = {"snap": snap, "order": chunk_order[0], "vector": vectors[0], "tops": tops[0]}
-        return super().best_passages(snap, queries, vectors, tops, chunk_order)
+    searcher.best_passages = best_passages  # type: ignore[method-assign]
+    return last
+
+
+def opened(base: Path, files: list[Path]) -> Application:
+    """The index of `files` in base/data (passages as lodex shows them, default settings): built from base/docs the
+    first time, then read as it is."""
+    settings = Settings(base_dir=base)
+    settings.index.data_dir = "data"
+    if (base / "data").exists():
+        return open_app(settings, "read")
+    (base / "docs").mkdir(parents=True, exist_ok=True)
+    for path in files:
+        shutil.copy(path, base / "docs" / path.name)
+    return index_in_process(settings, base / "docs")[0]
 
 
 def bm25_in_document(chunks: list[dict], query: list[str], k1: float = 1.2, b: float = 0.75) -> np.ndarray:
@@ -73,23 +91,22 @@ def main() -> None:
     args = parser.parse_args()
     generated(args.workdir, evaldata_dir())
     files = [*debian_set(args.workdir), args.workdir / GENERATED]
-    base = args.keep or Path(tempfile.mkdtemp(prefix="lodex-page-misses-"))
-    settings = Settings(base_dir=base)
-    encoder = build_encoder(settings)
-    fresh = not (base / "data").exists()
-    if fresh:
-        (base / "docs").mkdir(parents=True, exist_ok=True)
-        for path in files:
-            shutil.copy(path, base / "docs" / path.name)
-    store = open_store(settings, encoder, base / "data", create=True)
-    if fresh:
-        build_indexer(settings, encoder, store).run(base / "docs")
-    searcher = Recording(store, encoder, passages=3)
-    right = Counter()
-    kinds = Counter()
+    app = opened(args.keep or Path(tempfile.mkdtemp(prefix="lodex-page-misses-")), files)
+    with app:
+        right, kinds = tally(app, last=recording(app.searcher), show=args.show)
+    n = sum(kinds.values())
+    print(f"{n} questions; lodex's first passage: " + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
+    for name, count in right.items():
+        print(f"page@1 {name:17s} {count / n:.3f} ({count})")
+
+
+def tally(app: Application, last: dict, show: bool) -> tuple[Counter, Counter]:
+    """Each question searched: (right page@1 by signal, lodex's first passage by kind); `last`: what the searcher kept."""
+    store = app.store
+    right: Counter = Counter()
+    kinds: Counter = Counter()
     for q in asked_questions():
-        top = searcher.search(q["question"], k=10).results[0]
-        last = searcher.last
+        top = app.search(q["question"], k=10).results[0]
         ids, vectors, _ = last["snap"].chunk_vectors(np.array([last["tops"][0][0]]))
         rows = last["snap"].owners.row_ids_of(ids)
         by_id = {r["id"]: r for r in store.chunks_at_rows(rows, ["id", "text", "keywords", "page", "page_end", "section"]).to_pylist()}
@@ -116,15 +133,12 @@ def main() -> None:
             else "another page"
         )
         kinds[kind] += 1
-        if args.show and kind != "right":
+        if show and kind != "right":
             print(f"- [{kind}] {q['file']} p{q['page']}: {q['question']}\n    shown: p{shown['page']} {shown['section']}")
             if same_doc and any(on_page):
                 ranks = {name: 1 + min(int(np.flatnonzero(order == j)[0]) for j in np.flatnonzero(on_page)) for name, order in signals.items()}
                 print(f"    the page's best chunk ranks {ranks}")
-    n = sum(kinds.values())
-    print(f"{n} questions; lodex's first passage: " + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))
-    for name, count in right.items():
-        print(f"page@1 {name:17s} {count / n:.3f} ({count})")
+    return right, kinds
 
 
 if __name__ == "__main__":

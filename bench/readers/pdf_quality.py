@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 if str(Path(__file__).resolve().parents[2]) not in sys.path:  # a child has put the older code first and the root last
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -74,10 +75,9 @@ def child(files: list[Path], out: Path, questions: bool) -> None:
 
 
 def _answers(files: list[Path]) -> list[dict]:
-    """Each question's top document and its best passage's pages, from an index of `files` built here."""
-    from lodex.api.factory import build_encoder, build_indexer, open_store
+    """Each question's top document and its best passage's pages, from an index of `files` built here (bundled model,
+    default settings: three passages a document)."""
     from lodex.api.settings import Settings
-    from lodex.search.searcher import Searcher
 
     asked = asked_questions()
     with tempfile.TemporaryDirectory(prefix="lodex-pdfq-") as tmp:
@@ -86,23 +86,40 @@ def _answers(files: list[Path]) -> list[dict]:
         for path in files:
             shutil.copy(path, folder / path.name)
         settings = Settings(base_dir=Path(tmp))
-        encoder = build_encoder(settings)
-        store = open_store(settings, encoder, Path(tmp) / "data", create=True)
-        build_indexer(settings, encoder, store).run(folder)
-        searcher = Searcher(store, encoder, passages=3)
-        out = []
-        for q in asked:
-            hits = searcher.search(q["question"], k=10).results
-            top = hits[0] if hits else None
-            passage = top.passages[0] if top and top.passages else None
-            out.append(
-                {
-                    "file": Path(top.path).name if top else None,
-                    "page": passage.page if passage else None,
-                    "page_end": (passage.page_end or passage.page) if passage else None,
-                }
-            )
-        return out
+        settings.index.data_dir = "data"
+        try:  # the application object (issue 54), or a `--before` from before it: the parts built by hand
+            from lodex.api.factory import open_app  # noqa: F401
+        except ImportError:
+            return [_answer(hit) for hit in _searched_by_parts(settings, folder, [q["question"] for q in asked])]
+        from bench.harness import index_in_process
+
+        app, _ = index_in_process(settings, folder)
+        with app:
+            return [_answer(app.search(q["question"], k=10).results) for q in asked]
+
+
+def _answer(hits: list) -> dict:
+    """The top document's file and its best passage's pages (None where there is none)."""
+    top = hits[0] if hits else None
+    passage = top.passages[0] if top and top.passages else None
+    return {
+        "file": Path(top.path).name if top else None,
+        "page": passage.page if passage else None,
+        "page_end": (passage.page_end or passage.page) if passage else None,
+    }
+
+
+def _searched_by_parts(settings: Any, folder: Path, questions: list[str]) -> list[list]:
+    """Each question's hits (k=10) as code before the application object answered them: encoder, store, indexer and
+    searcher built by hand (the builders' signatures of `--before`'s default ref)."""
+    from lodex.api.factory import build_encoder, build_indexer, open_store
+    from lodex.search.searcher import Searcher
+
+    encoder = build_encoder(settings)
+    store = open_store(settings, encoder, settings.data_dir, create=True)
+    build_indexer(settings, encoder, store).run(folder)
+    searcher = Searcher(store, encoder, passages=3)
+    return [searcher.search(question, k=10).results for question in questions]
 
 
 def run_child(src: Path | None, files: list[Path], out: Path, questions: bool) -> dict:

@@ -22,11 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import machine_line  # noqa: E402
-from lodex.api.factory import (  # noqa: E402
-    build_searcher,
-    open_app,  # noqa: E402
-    open_store,
-)
+from lodex.api.factory import open_app  # noqa: E402
 from lodex.api.settings import load_settings  # noqa: E402
 from lodex.encoders.encoder import Encoder  # noqa: E402
 
@@ -51,13 +47,13 @@ def measure(data_dir: str, folder: Path, encoder: Encoder | None, args: argparse
         for n in range(args.commits):
             side.indexer.index_text(f"note-{n}.txt", f"Note {n}: a short pushed text about flow number {n}.", "", "{}")
         commits_per_s = args.commits / (time.perf_counter() - started)
-    searcher = build_searcher(settings, encoder, open_store(settings, encoder, settings.data_dir, create=False))
-    searcher.search(QUERIES[0], 10)  # warm: vector index loaded, caches filled
-    times = []
-    for n in range(args.queries):
-        started = time.perf_counter()
-        searcher.search(QUERIES[n % len(QUERIES)], 10)
-        times.append(time.perf_counter() - started)
+    with open_app(settings, "read", encoder=encoder) as reader:  # what `lodex search` opens, with the encoder loaded
+        reader.search(QUERIES[0], 10)  # warm: vector index loaded, caches filled
+        times = []
+        for n in range(args.queries):
+            started = time.perf_counter()
+            reader.search(QUERIES[n % len(QUERIES)], 10)
+            times.append(time.perf_counter() - started)
     return {"index_s": index_s, "chunks": summary.chunks, "search_p50_ms": 1000 * statistics.median(times), "commits_per_s": commits_per_s}
 
 

@@ -28,14 +28,12 @@ QUERY = "pressure distribution on a swept wing in a wind tunnel"
 _BEFORE = """
 import os, sys
 from lodex.api.settings import load_settings
-from lodex.api.factory import build_encoder, build_searcher, open_store
+from lodex.api.factory import build_encoder, open_app
 from lodex.api.cli.render import print_search
-from lodex.search.results import SearchFilters
 from rich.console import Console
 settings = load_settings(None, {"index.data_dir": os.environ["LODEX_DATA_DIR"]})
-encoder = build_encoder(settings)
-store = open_store(settings, encoder, settings.data_dir, create=False)
-print_search(Console(), build_searcher(settings, encoder, store).search(sys.argv[1], settings.search.k, SearchFilters(), None))
+with open_app(settings, "read", encoder=build_encoder(settings)) as index:
+    print_search(Console(), index.search(sys.argv[1]))
 """
 
 

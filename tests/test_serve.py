@@ -70,13 +70,11 @@ class Server:
 
 
 @pytest.mark.slow
-def test_serve_watches_and_answers(tmp_path: Path, fast_cache: Path) -> None:
-    """The bundled model's int8 copy, its fast path measured (the run's, as a user's second start finds them; no
-    PyTorch to load): the server indexes a file saved while it watches and finds it by meaning."""
+def test_serve_watches_and_answers(tmp_path: Path) -> None:
     root = tmp_path / "docs"
     root.mkdir()
     (root / "wings.md").write_text("# Wings\n\nSwept wings delay the drag rise at transonic Mach numbers.\n")
-    server = Server(root, tmp_path / "data", env={"LODEX_ENCODER__PRECISION": "fast"})
+    server = Server(root, tmp_path / "data")
     try:
         server.wait_ready()
         assert "http://127.0.0.1:" in server.output() and "all-MiniLM-L6-v2" in server.output()

@@ -24,13 +24,27 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import EVALDATA as EVAL  # noqa: E402
 from bench.harness import LODEX_CLI
+from lodex.api.settings import Settings  # noqa: E402
+from lodex.encoders.encoder import Encoder  # noqa: E402
 from lodex.search.collections import load_collection  # noqa: E402
+from lodex.store.errors import LodexError  # noqa: E402
 
 
 def _shares_words(passage: str, new_words: str, run: int = 8) -> bool:
     """True when the passage holds a run of `run` consecutive words of the new paragraph."""
     words = passage.split()
     return any(" ".join(words[j : j + run]) in new_words for j in range(max(len(words) - run + 1, 0)))
+
+
+def _documents(settings: Settings, encoder: Encoder) -> int:
+    """Documents in the index another process writes, read as `lodex search` reads it (0 while there is none yet)."""
+    from lodex.api.factory import open_app
+
+    try:
+        with open_app(settings, "read", encoder=encoder) as index:
+            return index.documents(limit=1).total
+    except LodexError:
+        return 0
 
 
 def main() -> None:
@@ -42,9 +56,7 @@ def main() -> None:
     parser.add_argument("--rewrite", action="store_true", help="replace every paragraph of the file, not one")
     args = parser.parse_args()
 
-    from lodex.api.factory import build_encoder, open_reader
-    from lodex.api.settings import Settings
-    from lodex.search.searcher import Searcher
+    from lodex.api.factory import build_encoder, open_app
 
     encoder = build_encoder(Settings())
     cran = [t for _, t in load_collection(EVAL / "cranfield").docs.values() if t.strip()]
@@ -70,40 +82,38 @@ def main() -> None:
         watcher = subprocess.Popen([*LODEX_CLI, "watch", str(folder)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log, text=True)
         try:
             deadline = time.monotonic() + 600
-            reader = Settings(index={"data_dir": str(data)})
-            while not (data / "origin.json").exists() or open_reader(reader, encoder.dim).counts()["documents"] < args.files:
+            reader = Settings(index={"data_dir": str(data)}, search={"passages": 1})
+            while not (data / "origin.json").exists() or _documents(reader, encoder) < args.files:
                 if time.monotonic() > deadline or watcher.poll() is not None:
                     raise SystemExit(f"watch did not index the folder: {Path(log.name).read_text()[-2000:]}")
                 time.sleep(0.5)
-            store = open_reader(reader, encoder.dim)
-            searcher = Searcher(store, encoder, passages=1)
-            time.sleep(2)
-            latencies = []
-            for i in range(args.edits):
-                f = i % args.files
-                new = med[i]
-                new_words = " ".join(new.split())
-                paragraphs = list(files[f])
-                if args.rewrite:  # every paragraph changes, so every chunk must be encoded again
-                    paragraphs = [f"{p.rstrip(' .')} (revision {i})." for p in paragraphs]
-                paragraphs[len(paragraphs) // 2 + (i // args.files) % 3] = new
-                (folder / f"report-{f}.txt").write_text("\n\n".join(paragraphs))
-                written = time.perf_counter()
-                while True:
-                    store.refresh()
-                    hits = searcher.search(new, k=1).results
-                    if hits and hits[0].path == f"report-{f}.txt" and _shares_words(hits[0].passages[0].text, new_words):
-                        break
-                    if time.perf_counter() - written > args.timeout:
-                        top = [(h.path, h.passages[0].text[:80]) for h in hits]
-                        raise SystemExit(
-                            f"edit {i} not searchable after {args.timeout} s; top: {top}; watch log:\n{Path(log.name).read_text()[-3000:]}"
-                        )
-                    time.sleep(0.05)
-                latencies.append(time.perf_counter() - written)
-                files[f] = paragraphs
-                print(f"edit {i + 1:2d}: report-{f}.txt searchable after {latencies[-1]:.2f} s", file=sys.stderr)
-                time.sleep(0.3)
+            with open_app(reader, "read", encoder=encoder) as index:  # its searcher reads each version committed
+                time.sleep(2)
+                latencies = []
+                for i in range(args.edits):
+                    f = i % args.files
+                    new = med[i]
+                    new_words = " ".join(new.split())
+                    paragraphs = list(files[f])
+                    if args.rewrite:  # every paragraph changes, so every chunk must be encoded again
+                        paragraphs = [f"{p.rstrip(' .')} (revision {i})." for p in paragraphs]
+                    paragraphs[len(paragraphs) // 2 + (i // args.files) % 3] = new
+                    (folder / f"report-{f}.txt").write_text("\n\n".join(paragraphs))
+                    written = time.perf_counter()
+                    while True:
+                        hits = index.searcher.search(new, k=1).results  # (an abstract may be longer than api.max_query_chars)
+                        if hits and hits[0].path == f"report-{f}.txt" and _shares_words(hits[0].passages[0].text, new_words):
+                            break
+                        if time.perf_counter() - written > args.timeout:
+                            top = [(h.path, h.passages[0].text[:80]) for h in hits]
+                            raise SystemExit(
+                                f"edit {i} not searchable after {args.timeout} s; top: {top}; watch log:\n{Path(log.name).read_text()[-3000:]}"
+                            )
+                        time.sleep(0.05)
+                    latencies.append(time.perf_counter() - written)
+                    files[f] = paragraphs
+                    print(f"edit {i + 1:2d}: report-{f}.txt searchable after {latencies[-1]:.2f} s", file=sys.stderr)
+                    time.sleep(0.3)
         finally:
             watcher.terminate()
             watcher.wait(timeout=60)

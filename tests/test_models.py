@@ -295,11 +295,29 @@ def test_pickled_weights_are_a_model_error_with_the_fix(models: dict[str, Path],
     assert "convert the weights to safetensors" in result.stderr and "unexpected" not in result.output and "torch.load" not in result.output
 
 
+def _measured_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`model check` measures the model at its first call only; later calls print that report (as text, or as JSON):
+    for a test that reads both forms of one check, the model loaded and measured once."""
+    import lodex.api.cli.model_check as model_check
+
+    reports: list[dict] = []
+    measure = model_check.check_model
+
+    def once(settings, directory):  # noqa: ANN001, ANN202 - check_model's own signature
+        if not reports:
+            reports.append(measure(settings, directory))
+        return reports[0]
+
+    monkeypatch.setattr(model_check, "check_model", once)
+
+
 @pytest.mark.slow  # the bundled model: exact and int8 vectors of the probe texts measured
 def test_model_check_of_the_bundled_model(fast_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The run's model cache, where its int8 export already lies (made once per run by fast_cache): the check loads it,
-    gates it and measures it as on a fresh cache, without exporting the same model a second time (~20 s)."""
+    gates it and measures it as on a fresh cache, without exporting the same model a second time (~20 s); its JSON and
+    its text are of one measurement."""
     monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(fast_cache))
+    _measured_once(monkeypatch)
     exports = sorted(fast_cache.glob("*.onnx"))
     code, out, _ = _check("--json")
     report = json.loads(out)
@@ -326,6 +344,7 @@ def test_model_check_says_why_fast_mode_is_not_available(models: dict[str, Path]
 
     monkeypatch.setattr(probe, "load_onnx_model", failing)
     monkeypatch.setenv("LODEX_ENCODER__PRECISION", "fast")
+    _measured_once(monkeypatch)  # the JSON and the text below: one check
     code, out, _ = _check(str(models["lfm2"]), "--json")
     report = json.loads(out)
     assert code == 0 and report["fast_mode"]["available"] is False and report["tokens_per_s"]["fast"] is None

@@ -133,8 +133,15 @@ def test_threads_one_after_another_share_one_tokenizer_copy(real_encoder, monkey
         assert first is not second and real_encoder.tokenizer not in (first, second)
 
 
+@pytest.fixture(scope="module")
+def query_cache(tmp_path_factory: pytest.TempPathFactory):
+    """A model cache for the two tests below: the float32 ONNX copy the first exports serves the second (checked again
+    when loaded, as any cached copy is)."""
+    return tmp_path_factory.mktemp("query-cache")
+
+
 @pytest.mark.slow
-def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder, tmp_path) -> None:
+def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder, query_cache, tmp_path) -> None:
     """Queries go through a float32 ONNX copy of the model (exported once); a query embedded as a query and as
     a document gives the same vector, and without a usable cache PyTorch answers instead."""
     from lodex.encoders.settings import EncoderSettings
@@ -146,9 +153,9 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
         "a",
         "Boundary layer. " * 300,
     ]  # short, long, tiny and truncated
-    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False, precision="exact"))
+    encoder = TransformersEncoder(EncoderSettings(cache_dir=str(query_cache), fast_queries=False, precision="exact"))
     as_queries = encoder.embed(queries, kind="query")
-    assert encoder._queries is not None and len(list((tmp_path / "cache").glob("*-fp32.onnx"))) == 1
+    assert encoder._queries is not None and len(list(query_cache.glob("*-fp32.onnx"))) == 1
     import onnx
 
     ops = {node.op_type for node in onnx.load(str(encoder._queries.path)).graph.node}
@@ -163,9 +170,10 @@ def test_exact_mode_queries_run_on_onnx_with_the_documents_vectors(real_encoder,
 
 
 @pytest.mark.slow
-def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, monkeypatch, caplog) -> None:
+def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(query_cache, monkeypatch, caplog) -> None:
     """The query model is checked against PyTorch when loaded (a traced length baked into a graph would give
-    wrong vectors silently): one that disagrees is dropped, with a warning, and PyTorch answers."""
+    wrong vectors silently): one that disagrees (a cached copy garbled as it loads) is dropped, with a warning, and
+    PyTorch answers."""
     import lodex.encoders.fast_mode as fast_mode
     import lodex.encoders.transformers_encoder as module
     from lodex.encoders.settings import EncoderSettings
@@ -185,7 +193,7 @@ def test_an_onnx_copy_that_does_not_reproduce_the_model_is_not_used(tmp_path, mo
         return Garbled(model) if not kwargs.get("int8") else model
 
     monkeypatch.setattr(fast_mode, "load_onnx_model", garbled_load)
-    encoder = module.TransformersEncoder(EncoderSettings(cache_dir=str(tmp_path / "cache"), fast_queries=False, precision="exact"))
+    encoder = module.TransformersEncoder(EncoderSettings(cache_dir=str(query_cache), fast_queries=False, precision="exact"))
     queries = ["heat transfer in hypersonic flow", "drag of swept wings"]
     with caplog.at_level("WARNING"):
         vectors = encoder.embed(queries, kind="query")

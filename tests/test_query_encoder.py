@@ -51,26 +51,44 @@ def test_a_broken_recipe_is_ignored(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_cold_search_loads_no_pytorch(tmp_path: Path) -> None:
+def test_a_cold_search_loads_no_pytorch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index and a first search run here (the search loads the full encoder, exports the query model and leaves its
+    recipe, as any earlier lodex process would); a second `lodex search`, a process of its own, finds the same results
+    without importing torch."""
+    from typer.testing import CliRunner
+
+    from lodex.api.cli import app
+
     model = tiny_model("bert", tmp_path / "model")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "wings.txt").write_text("Swept wings delay the drag rise at transonic Mach numbers.")
     env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
         "LODEX_ENCODER__MODEL": str(model),
         "LODEX_ENCODER__CACHE_DIR": str(tmp_path / "cache"),
         "LODEX_DATA_DIR": str(tmp_path / "data"),
     }
-    run = lambda *args: subprocess.run([sys.executable, "-c", _PROBE, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)  # noqa: E731
-    assert run("index", str(docs)).returncode == 0
-    first = run("search", "drag rise", "--local", "--json")  # the first search exports the query model, leaves the recipe
-    second = run("search", "drag rise", "--local", "--json")
-    assert first.returncode == second.returncode == 0, second.stderr
-    assert "torch loaded: True" in first.stderr and "torch loaded: False" in second.stderr
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(REPO)  # where the second search runs too
+    cfg = EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache"))
+    runner = CliRunner()
+    assert runner.invoke(app, ["index", str(docs)]).exit_code == 0
+    assert not recipe_path(cfg, "x").parent.exists()  # indexing left no recipe: the first search makes it
+    first = runner.invoke(app, ["search", "drag rise", "--local", "--json"])
+    assert first.exit_code == 0, first.output
+    assert recipe_path(cfg, "x").parent.is_dir()
+    second = subprocess.run(
+        [sys.executable, "-c", _PROBE, "search", "drag rise", "--local", "--json"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert second.returncode == 0, second.stderr
+    assert "torch loaded: False" in second.stderr
     assert json.loads(first.stdout)["results"] == json.loads(second.stdout)["results"]
-    assert recipe_path(EncoderSettings(model=str(model), cache_dir=str(tmp_path / "cache")), "x").parent.is_dir()
 
 
 _PROBE = """

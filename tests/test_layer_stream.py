@@ -3,6 +3,7 @@ activations, compressed layer caches checked and rebuilt, and an index built and
 
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -126,9 +127,21 @@ def _break(cache: Path, how: str) -> str:
     return "built from other weights"
 
 
+@pytest.fixture(scope="module")
+def int8_cache(models: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    """bert's int8 layer cache (a model cache folder), built once, and the vectors of TEXTS through it: each broken-cache
+    case below breaks a copy of its own."""
+    base = tmp_path_factory.mktemp("int8-bert")
+    first = _encoder(models["bert"], base, stream_layers=True, layer_weights="int8").embed(TEXTS)
+    return base / "cache", first
+
+
 @pytest.mark.parametrize("how", ["layer file deleted", "shape changed", "fingerprint changed", "killed before its manifest"])
-def test_a_broken_layer_cache_is_detected_and_rebuilt(models: dict[str, Path], tmp_path: Path, how: str, caplog) -> None:
-    first = _encoder(models["bert"], tmp_path, stream_layers=True, layer_weights="int8").embed(TEXTS)
+def test_a_broken_layer_cache_is_detected_and_rebuilt(
+    models: dict[str, Path], int8_cache: tuple[Path, np.ndarray], tmp_path: Path, how: str, caplog
+) -> None:
+    built, first = int8_cache
+    shutil.copytree(built, tmp_path / "cache")
     cache = next((tmp_path / "cache" / "layers").glob("*-int8"))
     message = _break(cache, how)
     with caplog.at_level(logging.WARNING, logger="lodex.encoders.layer_cache"):

@@ -22,12 +22,12 @@ pytestmark = pytest.mark.slow
 
 
 def _folder(root: Path) -> Path:
-    """Twelve documents of 1 to 25 Cranfield abstracts (one chunk to many windows), and an empty one."""
+    """Twelve documents of 1 to 10 Cranfield abstracts (one chunk to many windows: ~90 chunks in all), and an empty one."""
     with (EVALDATA / "cranfield" / "corpus.jsonl").open() as fh:
         abstracts = [json.loads(line)["text"] for line in fh][:80]
     root.mkdir()
     at = 0
-    for i, size in enumerate((1, 1, 2, 3, 25, 1, 5, 8, 1, 2, 13, 1)):
+    for i, size in enumerate((1, 1, 2, 3, 10, 1, 4, 6, 1, 2, 5, 1)):
         (root / f"d{i}.txt").write_text("\n\n".join(abstracts[at : at + size]))
         at = (at + size) % 50
     (root / "empty.txt").write_text("")

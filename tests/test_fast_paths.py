@@ -87,24 +87,27 @@ def test_a_configured_path_is_parsed_or_refused() -> None:
 @pytest.mark.slow
 def test_every_path_passes_the_fidelity_gate_on_real_text(real_encoder, fast_cache: Path) -> None:
     """Each path, configured (encoder.fast_path), gives vectors within the gate of exact ones on real chunks, records its
-    scheme, and the same path in the other layout gives the same vectors."""
+    scheme, and the same path in the other layout gives the same vectors (on every 4th chunk)."""
     from lodex.encoders.settings import EncoderSettings
     from lodex.encoders.transformers_encoder import TransformersEncoder
     from tests.test_fast_mode import _real_chunks
 
     texts = _real_chunks(real_encoder, per_collection=25)  # ~200 chunks (test_fast_mode checks the default path on ~400)
     exact = real_encoder.embed(texts)
-    vectors = {}
+    vectors, means = {}, {}
     for path in ALL_PATHS:
         # the run's cache (this CPU's default scheme exported there once per run; the other scheme is exported here)
         encoder = TransformersEncoder(EncoderSettings(precision="fast", fast_path=path.name, cache_dir=str(fast_cache)))
         assert encoder.fast_path == path and encoder.origin()["quantization"] == path.scheme
         assert f"fast path {path.name} (configured)" in encoder.runtime()
-        vectors[path.name] = encoder.embed(texts)
-        cosines = (vectors[path.name] * exact).sum(axis=1)
+        # the "sessions" layout runs the same model as its weights' "threads" path: every 4th chunk (of all three
+        # collections) shows it gives the same vectors, batches in parallel
+        some = slice(None) if path.layout == "threads" else slice(None, None, 4)
+        vectors[path.name] = encoder.embed(texts[some])
+        cosines = (vectors[path.name] * exact[some]).sum(axis=1)
         assert cosines.mean() >= 0.99 and cosines.min() >= 0.95, (path.name, cosines.mean(), cosines.min())
+        means[path.name] = float(cosines.mean())
         if path.layout == "sessions":
             assert encoder._pool is not None and len(encoder._pool.models) == encoder._threads
-            assert np.allclose(vectors[path.name], vectors[path.weights], atol=1e-5)  # same model, batches in parallel
-    record = json.dumps({name: float(((v * exact).sum(axis=1)).mean()) for name, v in vectors.items()})
-    print(record)
+            assert np.allclose(vectors[path.name], vectors[path.weights][some], atol=1e-5)
+    print(json.dumps(means))

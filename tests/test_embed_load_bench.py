@@ -10,7 +10,11 @@ from bench.serving.embed_load import main
 
 
 @pytest.mark.slow
-def test_the_embedding_load_bench_runs_its_quick_mode(tmp_path: Path) -> None:
+def test_the_embedding_load_bench_runs_its_quick_mode(tmp_path: Path, fast_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench's `lodex index` and `lodex serve` in fast mode (what the default, "auto", chooses here) on the run's
+    model cache (its int8 export and measured path there: both processes start from the recipe, without PyTorch)."""
+    monkeypatch.setenv("LODEX_ENCODER__PRECISION", "fast")
+    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(fast_cache))
     report = main(
         [
             "--requests",

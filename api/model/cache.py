@@ -65,23 +65,25 @@ def named_model(cfg: EncoderSettings) -> Path:
     return folder
 
 
-def encoder_languages(settings: Settings) -> frozenset[str] | None:
-    """The languages the configured model covers, read from its folder (encoder.model resolved as `model_path` does:
-    a relative path against the config file's folder, a hub id to its pulled copy); None when it does not say."""
+def configured_model_dir(settings: Settings) -> str | None:
+    """encoder.model as the folder its declarations are read from ("": the bundled model; resolved as `model_path`
+    does: a relative path against the config file's folder, a hub id to its pulled copy); None when it cannot be found."""
     if not settings.encoder.model:
-        return model_languages("")
+        return ""
     try:
-        return model_languages(str(model_path(settings)))
+        return str(model_path(settings))
     except ModelError:
         return None
+
+
+def encoder_languages(settings: Settings) -> frozenset[str] | None:
+    """The languages the configured model covers, read from its folder; None when it does not say (or is not found)."""
+    folder = configured_model_dir(settings)
+    return None if folder is None else model_languages(folder)
 
 
 def encoder_search(settings: Settings) -> dict[str, Any]:
     """The search settings the configured model declares for itself (what search.fusion and search.feedback_weight
     "auto" take; none for the bundled model, or one whose folder cannot be found)."""
-    if not settings.encoder.model:
-        return {}
-    try:
-        return declared_search(str(model_path(settings)))[0]
-    except ModelError:
-        return {}
+    folder = configured_model_dir(settings)
+    return {} if folder is None else declared_search(folder)[0]

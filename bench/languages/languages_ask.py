@@ -6,7 +6,7 @@ usage: python bench/languages/languages_ask.py --langs zh,ja --labels minilm,e5 
 Each index is work/index-LANG-LABEL (as bench/languages/languages.py names them); LABEL "e5" opens with encoder.model =
 "multilingual", any other with the configured model (the index refuses another than the one that built it). --set
 picks bench/data/langdata/LANG-SUFFIX.json (e.g. "paraphrase": questions sharing no word with their target) instead of
-LANG.json. Every question's target must hold its evidence in the built folder (checked, as bench/languages/languages.py does).
+LANG.json; sets joined by "+" are asked as one ("main+extra": LANG.json and LANG-extra.json together). Every question's target must hold its evidence in the built folder (checked, as bench/languages/languages.py does).
 """
 
 import argparse
@@ -41,11 +41,17 @@ def ask(data: Path, label: str, qs: list[dict[str, str]], modes: list[str], over
     return out
 
 
+def question_set(lang: str, suffix: str) -> list[dict[str, str]]:
+    """The questions of bench/data/langdata/LANG-SUFFIX.json (LANG.json for "main")."""
+    name = lang if suffix == "main" else f"{lang}-{suffix}"
+    return json.loads((HERE.parent / "data" / "langdata" / f"{name}.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--langs", default="zh,ja")
     parser.add_argument("--labels", default="minilm,e5")
-    parser.add_argument("--set", default="", help="question set suffix: bench/data/langdata/LANG-SUFFIX.json")
+    parser.add_argument("--set", default="", help='question set suffix: bench/data/langdata/LANG-SUFFIX.json ("main+extra": two as one)')
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "lodex-bench-languages")
     parser.add_argument("--modes", default="bm25,dense,hybrid")
     parser.add_argument("--sweep", default="", help="KEY=V1,V2,...: ask again with each value of one setting")
@@ -57,7 +63,7 @@ def main() -> None:
     lines = result_block(f"question set {args.set or 'main'}")
     for lang in args.langs.split(","):
         name = f"{lang}-{args.set}" if args.set else lang
-        qs = json.loads((HERE.parent / "data" / "langdata" / f"{name}.json").read_text(encoding="utf-8"))
+        qs = [q for suffix in (args.set or "main").split("+") for q in question_set(lang, suffix)]
         folder, _ = build_folder(lang, args.work)
         stale = check_targets(folder, qs)
         if stale:

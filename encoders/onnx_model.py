@@ -130,10 +130,12 @@ def load_onnx_model(
     max_length: int = 512,
     spin: bool = True,
     reduce_range: bool = False,
+    ranges: Callable[[], dict[str, Any]] | None = None,
 ) -> OnnxModel:
     """The ONNX model for this encoder: from the cache, or exported from the loaded torch model into the cache
     first (once: ~5 s; int8 ~20 s: smoothed activations, per-channel int8 weights, dynamic int8 activations);
-    `reduce_range`: 7-bit int8 weights (see fast_paths.WEIGHTS)."""
+    `reduce_range`: 7-bit int8 weights (see fast_paths.WEIGHTS); `ranges`: the model's smoothing.input_ranges, if
+    the caller has them (else an int8 export measures them)."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError as exc:
@@ -146,7 +148,7 @@ def load_onnx_model(
     if not path.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
-            _export(model, tokenizer, path, int8, max_length, reduce_range)
+            _export(model, tokenizer, path, int8, max_length, reduce_range, ranges)
         except OSError as exc:
             raise ModelError(f"cannot write the ONNX model to {cache}: {exc.strerror or exc}", "set encoder.cache_dir to a writable folder") from exc
     return OnnxModel(path, threads, spin)
@@ -163,12 +165,20 @@ def _export_attention(model: Any) -> Any:
     return model
 
 
-def _export(model: Any, tokenizer: Any, path: Path, int8: bool, max_length: int, reduce_range: bool = False) -> None:
+def _export(
+    model: Any,
+    tokenizer: Any,
+    path: Path,
+    int8: bool,
+    max_length: int,
+    reduce_range: bool = False,
+    ranges: Callable[[], dict[str, Any]] | None = None,
+) -> None:
     """torch → ONNX (fp32, dynamic batch and length) → int8 weights when asked (of the smoothed model),
     written atomically to `path`."""
     import torch
 
-    model = _export_attention(smoothed_copy(model, tokenizer, max_length) if int8 else copy.deepcopy(model))
+    model = _export_attention(smoothed_copy(model, tokenizer, max_length, ranges=ranges() if ranges else None) if int8 else copy.deepcopy(model))
     names = model_inputs(model, tokenizer)
 
     class Hidden(torch.nn.Module):  # type: ignore[misc]  # torch is typed Any (pyproject: not analysed)

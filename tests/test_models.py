@@ -154,7 +154,7 @@ def test_pooling_precedence(models: dict[str, Path], tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """LFM2 (short convolutions and attention), ModernBERT and Qwen3 export to int8 ONNX and pass the same gate as BERT;
     a start that measures its paths runs PyTorch over the calibration texts once for all of them (smoothing's ranges and
     the fidelity reference; again only where the encoder's inputs differ from the export pass's) and over the check
@@ -172,6 +172,8 @@ def test_each_architecture_passes_the_fast_mode_gate(kind: str, models: dict[str
 
         return call
 
+    monkeypatch.setenv("LODEX_ENCODER__CACHE_DIR", str(tmp_path))  # a cache of its own: this start exports (earlier tests'
+    # int8 query models of these weights lie in the module's cache)
     with monkeypatch.context() as patch:
         patch.setattr(fast_mode, "input_ranges", counted("calibration", fast_mode.input_ranges))
         patch.setattr(TransformersEncoder, "_torch_batch", counted("torch", TransformersEncoder._torch_batch))
@@ -196,7 +198,7 @@ def test_a_model_whose_export_fails_is_refused_in_fast_mode(models: dict[str, Pa
 
     monkeypatch.setattr(fast_mode, "load_onnx_model", failing)
     with pytest.raises(ModelError, match="fast mode is not available .* export failed .*aten::unsupported") as caught:
-        _encoder(models["lfm2"], precision="fast")
+        _encoder(models["lfm2"], precision="fast", fast_path="int8")  # a named path: exported, not measured first
     assert 'precision = "exact"' in caught.value.fix
 
 

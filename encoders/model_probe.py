@@ -8,7 +8,7 @@ import numpy as np
 
 from lodex.encoders.errors import ModelError
 from lodex.encoders.fast_mode import FAST_GATE
-from lodex.encoders.onnx_model import OnnxModel, load_onnx_model
+from lodex.encoders.onnx_model import OnnxModel
 from lodex.encoders.smoothing import calibration_texts
 from lodex.encoders.transformers_encoder import TransformersEncoder
 
@@ -61,16 +61,7 @@ def measure_exact(encoder: TransformersEncoder, texts: list[str]) -> Run:
 def probe_fast(encoder: TransformersEncoder, texts: list[str], exact: Run) -> FastProbe:
     """Export (or take from the cache) the int8 model fast mode would use, and check it as fast mode does."""
     try:
-        model = load_onnx_model(
-            encoder.model,
-            encoder.tokenizer,
-            encoder.fingerprint,
-            encoder._cache_dir,
-            encoder._threads,
-            int8=True,
-            max_length=encoder.max_length,
-            spin=False,
-        )
+        model = encoder._onnx_model(int8=True, spin=False, reduce_range=False)
     except ModelError as exc:
         return FastProbe(False, exc.message)
     except Exception as exc:  # noqa: BLE001 - an architecture the exporter cannot take: that is the answer

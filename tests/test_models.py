@@ -359,6 +359,7 @@ def test_model_check_of_the_bundled_model(fast_cache: Path, monkeypatch: pytest.
 
 
 def test_model_check_says_why_fast_mode_is_not_available(models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lodex.encoders.fast_mode as fast_mode
     import lodex.encoders.model_probe as probe
 
     monkeypatch.setattr(probe, "FAST_GATE", 1.01)  # no export can pass: the gate's reason
@@ -368,7 +369,7 @@ def test_model_check_says_why_fast_mode_is_not_available(models: dict[str, Path]
     def failing(*args, **kwargs):
         raise RuntimeError("Exporting the operator 'aten::unsupported' to ONNX is not supported")
 
-    monkeypatch.setattr(probe, "load_onnx_model", failing)
+    monkeypatch.setattr(fast_mode, "load_onnx_model", failing)
     monkeypatch.setenv("LODEX_ENCODER__PRECISION", "fast")
     _measured_once(monkeypatch)  # the JSON and the text below: one check
     code, out, _ = _check(str(models["lfm2"]), "--json")

@@ -9,6 +9,11 @@ import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# PyTorch's OpenMP threads, idle between two operations, spin on their core for a while before they sleep. `make test`
+# runs one xdist worker per core, each with PyTorch on every core: a worker's spinning threads took the CPU the other
+# worker's tests needed (the model-heavy test files took 250 s of CPU with spinning, 180 s without, and 30 s longer).
+# Read when PyTorch first loads (nothing above imports it); lodex processes the tests start inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from lodex.api.encoder_backends import ENCODER_BACKENDS  # noqa: E402
 from lodex.api.factory import build_indexer, build_searcher, open_store  # noqa: E402

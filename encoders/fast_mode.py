@@ -122,7 +122,7 @@ class FastMode:
         """A fast path's fidelity (mean and lowest cosine to PyTorch on the check and calibration texts) and its time to
         encode them (best of two, after a warm-up: the fidelity run warms the "threads" layout's session, the
         "sessions" layout's pool is warmed as fast mode warms it)."""
-        model = self._onnx_model(True, True, path.reduce_range)
+        model = self._onnx_model(int8=True, spin=True, reduce_range=path.reduce_range)
         texts = _CHECK_TEXTS + calibration_texts()
         exact = np.concatenate([self._check_vectors(), self._calibration_vectors()])
         cosines = row_cosines(self._onnx_batch(model, texts), exact)

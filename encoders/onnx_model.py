@@ -178,7 +178,11 @@ def _export(
     written atomically to `path`."""
     import torch
 
-    model = _export_attention(smoothed_copy(model, tokenizer, max_length, ranges=ranges() if ranges else None) if int8 else copy.deepcopy(model))
+    if int8:  # the ranges measured once for the smoothing: the caller's, when it has them
+        model = smoothed_copy(model, tokenizer, max_length, ranges=ranges() if ranges else None)
+    else:
+        model = copy.deepcopy(model)
+    model = _export_attention(model)
     names = model_inputs(model, tokenizer)
 
     class Hidden(torch.nn.Module):  # type: ignore[misc]  # torch is typed Any (pyproject: not analysed)
